@@ -1,0 +1,62 @@
+# Every target runs Node 24 from node_modules (the `node` devDependency), whatever node the
+# machine has on its PATH.
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+
+NODE_TEST := node --import tsx --test --test-reporter=spec --test-timeout=300000
+UNIT_TESTS := 'test/unit/**/*.test.ts'
+E2E_TESTS := 'test/e2e/**/*.test.ts'
+
+.PHONY: help
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: setup
+setup: ## Set up a fresh machine: missing Debian packages, npm ci, and the test environment.
+	bash hack/setup.sh
+
+node_modules: package.json package-lock.json
+	npm ci
+	@touch node_modules
+
+.PHONY: build
+build: node_modules ## Type-check and compile everything into dist/.
+	tsc -p tsconfig.json
+
+.PHONY: lint
+lint: node_modules ## Type-check, run eslint, and check formatting with prettier.
+	tsc -p tsconfig.json --noEmit
+	eslint .
+	prettier --check .
+
+.PHONY: format
+format: node_modules ## Rewrite files in prettier's format.
+	prettier --write .
+
+.PHONY: testenv
+testenv: ## Build kube-apiserver, kubectl and etcd from Go modules, or reuse the cached build.
+	bash hack/testenv/build.sh
+
+.PHONY: test
+test: node_modules testenv ## Run every test CI runs: unit and end-to-end, in one runner.
+	$(NODE_TEST) $(UNIT_TESTS) $(E2E_TESTS)
+
+.PHONY: test-unit
+test-unit: node_modules ## Run the unit tests.
+	$(NODE_TEST) $(UNIT_TESTS)
+
+.PHONY: test-e2e
+test-e2e: node_modules testenv ## Run the end-to-end tests against a real control plane, Git server and Redis.
+	$(NODE_TEST) $(E2E_TESTS)
+
+.PHONY: testenv-up
+testenv-up: node_modules testenv ## Start a control plane, a Git server and Redis in the background; writes .testenv/env.
+	node --import tsx hack/testenv/cli.ts up
+
+.PHONY: testenv-down
+testenv-down: node_modules ## Stop what testenv-up started.
+	node --import tsx hack/testenv/cli.ts down
+
+.PHONY: clean
+clean: ## Remove build output (the cached testenv binaries stay).
+	rm -rf dist

@@ -1,0 +1,41 @@
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
+
+export interface TestenvBinaries {
+  etcd: string;
+  kubeApiserver: string;
+  kubectl: string;
+}
+
+let cached: TestenvBinaries | undefined;
+
+/**
+ * The pinned etcd, kube-apiserver and kubectl built by `make testenv`. The directory comes
+ * from hack/testenv/build.sh itself, so the versions and the cache key live in one place.
+ * TESTENV_BIN_DIR overrides it, for binaries built some other way.
+ */
+export function testenvBinaries(): TestenvBinaries {
+  if (cached) return cached;
+  const dir =
+    process.env.TESTENV_BIN_DIR ??
+    execFileSync("bash", [join(repoRoot, "hack/testenv/build.sh"), "--print-dir"], {
+      encoding: "utf8",
+    }).trim();
+  const binaries = {
+    etcd: join(dir, "etcd"),
+    kubeApiserver: join(dir, "kube-apiserver"),
+    kubectl: join(dir, "kubectl"),
+  };
+  const missing = Object.values(binaries).filter((path) => !existsSync(path));
+  if (missing.length > 0) {
+    throw new Error(
+      `test environment binaries are missing (${missing.join(", ")}): run \`make testenv\` first`,
+    );
+  }
+  cached = binaries;
+  return binaries;
+}

@@ -1,0 +1,305 @@
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { dirname, join } from "node:path";
+import { gitServiceOf, parseBasicAuth, parseCgiHead } from "./cgi.ts";
+import { git } from "./gitcli.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
+
+export type GitAccess = "read" | "write";
+
+export interface GitUser {
+  username: string;
+  password: string;
+  /** `read` may fetch but not open a receive-pack session. Default `write`. */
+  access?: GitAccess;
+}
+
+/** One request the server answered, for tests that count what a client asked for. */
+export interface GitRequestRecord {
+  method: string;
+  repository: string;
+  service: "upload-pack" | "receive-pack" | undefined;
+  /** True for the ref advertisement (`GET …/info/refs`), false for the pack exchange. */
+  advertisement: boolean;
+  username: string | undefined;
+  status: number;
+}
+
+export interface ForeignCommit {
+  branch?: string;
+  /** Path to new content; null deletes the file. */
+  files: Record<string, string | null>;
+  message?: string;
+  author?: { name: string; email: string };
+  /** Who pushes; the first user with write access by default. */
+  as?: GitUser;
+  /** Where a branch that does not exist yet starts; an orphan branch if omitted. */
+  startFrom?: string;
+}
+
+const httpBackend = "/usr/lib/git-core/git-http-backend";
+
+/**
+ * A real Git server over smart HTTP: `git http-backend` behind a Node HTTP server on
+ * loopback, with HTTP Basic auth. `stop()` and `start()` take it down and bring it back on
+ * the same port, with its repositories intact, to simulate an outage; `close()` tears it
+ * down and removes everything.
+ */
+export class GitServer {
+  readonly requests: GitRequestRecord[] = [];
+  private readonly users = new Map<string, GitUser>();
+  private readonly sockets = new Set<Socket>();
+  private server: Server | undefined;
+  private beforeNextPush: (() => Promise<unknown>) | undefined;
+
+  private constructor(
+    readonly root: string,
+    private listenPort: number,
+  ) {}
+
+  static async start(options: { users?: GitUser[]; port?: number } = {}): Promise<GitServer> {
+    const root = makeOwnedTempDir("gitserver");
+    const gitServer = new GitServer(root, options.port ?? 0);
+    for (const user of options.users ?? []) gitServer.addUser(user);
+    try {
+      await gitServer.start();
+    } catch (err) {
+      removeOwnedTempDir(root);
+      throw err;
+    }
+    return gitServer;
+  }
+
+  get port(): number {
+    return this.listenPort;
+  }
+
+  get baseUrl(): string {
+    return `http://127.0.0.1:${this.listenPort}`;
+  }
+
+  addUser(user: GitUser): void {
+    this.users.set(user.username, user);
+  }
+
+  repositoryUrl(name: string): string {
+    return `${this.baseUrl}/${name}.git`;
+  }
+
+  repositoryPath(name: string): string {
+    return join(this.root, "repositories", `${name}.git`);
+  }
+
+  /**
+   * Creates an empty bare repository and returns its URL. Non-fast-forward updates are
+   * refused, as on a protected branch, so an accidental force push fails loudly.
+   */
+  async createRepository(name: string, options: { defaultBranch?: string } = {}): Promise<string> {
+    const path = this.repositoryPath(name);
+    await mkdir(dirname(path), { recursive: true });
+    await git(["init", "--bare", "--quiet", `--initial-branch=${options.defaultBranch ?? "main"}`, path]);
+    await git(["config", "receive.denyNonFastForwards", "true"], { cwd: path });
+    return this.repositoryUrl(name);
+  }
+
+  /** The commit a branch points at on the server, or undefined if the branch does not exist. */
+  async branchHead(repository: string, branch: string): Promise<string | undefined> {
+    try {
+      return await git(["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], {
+        cwd: this.repositoryPath(repository),
+      });
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Runs a git command inside the bare repository, for assertions on what was pushed. */
+  async gitIn(repository: string, args: string[]): Promise<string> {
+    return git(args, { cwd: this.repositoryPath(repository) });
+  }
+
+  /**
+   * Pushes a commit made by somebody else, with the real git CLI over HTTP, the way a person
+   * or CI would, and returns its hash.
+   */
+  async pushForeignCommit(repository: string, commit: ForeignCommit): Promise<string> {
+    const branch = commit.branch ?? "main";
+    const user = commit.as ?? [...this.users.values()].find((u) => (u.access ?? "write") === "write");
+    if (!user) throw new Error("pushForeignCommit needs a user with write access");
+    const url = new URL(this.repositoryUrl(repository));
+    url.username = encodeURIComponent(user.username);
+    url.password = encodeURIComponent(user.password);
+    const work = await mkdtemp(join(this.root, "foreign-"));
+    const author = commit.author ?? { name: "Foreign Author", email: "foreign@example.com" };
+    const env = {
+      GIT_AUTHOR_NAME: author.name,
+      GIT_AUTHOR_EMAIL: author.email,
+      GIT_COMMITTER_NAME: author.name,
+      GIT_COMMITTER_EMAIL: author.email,
+    };
+    try {
+      await git(["init", "--quiet", work]);
+      await git(["remote", "add", "origin", url.toString()], { cwd: work });
+      const start = (await this.branchHead(repository, branch)) ? branch : commit.startFrom;
+      if (start) {
+        await git(["fetch", "--quiet", "origin", `refs/heads/${start}`], { cwd: work });
+        await git(["checkout", "--quiet", "-B", branch, "FETCH_HEAD"], { cwd: work });
+      } else {
+        await git(["checkout", "--quiet", "--orphan", branch], { cwd: work });
+      }
+      for (const [path, content] of Object.entries(commit.files)) {
+        if (content === null) {
+          await git(["rm", "--quiet", "-r", "--", path], { cwd: work });
+        } else {
+          await mkdir(dirname(join(work, path)), { recursive: true });
+          await writeFile(join(work, path), content);
+          await git(["add", "--", path], { cwd: work });
+        }
+      }
+      await git(["commit", "--quiet", "--allow-empty", "-m", commit.message ?? "A foreign commit"], {
+        cwd: work,
+        env,
+      });
+      await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work });
+      return await git(["rev-parse", "HEAD"], { cwd: work });
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Runs `action` after the next push's ref advertisement and before its pack is received,
+   * once. A foreign push made here moves the branch under a client that already read the
+   * advertisement, so its update meets the server's compare-and-swap.
+   */
+  interceptNextPush(action: () => Promise<unknown>): void {
+    this.beforeNextPush = action;
+  }
+
+  /** Starts serving, on the port it had before if it had one. */
+  async start(): Promise<void> {
+    if (this.server) return;
+    const server = createServer((req, res) => this.handle(req, res));
+    server.on("connection", (socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.listenPort, "127.0.0.1", () => resolve());
+    });
+    const address = server.address();
+    if (address && typeof address === "object") this.listenPort = address.port;
+    this.server = server;
+  }
+
+  /** Stops serving and drops open connections, keeping the repositories: an outage. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Stops serving and removes every repository. */
+  async close(): Promise<void> {
+    await this.stop();
+    removeOwnedTempDir(this.root);
+  }
+
+  private authenticate(req: IncomingMessage): GitUser | undefined {
+    const credentials = parseBasicAuth(req.headers.authorization);
+    const user = credentials && this.users.get(credentials.username);
+    return user && user.password === credentials.password ? user : undefined;
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? "/", this.baseUrl);
+    const service = gitServiceOf(url.pathname, url.searchParams);
+    const repository = url.pathname.replace(/^\//, "").split(".git/")[0] ?? "";
+    const user = this.authenticate(req);
+    const record: GitRequestRecord = {
+      method: req.method ?? "GET",
+      repository,
+      service,
+      advertisement: url.pathname.endsWith("/info/refs"),
+      username: user?.username,
+      status: 0,
+    };
+    this.requests.push(record);
+    res.once("finish", () => (record.status = res.statusCode));
+
+    if (!user) {
+      res.writeHead(401, { "WWW-Authenticate": 'Basic realm="gitops-reverser-testenv"' }).end();
+      return;
+    }
+    if (service === "receive-pack" && (user.access ?? "write") !== "write") {
+      res.writeHead(403, { "Content-Type": "text/plain" }).end(`${user.username} may not push\n`);
+      return;
+    }
+    const intercept = service === "receive-pack" && !record.advertisement ? this.beforeNextPush : undefined;
+    if (!intercept) {
+      this.runBackend(req, res, url, user);
+      return;
+    }
+    this.beforeNextPush = undefined;
+    intercept().then(
+      () => this.runBackend(req, res, url, user),
+      (err: unknown) =>
+        res
+          .writeHead(500, { "Content-Type": "text/plain" })
+          .end(`interceptNextPush failed: ${String(err)}\n`),
+    );
+  }
+
+  private runBackend(req: IncomingMessage, res: ServerResponse, url: URL, user: GitUser): void {
+    const env: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH,
+      HOME: this.root,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_PROJECT_ROOT: join(this.root, "repositories"),
+      GIT_HTTP_EXPORT_ALL: "1",
+      REQUEST_METHOD: req.method,
+      PATH_INFO: decodeURIComponent(url.pathname),
+      QUERY_STRING: url.search.replace(/^\?/, ""),
+      CONTENT_TYPE: req.headers["content-type"] ?? "",
+      REMOTE_USER: user.username,
+      REMOTE_ADDR: req.socket.remoteAddress ?? "127.0.0.1",
+      SERVER_PROTOCOL: "HTTP/1.1",
+      ...(req.headers["content-length"] ? { CONTENT_LENGTH: req.headers["content-length"] } : {}),
+      ...(req.headers["content-encoding"] ? { HTTP_CONTENT_ENCODING: req.headers["content-encoding"] } : {}),
+      ...(req.headers["git-protocol"] ? { GIT_PROTOCOL: String(req.headers["git-protocol"]) } : {}),
+    };
+    const backend = spawn(httpBackend, [], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let head: Buffer = Buffer.alloc(0);
+    let headDone = false;
+    const stderr: Buffer[] = [];
+    backend.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+    backend.stdout.on("data", (chunk: Buffer) => {
+      if (headDone) {
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      const parsed = parseCgiHead(head);
+      if (!parsed) return;
+      headDone = true;
+      res.writeHead(parsed.status, parsed.statusText, parsed.headers.flat());
+      res.write(head.subarray(parsed.bodyOffset));
+    });
+    backend.on("close", (code) => {
+      if (!headDone) {
+        const message = Buffer.concat(stderr).toString() || `git http-backend exited with ${code}`;
+        if (!res.headersSent) res.writeHead(500, { "Content-Type": "text/plain" });
+        res.end(message);
+        return;
+      }
+      res.end();
+    });
+    backend.stdin.on("error", () => undefined);
+    req.pipe(backend.stdin);
+  }
+}

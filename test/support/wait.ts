@@ -1,0 +1,43 @@
+/** Polls a condition until it holds or a deadline passes. Tests wait on conditions, never on fixed sleeps. */
+
+/** Thrown by a probe when waiting longer cannot help, such as when the awaited process has exited. */
+export class GiveUp extends Error {}
+
+export interface EventuallyOptions {
+  /** How long to keep trying, in milliseconds. */
+  timeoutMs?: number;
+  /** Pause between attempts, in milliseconds. */
+  intervalMs?: number;
+  /** Names the condition in the timeout error. */
+  description?: string;
+}
+
+/**
+ * Calls `probe` until it returns a value other than `undefined`/`false` without throwing,
+ * and returns that value. On timeout it throws with the last error or result, so a failing
+ * test says what it was waiting for.
+ */
+export async function eventually<T>(
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  { timeoutMs = 30_000, intervalMs = 100, description = "condition" }: EventuallyOptions = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const result = await probe();
+      if (result !== undefined && result !== false) return result;
+      lastError = undefined;
+    } catch (err) {
+      if (err instanceof GiveUp) throw err;
+      lastError = err;
+    }
+    if (Date.now() >= deadline) {
+      const cause = lastError instanceof Error ? `: ${lastError.message}` : "";
+      throw new Error(`timed out after ${timeoutMs}ms waiting for ${description}${cause}`, {
+        cause: lastError,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
