@@ -9,7 +9,7 @@ E2E_TESTS := 'test/e2e/**/*.test.ts'
 
 .PHONY: help
 help: ## List the targets.
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: setup
 setup: ## Set up a fresh machine: missing Debian packages, npm ci, and the test environment.
