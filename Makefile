@@ -33,6 +33,30 @@ lint: node_modules ## Type-check, run eslint, and check formatting with prettier
 format: node_modules ## Rewrite files in prettier's format.
 	prettier --write .
 
+.PHONY: generate
+generate: node_modules ## Write the CRD manifests and the TypeScript API from the OpenAPI sources in api/v1alpha3.
+	node --import tsx hack/generate/main.ts
+
+.PHONY: manifests
+manifests: generate ## An alias of generate.
+
+.PHONY: verify-generated
+verify-generated: generate ## Fail if the committed generated files differ from what make generate writes.
+	@stale=$$(git diff --name-only -- generated config/crd; git ls-files --others --exclude-standard -- generated config/crd); \
+	if [ -n "$$stale" ]; then \
+	  echo "$$stale"; echo "generated files are stale: run make generate and commit the result" >&2; exit 1; \
+	fi
+
+KUBECTL ?= kubectl
+
+.PHONY: install
+install: ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUBECTL) apply --server-side -k config/crd
+
+.PHONY: uninstall
+uninstall: ## Remove the CRDs, and with them every object of their kinds, from the current kubeconfig's cluster.
+	$(KUBECTL) delete --ignore-not-found -k config/crd
+
 .PHONY: testenv
 testenv: ## Build kube-apiserver, kubectl and etcd from Go modules, or reuse the cached build.
 	bash hack/testenv/build.sh

@@ -1,0 +1,200 @@
+import {
+  CustomObjectsApi,
+  PatchStrategy,
+  Watch,
+  setHeaderOptions,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+
+/** What the API server needs to address one kind of custom resource. */
+export interface ResourceType {
+  group: string;
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+export interface ListResult<T> {
+  items: T[];
+  resourceVersion: string;
+}
+
+export type WatchPhase = "ADDED" | "MODIFIED" | "DELETED" | "BOOKMARK";
+
+export interface WatchOptions {
+  resourceVersion?: string;
+  resourceVersionMatch?: "NotOlderThan" | "Exact";
+  sendInitialEvents?: boolean;
+  allowWatchBookmarks?: boolean;
+  labelSelector?: string;
+}
+
+/** The status code of a failed API call, from the ApiException client-node throws. */
+export function statusCodeOf(err: unknown): number | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "number" ? code : undefined;
+}
+
+const applyHeaders = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
+
+/**
+ * A typed client for one kind of custom resource: get, list, watch, server-side apply of the
+ * object and of its status, and delete. `namespace` is ignored for cluster-scoped kinds.
+ */
+export class ResourceClient<T extends KubernetesObject> {
+  private readonly api: CustomObjectsApi;
+
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    readonly type: ResourceType,
+  ) {
+    this.api = kubeConfig.makeApiClient(CustomObjectsApi);
+  }
+
+  get apiVersion(): string {
+    return `${this.type.group}/${this.type.version}`;
+  }
+
+  /** The object, or undefined if it does not exist. */
+  async get(namespace: string | undefined, name: string): Promise<T | undefined> {
+    try {
+      const { group, version, plural } = this.type;
+      const object: unknown = this.type.namespaced
+        ? await this.api.getNamespacedCustomObject({
+            group,
+            version,
+            plural,
+            namespace: this.ns(namespace),
+            name,
+          })
+        : await this.api.getClusterCustomObject({ group, version, plural, name });
+      return object as T;
+    } catch (err) {
+      if (statusCodeOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** Every object in a namespace, or across namespaces when namespace is undefined. */
+  async list(namespace?: string, options: { labelSelector?: string } = {}): Promise<ListResult<T>> {
+    const { group, version, plural } = this.type;
+    const list = (await (this.type.namespaced && namespace !== undefined
+      ? this.api.listNamespacedCustomObject({ group, version, plural, namespace, ...options })
+      : this.api.listClusterCustomObject({ group, version, plural, ...options }))) as {
+      items: T[];
+      metadata?: { resourceVersion?: string };
+    };
+    return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? "" };
+  }
+
+  /** Server-side applies the fields `object` sets, as `fieldManager`, and returns the result. */
+  async apply(object: T, fieldManager: string, force = false): Promise<T> {
+    const { group, version, plural } = this.type;
+    const name = this.nameOf(object);
+    const body = { ...object, apiVersion: this.apiVersion, kind: this.type.kind };
+    const result: unknown = this.type.namespaced
+      ? await this.api.patchNamespacedCustomObject(
+          {
+            group,
+            version,
+            plural,
+            namespace: this.ns(object.metadata?.namespace),
+            name,
+            body,
+            fieldManager,
+            force,
+          },
+          applyHeaders,
+        )
+      : await this.api.patchClusterCustomObject(
+          { group, version, plural, name, body, fieldManager, force },
+          applyHeaders,
+        );
+    return result as T;
+  }
+
+  /** Server-side applies the status `object` carries, through the status subresource. */
+  async applyStatus(object: T, fieldManager: string, force = true): Promise<T> {
+    const { group, version, plural } = this.type;
+    const name = this.nameOf(object);
+    const body = {
+      apiVersion: this.apiVersion,
+      kind: this.type.kind,
+      metadata: { name, namespace: object.metadata?.namespace },
+      status: (object as { status?: unknown }).status,
+    };
+    const result: unknown = this.type.namespaced
+      ? await this.api.patchNamespacedCustomObjectStatus(
+          {
+            group,
+            version,
+            plural,
+            namespace: this.ns(object.metadata?.namespace),
+            name,
+            body,
+            fieldManager,
+            force,
+          },
+          applyHeaders,
+        )
+      : await this.api.patchClusterCustomObjectStatus(
+          { group, version, plural, name, body, fieldManager, force },
+          applyHeaders,
+        );
+    return result as T;
+  }
+
+  /** Deletes the object; a missing one is not an error. */
+  async delete(namespace: string | undefined, name: string): Promise<void> {
+    const { group, version, plural } = this.type;
+    try {
+      await (this.type.namespaced
+        ? this.api.deleteNamespacedCustomObject({
+            group,
+            version,
+            plural,
+            namespace: this.ns(namespace),
+            name,
+          })
+        : this.api.deleteClusterCustomObject({ group, version, plural, name }));
+    } catch (err) {
+      if (statusCodeOf(err) !== 404) throw err;
+    }
+  }
+
+  /**
+   * Opens a watch and calls `onEvent` for each event, in order. `onDone` is called once when the
+   * watch ends, with the error that ended it if any. Abort the returned controller to stop it.
+   */
+  async watch(
+    namespace: string | undefined,
+    options: WatchOptions,
+    onEvent: (phase: WatchPhase, object: T) => void,
+    onDone: (err?: unknown) => void,
+  ): Promise<AbortController> {
+    const { group, version, plural } = this.type;
+    const path =
+      this.type.namespaced && namespace !== undefined
+        ? `/apis/${group}/${version}/namespaces/${namespace}/${plural}`
+        : `/apis/${group}/${version}/${plural}`;
+    return new Watch(this.kubeConfig).watch(
+      path,
+      { ...options },
+      (phase, object) => onEvent(phase as WatchPhase, object as T),
+      (err: unknown) => onDone(err ?? undefined),
+    );
+  }
+
+  private ns(namespace: string | undefined): string {
+    if (!namespace) throw new Error(`${this.type.kind} is namespaced: a namespace is required`);
+    return namespace;
+  }
+
+  private nameOf(object: T): string {
+    const name = object.metadata?.name;
+    if (!name) throw new Error(`${this.type.kind}: metadata.name is required`);
+    return name;
+  }
+}
