@@ -91,59 +91,19 @@ export class ResourceClient<T extends KubernetesObject> {
 
   /** Server-side applies the fields `object` sets, as `fieldManager`, and returns the result. */
   async apply(object: T, fieldManager: string, force = false): Promise<T> {
-    const { group, version, plural } = this.type;
-    const name = this.nameOf(object);
     const body = { ...object, apiVersion: this.apiVersion, kind: this.type.kind };
-    const result: unknown = this.type.namespaced
-      ? await this.api.patchNamespacedCustomObject(
-          {
-            group,
-            version,
-            plural,
-            namespace: this.ns(object.metadata?.namespace),
-            name,
-            body,
-            fieldManager,
-            force,
-          },
-          applyHeaders,
-        )
-      : await this.api.patchClusterCustomObject(
-          { group, version, plural, name, body, fieldManager, force },
-          applyHeaders,
-        );
-    return result as T;
+    return this.serverSideApply("object", object, body, fieldManager, force);
   }
 
   /** Server-side applies the status `object` carries, through the status subresource. */
   async applyStatus(object: T, fieldManager: string, force = true): Promise<T> {
-    const { group, version, plural } = this.type;
-    const name = this.nameOf(object);
     const body = {
       apiVersion: this.apiVersion,
       kind: this.type.kind,
-      metadata: { name, namespace: object.metadata?.namespace },
+      metadata: { name: this.nameOf(object), namespace: object.metadata?.namespace },
       status: (object as { status?: unknown }).status,
     };
-    const result: unknown = this.type.namespaced
-      ? await this.api.patchNamespacedCustomObjectStatus(
-          {
-            group,
-            version,
-            plural,
-            namespace: this.ns(object.metadata?.namespace),
-            name,
-            body,
-            fieldManager,
-            force,
-          },
-          applyHeaders,
-        )
-      : await this.api.patchClusterCustomObjectStatus(
-          { group, version, plural, name, body, fieldManager, force },
-          applyHeaders,
-        );
-    return result as T;
+    return this.serverSideApply("status", object, body, fieldManager, force);
   }
 
   /** Deletes the object; a missing one is not an error. */
@@ -185,6 +145,29 @@ export class ResourceClient<T extends KubernetesObject> {
       (phase, object) => onEvent(phase as WatchPhase, object as T),
       (err: unknown) => onDone(err ?? undefined),
     );
+  }
+
+  private async serverSideApply(
+    target: "object" | "status",
+    object: T,
+    body: object,
+    fieldManager: string,
+    force: boolean,
+  ): Promise<T> {
+    const { group, version, plural } = this.type;
+    const request = { group, version, plural, name: this.nameOf(object), body, fieldManager, force };
+    let result: unknown;
+    if (this.type.namespaced) {
+      const namespaced = { ...request, namespace: this.ns(object.metadata?.namespace) };
+      result = await (target === "status"
+        ? this.api.patchNamespacedCustomObjectStatus(namespaced, applyHeaders)
+        : this.api.patchNamespacedCustomObject(namespaced, applyHeaders));
+    } else {
+      result = await (target === "status"
+        ? this.api.patchClusterCustomObjectStatus(request, applyHeaders)
+        : this.api.patchClusterCustomObject(request, applyHeaders));
+    }
+    return result as T;
   }
 
   private ns(namespace: string | undefined): string {
