@@ -38,6 +38,7 @@ export function statusCodeOf(err: unknown): number | undefined {
 }
 
 const applyHeaders = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
+const jsonPatchHeaders = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
 /**
  * A typed client for one kind of custom resource: get, list, watch, server-side apply of the
@@ -104,6 +105,19 @@ export class ResourceClient<T extends KubernetesObject> {
       status: (object as { status?: unknown }).status,
     };
     return this.serverSideApply("status", object, body, fieldManager, force);
+  }
+
+  /** Applies an RFC 6902 JSON patch, such as one guarded by test operations, and returns the result. */
+  async jsonPatch(object: T, operations: object[]): Promise<T> {
+    const { group, version, plural } = this.type;
+    const request = { group, version, plural, name: this.nameOf(object), body: operations };
+    const result: unknown = this.type.namespaced
+      ? await this.api.patchNamespacedCustomObject(
+          { ...request, namespace: this.ns(object.metadata?.namespace) },
+          jsonPatchHeaders,
+        )
+      : await this.api.patchClusterCustomObject(request, jsonPatchHeaders);
+    return result as T;
   }
 
   /** Deletes the object; a missing one is not an error. */

@@ -1,0 +1,87 @@
+// kstatus-compatible conditions, in the metav1.Condition shape.
+
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  lastTransitionTime: string;
+  observedGeneration?: number;
+}
+
+/** A condition as a reconciler decides it: the transition time is the writer's business. */
+export type ConditionUpdate = Omit<Condition, "lastTransitionTime">;
+
+export function findCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/**
+ * Sets one condition, keeping its lastTransitionTime unless its status changes: the time says
+ * when the status last flipped, not when the controller last looked. Other conditions keep
+ * their place; a new one is appended.
+ */
+export function setCondition(
+  conditions: readonly Condition[],
+  update: ConditionUpdate,
+  now: Date,
+): Condition[] {
+  const current = findCondition(conditions, update.type);
+  const lastTransitionTime =
+    current && current.status === update.status ? current.lastTransitionTime : now.toISOString();
+  const next: Condition = { ...update, lastTransitionTime };
+  return current ? conditions.map((c) => (c.type === update.type ? next : c)) : [...conditions, next];
+}
+
+/** Sets every condition in `updates`, in order. */
+export function setConditions(
+  conditions: readonly Condition[],
+  updates: readonly ConditionUpdate[],
+  now: Date,
+): Condition[] {
+  return updates.reduce<Condition[]>((all, update) => setCondition(all, update, now), [...conditions]);
+}
+
+/** The kstatus trio for a reconcile that reached its goal. */
+export function readyTrio(
+  reason: string,
+  message: string,
+  generation: number | undefined,
+): ConditionUpdate[] {
+  return [
+    { type: "Ready", status: "True", reason, message, observedGeneration: generation },
+    { type: "Reconciling", status: "False", reason, message: "", observedGeneration: generation },
+    { type: "Stalled", status: "False", reason, message: "", observedGeneration: generation },
+  ];
+}
+
+/** The kstatus trio for work still under way, which is expected to finish on its own. */
+export function progressingTrio(
+  reason: string,
+  message: string,
+  generation: number | undefined,
+): ConditionUpdate[] {
+  return [
+    { type: "Ready", status: "Unknown", reason, message, observedGeneration: generation },
+    { type: "Reconciling", status: "True", reason, message, observedGeneration: generation },
+    { type: "Stalled", status: "False", reason, message: "", observedGeneration: generation },
+  ];
+}
+
+/** The kstatus trio for a block only a human can clear. */
+export function stalledTrio(
+  reason: string,
+  message: string,
+  generation: number | undefined,
+): ConditionUpdate[] {
+  return [
+    { type: "Ready", status: "False", reason, message, observedGeneration: generation },
+    { type: "Reconciling", status: "False", reason, message: "", observedGeneration: generation },
+    { type: "Stalled", status: "True", reason, message, observedGeneration: generation },
+  ];
+}

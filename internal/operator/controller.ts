@@ -1,0 +1,115 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { objectKey, type Logger, type SharedInformer } from "./informer.ts";
+import { factsOf, generationChanged, type ObjectFacts, type UpdatePredicate } from "./predicates.ts";
+import { WorkQueue } from "./workqueue.ts";
+import type { RateLimiter } from "./ratelimiter.ts";
+
+/** Which object to reconcile. */
+export interface Request {
+  namespace?: string;
+  name: string;
+}
+
+export interface Result {
+  /** Reconcile this object again after this long, even if nothing changes. */
+  requeueAfterMs?: number;
+}
+
+/** Reads the world, decides, acts, and writes status, for one object. Throwing requeues it with backoff. */
+export interface Reconciler {
+  reconcile(request: Request): Promise<Result | void>;
+}
+
+/** Maps a changed dependency to the objects that must reconcile because of it. */
+export type Mapper<D extends KubernetesObject> = (dependency: D) => Request[];
+
+export function requestKey(request: Request): string {
+  return request.namespace ? `${request.namespace}/${request.name}` : request.name;
+}
+
+export function parseRequestKey(key: string): Request {
+  const slash = key.indexOf("/");
+  return slash < 0 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+export interface ControllerOptions {
+  concurrency?: number;
+  rateLimiter?: RateLimiter;
+}
+
+/**
+ * One reconciler behind a work queue: the primary kind's changes and its dependencies' changes
+ * become keys, and `concurrency` workers reconcile them, one key at a time each.
+ */
+export class Controller {
+  readonly queue: WorkQueue;
+  private readonly concurrency: number;
+
+  constructor(
+    readonly name: string,
+    private readonly reconciler: Reconciler,
+    private readonly logger: Logger,
+    options: ControllerOptions = {},
+  ) {
+    this.queue = new WorkQueue(options.rateLimiter);
+    this.concurrency = options.concurrency ?? 1;
+  }
+
+  /** Reconciles each object of the primary kind when it is added, deleted, or updated as `predicate` allows. */
+  for<T extends KubernetesObject>(
+    informer: SharedInformer<T>,
+    predicate: UpdatePredicate = generationChanged,
+  ): this {
+    return this.watches(informer, (object) => [parseRequestKey(objectKey(object))], predicate);
+  }
+
+  /** Reconciles the objects `mapper` names when a dependency is added, deleted, or updated as `predicate` allows. */
+  watches<D extends KubernetesObject>(
+    informer: SharedInformer<D>,
+    mapper: Mapper<D>,
+    predicate: UpdatePredicate,
+  ): this {
+    const enqueue = (object: D) => {
+      for (const request of mapper(object)) this.queue.add(requestKey(request));
+    };
+    informer.addHandlers({
+      added: enqueue,
+      deleted: enqueue,
+      updated: (before: ObjectFacts, object: D) => {
+        if (predicate(before, factsOf(object))) enqueue(object);
+      },
+    });
+    return this;
+  }
+
+  /** Runs the workers until the queue shuts down. */
+  async run(): Promise<void> {
+    await Promise.all(Array.from({ length: this.concurrency }, () => this.worker()));
+  }
+
+  async stop(): Promise<void> {
+    await this.queue.shutDown();
+  }
+
+  private async worker(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      try {
+        const result = await this.reconciler.reconcile(parseRequestKey(key));
+        this.queue.forget(key);
+        if (result?.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
+      } catch (err) {
+        this.logger.error("reconcile failed; retrying with backoff", {
+          controller: this.name,
+          object: key,
+          attempt: this.queue.numRequeues(key) + 1,
+          error: err instanceof Error ? err.message : String(err),
+        });
+        this.queue.addRateLimited(key);
+      } finally {
+        this.queue.done(key);
+      }
+    }
+  }
+}

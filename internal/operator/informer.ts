@@ -1,0 +1,119 @@
+import {
+  ListWatch,
+  Watch,
+  type KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+import { factsOf, type ObjectFacts } from "./predicates.ts";
+
+/** What an informer lists and watches: an API path, and how to list it. */
+export interface InformerSource<T extends KubernetesObject> {
+  /** Such as /apis/configbutler.ai/v1alpha3/gittargets or /api/v1/namespaces. */
+  path: string;
+  list: () => Promise<KubernetesListObject<T>>;
+}
+
+export interface InformerHandlers<T extends KubernetesObject> {
+  added?: (object: T) => void;
+  updated?: (before: ObjectFacts, object: T) => void;
+  deleted?: (object: T) => void;
+}
+
+export interface Logger {
+  info(message: string, meta?: object): void;
+  error(message: string, meta?: object): void;
+}
+
+export function objectKey(object: KubernetesObject): string {
+  const { namespace, name } = object.metadata ?? {};
+  return namespace ? `${namespace}/${name}` : (name ?? "");
+}
+
+const restartDelaysMs = { base: 500, max: 30_000 };
+
+/**
+ * A cache of one resource collection, shared by every controller that reads it: client-node's
+ * list-and-watch informer, plus what it lacks. It restarts itself with backoff after an error
+ * (client-node's stops), reports an update together with the facts of the object before it, so
+ * predicates can compare, and says when its cache first holds a complete list.
+ */
+export class SharedInformer<T extends KubernetesObject> {
+  private readonly informer: ListWatch<T>;
+  private readonly facts = new Map<string, ObjectFacts>();
+  private readonly handlers: InformerHandlers<T>[] = [];
+  private stopped = true;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private restartDelayMs = restartDelaysMs.base;
+  private syncedResolve!: () => void;
+  /** Resolves once the cache holds a complete list. */
+  readonly synced: Promise<void> = new Promise((resolve) => (this.syncedResolve = resolve));
+
+  constructor(
+    kubeConfig: KubeConfig,
+    readonly source: InformerSource<T>,
+    private readonly logger: Logger,
+  ) {
+    this.informer = new ListWatch(source.path, new Watch(kubeConfig), source.list, false);
+    this.informer.on("add", (object) => {
+      this.facts.set(objectKey(object), factsOf(object));
+      for (const h of this.handlers) h.added?.(object);
+    });
+    this.informer.on("update", (object) => {
+      const key = objectKey(object);
+      const before = this.facts.get(key) ?? factsOf(object);
+      this.facts.set(key, factsOf(object));
+      for (const h of this.handlers) h.updated?.(before, object);
+    });
+    this.informer.on("delete", (object) => {
+      this.facts.delete(objectKey(object));
+      for (const h of this.handlers) h.deleted?.(object);
+    });
+    this.informer.on("error", (err: unknown) => this.scheduleRestart(err));
+  }
+
+  addHandlers(handlers: InformerHandlers<T>): void {
+    this.handlers.push(handlers);
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.informer.get(name, namespace);
+  }
+
+  list(namespace?: string): readonly T[] {
+    return this.informer.list(namespace);
+  }
+
+  async start(): Promise<void> {
+    this.stopped = false;
+    await this.informer.start();
+    this.markSyncedIfListed();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    await this.informer.stop();
+  }
+
+  private markSyncedIfListed(): void {
+    if (this.informer.latestResourceVersion()) {
+      this.restartDelayMs = restartDelaysMs.base;
+      this.syncedResolve();
+    }
+  }
+
+  private scheduleRestart(err: unknown): void {
+    if (this.stopped) return;
+    this.logger.error("informer stopped; restarting", { path: this.source.path, error: String(err) });
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => {
+      if (this.stopped) return;
+      this.informer.start().then(
+        () => this.markSyncedIfListed(),
+        (e: unknown) => this.scheduleRestart(e),
+      );
+    }, this.restartDelayMs);
+    this.restartDelayMs = Math.min(this.restartDelayMs * 2, restartDelaysMs.max);
+  }
+}

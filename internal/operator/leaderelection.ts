@@ -1,0 +1,206 @@
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import type { Logger } from "./informer.ts";
+import { statusCodeOf } from "../kube/resourceclient.ts";
+
+export interface LeaderElectionConfig {
+  namespace: string;
+  name: string;
+  /** Unique per process, such as the pod name plus a random suffix. */
+  identity: string;
+  /** How long a lease is good for after its last renewal. */
+  leaseDurationMs: number;
+  /** How long the leader keeps trying to renew before it gives leadership up. */
+  renewDeadlineMs: number;
+  /** How often candidates try to acquire, and the leader renews. */
+  retryPeriodMs: number;
+}
+
+export const defaultLeaseTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+
+/** What a candidate last saw of the lease, and when, by its own clock. */
+export interface Observation {
+  holder: string;
+  renewTime: string;
+  /** Local time the holder or renew time last changed. */
+  observedAt: number;
+}
+
+/** The parts of a Lease an election decision reads. */
+export interface LeaseView {
+  spec?: { holderIdentity?: string; renewTime?: Date | string };
+}
+
+export type LeaseDecision =
+  { action: "create" } | { action: "renew" } | { action: "acquire" } | { action: "wait"; holder: string };
+
+/**
+ * Whether to take, keep or leave a lease. Expiry is judged by when this candidate saw the
+ * lease last change, on its own clock, never by the holder's timestamps: clocks of two
+ * machines need not agree, but each measures its own durations well.
+ */
+export function decideLease(
+  lease: LeaseView | undefined,
+  observation: Observation | undefined,
+  identity: string,
+  leaseDurationMs: number,
+  now: number,
+): LeaseDecision {
+  if (!lease) return { action: "create" };
+  const holder = lease.spec?.holderIdentity ?? "";
+  if (holder === identity) return { action: "renew" };
+  if (holder === "") return { action: "acquire" };
+  const expired = observation !== undefined && now >= observation.observedAt + leaseDurationMs;
+  return expired ? { action: "acquire" } : { action: "wait", holder };
+}
+
+/** Updates what a candidate has seen: the clock restarts only when the record changed. */
+export function observe(
+  previous: Observation | undefined,
+  lease: LeaseView | undefined,
+  now: number,
+): Observation | undefined {
+  if (!lease) return undefined;
+  const holder = lease.spec?.holderIdentity ?? "";
+  const renewTime =
+    lease.spec?.renewTime instanceof Date
+      ? lease.spec.renewTime.toISOString()
+      : (lease.spec?.renewTime ?? "");
+  if (previous && previous.holder === holder && previous.renewTime === renewTime) return previous;
+  return { holder, renewTime, observedAt: now };
+}
+
+export interface LeaderCallbacks {
+  onStartedLeading: () => void;
+  onStoppedLeading: () => void;
+  onNewLeader?: (identity: string) => void;
+}
+
+/**
+ * Leader election on a coordination.k8s.io Lease. Every write carries the resourceVersion it
+ * read, so of two candidates racing for an expired lease only one wins.
+ */
+export class LeaderElector {
+  private readonly api: CoordinationV1Api;
+  private observation: Observation | undefined;
+  private leading = false;
+  private lastLeader = "";
+
+  constructor(
+    kubeConfig: KubeConfig,
+    private readonly config: LeaderElectionConfig,
+    private readonly callbacks: LeaderCallbacks,
+    private readonly logger: Logger,
+  ) {
+    this.api = kubeConfig.makeApiClient(CoordinationV1Api);
+  }
+
+  get isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Campaigns, then renews, until `signal` aborts or a renewal deadline passes. */
+  async run(signal: AbortSignal): Promise<void> {
+    let lastRenewal = 0;
+    while (!signal.aborted) {
+      const ok = await this.tryAcquireOrRenew().catch((err: unknown) => {
+        this.logger.error("lease update failed", { lease: this.config.name, error: String(err) });
+        return false;
+      });
+      if (ok) {
+        lastRenewal = Date.now();
+        if (!this.leading) {
+          this.leading = true;
+          this.logger.info("became leader", { lease: this.config.name, identity: this.config.identity });
+          this.callbacks.onStartedLeading();
+        }
+      } else if (this.leading && Date.now() - lastRenewal > this.config.renewDeadlineMs) {
+        this.leading = false;
+        this.logger.error("lost the lease: renewal deadline passed", { lease: this.config.name });
+        this.callbacks.onStoppedLeading();
+        return;
+      }
+      await sleep(this.config.retryPeriodMs, signal);
+    }
+  }
+
+  /** Gives the lease up, so a standby takes over at its next try instead of after expiry. */
+  async release(): Promise<void> {
+    if (!this.leading) return;
+    this.leading = false;
+    const { namespace, name } = this.config;
+    try {
+      const lease = await this.api.readNamespacedLease({ namespace, name });
+      if (lease.spec?.holderIdentity !== this.config.identity) return;
+      lease.spec = { ...lease.spec, holderIdentity: "", renewTime: new V1MicroTime() };
+      await this.api.replaceNamespacedLease({ namespace, name, body: lease });
+    } catch (err) {
+      this.logger.error("could not release the lease", { lease: name, error: String(err) });
+    }
+    this.callbacks.onStoppedLeading();
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const { namespace, name, identity, leaseDurationMs } = this.config;
+    let lease: V1Lease | undefined;
+    try {
+      lease = await this.api.readNamespacedLease({ namespace, name });
+    } catch (err) {
+      if (statusCodeOf(err) !== 404) throw err;
+    }
+    const now = Date.now();
+    this.observation = observe(this.observation, lease, now);
+    const decision = decideLease(lease, this.observation, identity, leaseDurationMs, now);
+    const spec = {
+      holderIdentity: identity,
+      leaseDurationSeconds: Math.ceil(leaseDurationMs / 1000),
+      renewTime: new V1MicroTime(),
+    };
+    switch (decision.action) {
+      case "wait":
+        if (decision.holder !== this.lastLeader) {
+          this.lastLeader = decision.holder;
+          this.callbacks.onNewLeader?.(decision.holder);
+        }
+        return false;
+      case "create":
+        await this.api.createNamespacedLease({
+          namespace,
+          body: {
+            metadata: { name, namespace },
+            spec: { ...spec, acquireTime: new V1MicroTime(), leaseTransitions: 0 },
+          },
+        });
+        break;
+      case "acquire":
+        lease!.spec = {
+          ...lease!.spec,
+          ...spec,
+          acquireTime: new V1MicroTime(),
+          leaseTransitions: (lease!.spec?.leaseTransitions ?? 0) + 1,
+        };
+        await this.api.replaceNamespacedLease({ namespace, name, body: lease! });
+        break;
+      case "renew":
+        lease!.spec = { ...lease!.spec, ...spec };
+        await this.api.replaceNamespacedLease({ namespace, name, body: lease! });
+        break;
+    }
+    if (this.lastLeader !== identity) {
+      this.lastLeader = identity;
+      this.callbacks.onNewLeader?.(identity);
+    }
+    return true;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}

@@ -1,0 +1,63 @@
+import { isDeepStrictEqual } from "node:util";
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { ResourceClient } from "../kube/resourceclient.ts";
+import { findCondition, setCondition, type Condition, type ConditionUpdate } from "./conditions.ts";
+
+type WithStatus = KubernetesObject & { status?: { conditions?: Condition[]; observedGeneration?: number } };
+
+export interface StatusUpdate {
+  conditions: ConditionUpdate[];
+  /** Other status fields this controller owns, such as gitTargetCount. */
+  fields?: Record<string, unknown>;
+}
+
+/**
+ * The status a reconcile decided, as the fields this writer applies: its own fields, the
+ * object's generation, and only the conditions it sets, each keeping its transition time
+ * unless its status changed. Conditions other writers own are left out, so server-side apply
+ * leaves them to their owners.
+ */
+export function desiredStatus(object: WithStatus, update: StatusUpdate, now: Date): Record<string, unknown> {
+  const current = object.status?.conditions ?? [];
+  const conditions = update.conditions.map((u) => findCondition(setCondition(current, u, now), u.type)!);
+  return { ...update.fields, observedGeneration: object.metadata?.generation, conditions };
+}
+
+/** Whether the object's status already says everything `desired` says. */
+export function statusHolds(object: WithStatus, desired: Record<string, unknown>): boolean {
+  const status = (object.status ?? {}) as Record<string, unknown>;
+  return Object.entries(desired).every(([key, value]) => {
+    if (key !== "conditions") return isDeepStrictEqual(status[key], value);
+    return (value as Condition[]).every((c) =>
+      isDeepStrictEqual(findCondition(object.status?.conditions, c.type), c),
+    );
+  });
+}
+
+/**
+ * Writes a reconcile's status through the status subresource, and only when something
+ * changed: a status write invalidates every watcher's copy of the object, so a controller
+ * that rewrote an unchanged status on every pass would wake all of them for nothing.
+ */
+export class StatusWriter {
+  constructor(
+    private readonly fieldManager: string,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /** Returns true when it wrote. */
+  async write<T extends WithStatus>(
+    client: ResourceClient<T>,
+    object: T,
+    update: StatusUpdate,
+  ): Promise<boolean> {
+    const desired = desiredStatus(object, update, this.now());
+    if (statusHolds(object, desired)) return false;
+    const { name, namespace } = object.metadata ?? {};
+    await client.applyStatus(
+      { metadata: { name, namespace }, status: desired } as unknown as T,
+      this.fieldManager,
+    );
+    return true;
+  }
+}

@@ -1,0 +1,132 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { LeaderElector } from "../../../internal/operator/leaderelection.ts";
+import { Manager, type Runnable } from "../../../internal/operator/manager.ts";
+import { ControlPlane } from "../../support/controlplane.ts";
+import { eventually } from "../../support/wait.ts";
+
+const quiet = { info: () => undefined, error: () => undefined };
+const timings = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
+
+/** A leader-only runnable that records whether it is running. */
+function leaderWork(): Runnable & { running: boolean } {
+  const work = {
+    name: "leader-work",
+    needLeaderElection: true,
+    running: false,
+    async start(signal: AbortSignal) {
+      work.running = true;
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      work.running = false;
+    },
+  };
+  return work;
+}
+
+describe("leader election on a Lease", () => {
+  let plane: ControlPlane;
+  let kc: KubeConfig;
+
+  before(async () => {
+    plane = await ControlPlane.start();
+    kc = plane.kubeConfig();
+  });
+  after(async () => {
+    await plane?.stop();
+  });
+
+  const holderOf = async (name: string) =>
+    (await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: "default", name })).spec;
+
+  it("keeps a second manager standby until the first stops, then hands over", async () => {
+    const lease = { namespace: "default", name: "two-managers", ...timings };
+    const first = new Manager(kc, { leaderElection: { ...lease, identity: "first" }, logger: quiet });
+    const firstWork = leaderWork();
+    first.addRunnable(firstWork);
+    const firstDone = first.start();
+    await eventually(() => firstWork.running, { description: "the first manager to lead" });
+
+    const observed: string[] = [];
+    const second = new Manager(kc, {
+      leaderElection: { ...lease, identity: "second" },
+      logger: {
+        info: (_m: string, meta?: object) => observed.push(String((meta as { identity?: string })?.identity)),
+        error: () => undefined,
+      },
+    });
+    const secondWork = leaderWork();
+    second.addRunnable(secondWork);
+    const secondDone = second.start();
+    await eventually(() => observed.includes("first"), {
+      description: "the second manager to see the first leading",
+    });
+    assert.equal(secondWork.running, false, "the standby runs no leader work");
+    assert.equal((await holderOf("two-managers"))?.holderIdentity, "first");
+
+    await first.stop();
+    await firstDone;
+    assert.equal(firstWork.running, false);
+    await eventually(() => secondWork.running, {
+      timeoutMs: 10_000,
+      description: "the second manager to take over",
+    });
+    const spec = await holderOf("two-managers");
+    assert.equal(spec?.holderIdentity, "second");
+    assert.equal(spec?.leaseTransitions, 1);
+
+    await second.stop();
+    await secondDone;
+  });
+
+  it("stops the manager, and fails it, when it can no longer renew its lease", async () => {
+    const lease = { namespace: "default", name: "stolen", ...timings };
+    const manager = new Manager(kc, { leaderElection: { ...lease, identity: "victim" }, logger: quiet });
+    const work = leaderWork();
+    manager.addRunnable(work);
+    const done = manager.start();
+    await eventually(() => work.running, { description: "the manager to lead" });
+
+    // Somebody else writes the lease, as a partitioned standby would after expiry.
+    const api = kc.makeApiClient(CoordinationV1Api);
+    const stolen = await api.readNamespacedLease({ namespace: "default", name: "stolen" });
+    stolen.spec = { ...stolen.spec, holderIdentity: "thief" };
+    await api.replaceNamespacedLease({ namespace: "default", name: "stolen", body: stolen });
+
+    await assert.rejects(done, /lost the leader election lease/);
+    assert.equal(work.running, false, "leader work stops with the lease");
+  });
+
+  it("takes over a lease whose holder died without releasing it, once it expires", async () => {
+    const config = { namespace: "default", name: "crashed-holder", ...timings };
+    const crashed = new AbortController();
+    let crashedLeads = false;
+    const dying = new LeaderElector(
+      kc,
+      { ...config, identity: "dying" },
+      { onStartedLeading: () => (crashedLeads = true), onStoppedLeading: () => undefined },
+      quiet,
+    );
+    const dyingRun = dying.run(crashed.signal);
+    await eventually(() => crashedLeads, { description: "the first elector to lead" });
+    crashed.abort();
+    await dyingRun;
+
+    const standby = new AbortController();
+    let takenOver = false;
+    const heir = new LeaderElector(
+      kc,
+      { ...config, identity: "heir" },
+      { onStartedLeading: () => (takenOver = true), onStoppedLeading: () => undefined },
+      quiet,
+    );
+    const heirRun = heir.run(standby.signal);
+    await eventually(() => takenOver, {
+      timeoutMs: 15_000,
+      description: "the heir to take over the expired lease",
+    });
+    assert.equal((await holderOf("crashed-holder"))?.holderIdentity, "heir");
+    standby.abort();
+    await heirRun;
+  });
+});
