@@ -48,6 +48,12 @@ verify-generated: generate ## Fail if the committed generated files differ from 
 	fi
 
 KUBECTL ?= kubectl
+RUN_ARGS ?= --log-format=text
+
+.PHONY: run
+run: node_modules ## Run the operator against the current kubeconfig (RUN_ARGS adds flags; see --help).
+	node --import tsx controllers/main.ts $(RUN_ARGS)
+
 
 .PHONY: install
 install: ## Install the CRDs into the cluster of the current kubeconfig.

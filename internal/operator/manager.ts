@@ -34,6 +34,7 @@ export class Manager {
   private elector: LeaderElector | undefined;
   private election: { abort: AbortController; run: Promise<void> } | undefined;
   private leaderSignal: AbortController | undefined;
+  private synced = false;
   private stopping = false;
   private lostLease = false;
 
@@ -44,6 +45,11 @@ export class Manager {
 
   get logger(): Logger {
     return this.options.logger;
+  }
+
+  /** True once every informer holds a complete list: the process can serve. */
+  get ready(): boolean {
+    return this.synced && !this.stopping;
   }
 
   get isLeader(): boolean {
@@ -80,6 +86,7 @@ export class Manager {
     const signal = this.stopController.signal;
     await Promise.all([...this.informers.values()].map((i) => i.start()));
     await Promise.all([...this.informers.values()].map((i) => i.synced));
+    this.synced = true;
     for (const r of this.runnables.filter((r) => !r.needLeaderElection)) this.running.push(r.start(signal));
 
     const election = this.options.leaderElection;

@@ -1,0 +1,135 @@
+// The operator's command line. Flag names follow the seeds, so a manifest written for the Go
+// implementation starts this one unchanged, Go's --flag=true|false booleans included.
+import { Command, InvalidArgumentError, Option } from "commander";
+import { parseDuration, parseQuantity } from "../internal/types/units.ts";
+import type { LogFormat, LogLevel } from "../internal/telemetry/logger.ts";
+
+export interface OperatorOptions {
+  /** KubeProviders, as namespace/name, allowed to use the operator's own identity. */
+  inClusterKubeProviders: string[];
+  redisAddr: string;
+  authorAttribution: boolean;
+  /** Bytes a branch may hold accepted and unpublished. */
+  branchBufferMaxSize: number;
+  /** Milliseconds between re-proofs of an idle branch. */
+  gitRefreshInterval: number;
+  /** More resource types to treat as sensitive, as resource.group (core: resource). */
+  additionalSensitiveResources: string[];
+  metricsBindAddress: string;
+  healthProbeBindAddress: string;
+  leaderElect: boolean;
+  leaderElectionNamespace: string | undefined;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+}
+
+function invalid(flag: string, parse: (value: string) => unknown) {
+  return (value: string) => {
+    try {
+      return parse(value);
+    } catch (err) {
+      throw new InvalidArgumentError(`${flag}: ${(err as Error).message}`);
+    }
+  };
+}
+
+function parseBool(value: string | undefined): boolean {
+  if (value === undefined || value === "true") return true;
+  if (value === "false") return false;
+  throw new InvalidArgumentError(`expected true or false, got "${value}"`);
+}
+
+function commaList(check: (item: string) => void) {
+  return (value: string): string[] => {
+    const items = value
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    for (const item of items) check(item);
+    return items;
+  };
+}
+
+const namespacedName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const resourceName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function flagParser(): Command {
+  return new Command("gitops-reverser")
+    .description(
+      "Watches a Kubernetes cluster and writes the desired state of the objects it follows to Git.",
+    )
+    .option(
+      "--in-cluster-kube-providers <list>",
+      "comma-separated namespace/name of the KubeProviders allowed to use the operator's own identity (spec.inCluster)",
+      commaList((item) => {
+        if (!namespacedName.test(item)) throw new InvalidArgumentError(`"${item}" is not namespace/name`);
+      }),
+      [],
+    )
+    .option("--redis-addr <host:port>", "Redis for watch resume cursors; empty runs without it", "")
+    .option(
+      "--author-attribution [bool]",
+      "name the actor of each change as the commit author, from audit events",
+      parseBool,
+      false,
+    )
+    .addOption(
+      new Option("--branch-buffer-max-size <quantity>", "bytes one branch may hold accepted and unpublished")
+        .argParser(invalid("--branch-buffer-max-size", parseQuantity))
+        .default(parseQuantity("8Mi"), "8Mi"),
+    )
+    .addOption(
+      new Option(
+        "--git-refresh-interval <duration>",
+        "how often an idle branch re-proves where its remote is",
+      )
+        .argParser(invalid("--git-refresh-interval", parseDuration))
+        .default(parseDuration("10m"), "10m"),
+    )
+    .option(
+      "--additional-sensitive-resources <list>",
+      "comma-separated resource.group types written only encrypted, besides core Secrets",
+      commaList((item) => {
+        if (!resourceName.test(item))
+          throw new InvalidArgumentError(`"${item}" is not resource or resource.group`);
+      }),
+      [],
+    )
+    .option("--metrics-bind-address <address>", "where /metrics is served; 0 disables it", ":8080")
+    .option(
+      "--health-probe-bind-address <address>",
+      "where /healthz and /readyz are served; 0 disables them",
+      ":8081",
+    )
+    .option(
+      "--leader-elect [bool]",
+      "elect one active process on a Lease before running the watch plane and the branch workers",
+      parseBool,
+      false,
+    )
+    .option("--leader-election-namespace <namespace>", "the Lease's namespace; defaults to the pod's own")
+    .option(
+      "--log-level <level>",
+      "error, warn, info or debug",
+      invalid("--log-level", (v) => oneOf(v, ["error", "warn", "info", "debug"])),
+      "info",
+    )
+    .option(
+      "--log-format <format>",
+      "json or text",
+      invalid("--log-format", (v) => oneOf(v, ["json", "text"])),
+      "json",
+    )
+    .allowExcessArguments(false);
+}
+
+function oneOf(value: string, allowed: string[]): string {
+  if (!allowed.includes(value)) throw new Error(`"${value}" is not one of ${allowed.join(", ")}`);
+  return value;
+}
+
+/** Parses the arguments after the program name. Errors and --help exit through commander. */
+export function parseFlags(argv: string[], command: Command = flagParser()): OperatorOptions {
+  command.parse(argv, { from: "user" });
+  return command.opts<OperatorOptions>();
+}

@@ -1,0 +1,17 @@
+import winston from "winston";
+import type { Logger } from "../operator/informer.ts";
+
+export type LogFormat = "json" | "text";
+export type LogLevel = "error" | "warn" | "info" | "debug";
+
+/** JSON lines for machines (the default), or a readable line per entry for people. */
+export function createLogger(level: LogLevel, format: LogFormat): Logger & winston.Logger {
+  return winston.createLogger({
+    level,
+    format:
+      format === "json"
+        ? winston.format.combine(winston.format.timestamp(), winston.format.json())
+        : winston.format.combine(winston.format.timestamp(), winston.format.simple()),
+    transports: [new winston.transports.Console()],
+  });
+}

@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { flagParser, parseFlags } from "../../../controllers/flags.ts";
+import { parseBindAddress } from "../../../internal/telemetry/servers.ts";
+
+/** A parser that throws instead of exiting, with its error output captured. */
+function strictParser() {
+  const errors: string[] = [];
+  const command = flagParser()
+    .exitOverride()
+    .configureOutput({ writeErr: (text) => errors.push(text), writeOut: () => undefined });
+  return { command, errors };
+}
+
+describe("operator flags", () => {
+  it("defaults as the seeds give them", () => {
+    const options = parseFlags([], strictParser().command);
+    assert.deepEqual(options, {
+      inClusterKubeProviders: [],
+      redisAddr: "",
+      authorAttribution: false,
+      branchBufferMaxSize: 8 * 1024 * 1024,
+      gitRefreshInterval: 600_000,
+      additionalSensitiveResources: [],
+      metricsBindAddress: ":8080",
+      healthProbeBindAddress: ":8081",
+      leaderElect: false,
+      logLevel: "info",
+      logFormat: "json",
+    });
+  });
+
+  it("reads Go-style booleans, bare or with =true/=false", () => {
+    assert.equal(parseFlags(["--leader-elect"], strictParser().command).leaderElect, true);
+    assert.equal(parseFlags(["--leader-elect=true"], strictParser().command).leaderElect, true);
+    assert.equal(parseFlags(["--leader-elect=false"], strictParser().command).leaderElect, false);
+  });
+
+  it("reads lists, durations and quantities", () => {
+    const options = parseFlags(
+      [
+        "--in-cluster-kube-providers=team-a/in-cluster, platform/self",
+        "--additional-sensitive-resources=sealedsecrets.bitnami.com,configmaps",
+        "--git-refresh-interval=2m",
+        "--branch-buffer-max-size=16Mi",
+      ],
+      strictParser().command,
+    );
+    assert.deepEqual(options.inClusterKubeProviders, ["team-a/in-cluster", "platform/self"]);
+    assert.deepEqual(options.additionalSensitiveResources, ["sealedsecrets.bitnami.com", "configmaps"]);
+    assert.equal(options.gitRefreshInterval, 120_000);
+    assert.equal(options.branchBufferMaxSize, 16 * 1024 * 1024);
+  });
+
+  it("refuses bad values with a message that names the flag", () => {
+    const cases: [string, RegExp][] = [
+      ["--in-cluster-kube-providers=just-a-name", /"just-a-name" is not namespace\/name/],
+      ["--git-refresh-interval=10 minutes", /--git-refresh-interval: invalid duration/],
+      ["--branch-buffer-max-size=8MB", /--branch-buffer-max-size: invalid quantity/],
+      ["--leader-elect=yes", /expected true or false/],
+      ["--log-format=xml", /"xml" is not one of json, text/],
+      ["--no-such-flag", /unknown option/],
+    ];
+    for (const [arg, message] of cases) {
+      const { command, errors } = strictParser();
+      assert.throws(() => parseFlags([arg], command), Error, arg);
+      assert.match(errors.join(""), message, arg);
+    }
+  });
+});
+
+describe("parseBindAddress", () => {
+  it("reads :port as every interface, host:port as given, and 0 as off", () => {
+    assert.deepEqual(parseBindAddress(":8080"), { host: "0.0.0.0", port: 8080 });
+    assert.deepEqual(parseBindAddress("127.0.0.1:9090"), { host: "127.0.0.1", port: 9090 });
+    assert.equal(parseBindAddress("0"), undefined);
+    assert.throws(() => parseBindAddress("8080"), /invalid bind address/);
+  });
+});
