@@ -1,6 +1,7 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "./informer.ts";
 import { statusCodeOf } from "../kube/resourceclient.ts";
+import { sleep } from "../timing/sleep.ts";
 
 export interface LeaderElectionConfig {
   namespace: string;
@@ -191,16 +192,4 @@ export class LeaderElector {
     }
     return true;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-  });
 }

@@ -50,7 +50,7 @@ export class ControlPlane {
     private readonly clientCa: CertFiles,
     private readonly admin: CertFiles,
     private readonly etcd: Etcd,
-    private readonly apiServer: ManagedProcess,
+    private apiServer: ManagedProcess,
   ) {}
 
   static async start(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
@@ -181,6 +181,16 @@ export class ControlPlane {
       fileName,
       kubeConfigFor(this.server, this.servingCa.certPem, username, { token }),
     );
+  }
+
+  /**
+   * Stops kube-apiserver and starts it again on the same port, with the same etcd: every open
+   * watch connection is cut, and no state is lost. For recovery tests.
+   */
+  async restartApiServer(readyTimeoutMs = 90_000): Promise<void> {
+    await this.apiServer.stop();
+    this.apiServer = ManagedProcess.start(this.apiServer.options);
+    await this.waitReady(readyTimeoutMs);
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,180 @@
+// The desired-state projection of a live object, which is what gets written to Git. It strips
+// what the API server and controllers write at runtime, so that runtime churn (a status
+// heartbeat, a new resourceVersion, a rollout counter) never reads as a change somebody made.
+import type { KubernetesObject } from "@kubernetes/client-node";
+
+/**
+ * An object as a watch delivers it, parsed JSON with whatever fields its kind has; it is
+ * assignable to client-node's KubernetesObject.
+ */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+  [field: string]: unknown;
+}
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  [field: string]: unknown;
+}
+
+/** One field `sanitize` strips, and why. */
+export interface StripRule {
+  /** The field, one segment per map key: an annotation's whole key is one segment. */
+  readonly path: readonly string[];
+  /** Only objects of this API group ("" for core) and kind; every object when absent. */
+  readonly kind?: { readonly group: string; readonly kind: string };
+  /** Only when this holds of the live object; always when absent. */
+  readonly when?: (live: KubeObject) => boolean;
+  readonly reason: string;
+}
+
+const service = { group: "", kind: "Service" };
+const named = (live: KubeObject) => typeof live.metadata?.name === "string" && live.metadata.name !== "";
+const notHeadless = (live: KubeObject) => fieldAt(live, ["spec", "clusterIP"]) !== "None";
+
+/** Everything `sanitize` strips, in one place; docs/sanitize.md shows it as a table. */
+export const stripRules: readonly StripRule[] = [
+  {
+    path: ["status"],
+    reason: "observed state, written by controllers through the status subresource, not desired state",
+  },
+  {
+    path: ["metadata", "managedFields"],
+    reason: "the API server's field-ownership bookkeeping; its timestamps move on every write",
+  },
+  {
+    path: ["metadata", "resourceVersion"],
+    reason: "a concurrency token that changes on every write, status-only writes included",
+  },
+  {
+    path: ["metadata", "uid"],
+    reason: "assigned at creation: it names this cluster's instance of the object, not the object",
+  },
+  {
+    path: ["metadata", "generation"],
+    reason: "counted by the API server on each spec change; it follows the content, it is not content",
+  },
+  {
+    path: ["metadata", "creationTimestamp"],
+    reason: "assigned at creation by the API server",
+  },
+  {
+    path: ["metadata", "selfLink"],
+    reason:
+      "derived from the object's URL; not set by default since Kubernetes 1.20, stripped for older servers",
+  },
+  {
+    path: ["metadata", "deletionTimestamp"],
+    reason: "set when deletion starts; deletion is an event of its own, not a change of content",
+  },
+  {
+    path: ["metadata", "deletionGracePeriodSeconds"],
+    reason: "set together with deletionTimestamp",
+  },
+  {
+    path: ["metadata", "ownerReferences"],
+    reason:
+      "they name the live owner by UID, which exists in this cluster only; applied elsewhere, the " +
+      "garbage collector would find the owner missing and delete the object",
+  },
+  {
+    path: ["metadata", "generateName"],
+    when: named,
+    reason:
+      "a template for the name at creation; once the server has chosen the name, the name is the identity",
+  },
+  {
+    path: ["metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"],
+    reason: "client-side kubectl apply's copy of its last input: a second, stale copy of the object",
+  },
+  {
+    path: ["metadata", "annotations", "deployment.kubernetes.io/revision"],
+    reason: "the Deployment controller's rollout counter, bumped by every rollout",
+  },
+  {
+    path: ["metadata", "labels", "kustomize.toolkit.fluxcd.io/name"],
+    reason:
+      "Flux stamps the Kustomization that applied the object on every apply; it names the applier, " +
+      "not the object (the watch side reads it before sanitizing, see the applier-claims seed)",
+  },
+  {
+    path: ["metadata", "labels", "kustomize.toolkit.fluxcd.io/namespace"],
+    reason: "stamped by Flux together with kustomize.toolkit.fluxcd.io/name",
+  },
+  {
+    path: ["metadata", "annotations", "argocd.argoproj.io/tracking-id"],
+    reason:
+      "Argo CD stamps the Application that applied the object; it names the applier, not the object " +
+      "(the watch side reads it before sanitizing, see the applier-claims seed)",
+  },
+  {
+    path: ["spec", "clusterIP"],
+    kind: service,
+    when: notHeadless,
+    reason:
+      "allocated by the API server from this cluster's service range; kept when None, which is the " +
+      "user's choice of a headless Service",
+  },
+  {
+    path: ["spec", "clusterIPs"],
+    kind: service,
+    when: notHeadless,
+    reason: "allocated together with spec.clusterIP; kept for a headless Service",
+  },
+];
+
+/**
+ * The desired-state projection of `object`: a new object without the fields `stripRules`
+ * names, and without a labels or annotations map that stripping left empty. The input is
+ * never changed.
+ */
+export function sanitize(object: KubernetesObject): KubeObject {
+  const live = object as KubeObject;
+  const projection = structuredClone(live);
+  for (const rule of stripRules) {
+    // Conditions read the live object, so one rule's strip never decides another's.
+    if (appliesTo(rule, live)) removeAt(projection, rule.path);
+  }
+  // An empty map and an absent one mean the same; only one of them may reach Git.
+  for (const field of ["labels", "annotations"]) {
+    const map = fieldAt(projection, ["metadata", field]);
+    if (isRecord(map) && Object.keys(map).length === 0) removeAt(projection, ["metadata", field]);
+  }
+  return projection;
+}
+
+function appliesTo(rule: StripRule, live: KubeObject): boolean {
+  if (rule.kind && (groupOf(live.apiVersion) !== rule.kind.group || live.kind !== rule.kind.kind)) {
+    return false;
+  }
+  return rule.when?.(live) ?? true;
+}
+
+/** The API group of an apiVersion: "apps" of "apps/v1", "" (core) of "v1". */
+function groupOf(apiVersion = ""): string {
+  const slash = apiVersion.indexOf("/");
+  return slash < 0 ? "" : apiVersion.slice(0, slash);
+}
+
+function fieldAt(object: unknown, path: readonly string[]): unknown {
+  let value = object;
+  for (const segment of path) {
+    if (!isRecord(value)) return undefined;
+    value = value[segment];
+  }
+  return value;
+}
+
+function removeAt(object: unknown, path: readonly string[]): void {
+  const parent = fieldAt(object, path.slice(0, -1));
+  if (isRecord(parent)) delete parent[path[path.length - 1]!];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

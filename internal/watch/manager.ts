@@ -1,0 +1,121 @@
+// The watch manager: for one source cluster, it keeps the type registry fresh and runs, for
+// every GitTarget, one CollectionWatch per planned collection. A plan pass keeps unaffected
+// watches running, starts new collections, stops dropped ones, and replaces a collection only
+// when its served version changed.
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "../operator/informer.ts";
+import type { Runnable } from "../operator/manager.ts";
+import type { TargetRef } from "../rulestore/compile.ts";
+import type { RuleStore } from "../rulestore/store.ts";
+import { TypeRegistry } from "../typeset/registry.ts";
+import { CollectionWatch, type CollectionState } from "./collectionwatch.ts";
+import { discover } from "./discovery.ts";
+import { GitTargetEventStream } from "./stream.ts";
+import { planCollections, type WatchPlan } from "./watchedtypes.ts";
+
+export interface WatchManagerOptions {
+  /** How often discovery runs again; the seeds' cadence is 30 s. */
+  catalogRefreshMs?: number;
+}
+
+export interface StreamSummary {
+  total: number;
+  running: number;
+  replaying: number;
+  blocked: number;
+}
+
+const targetKey = (t: TargetRef) => `${t.namespace}/${t.name}`;
+
+export class WatchManager implements Runnable {
+  readonly name = "watch-manager";
+  readonly needLeaderElection = true;
+  readonly registry = new TypeRegistry();
+  private readonly streams = new Map<string, GitTargetEventStream>();
+  private readonly watches = new Map<string, Map<string, CollectionWatch>>();
+  private readonly plans = new Map<string, WatchPlan>();
+  private started = false;
+
+  constructor(
+    private readonly kubeConfig: KubeConfig,
+    private readonly rules: RuleStore,
+    private readonly logger: Logger,
+    private readonly options: WatchManagerOptions = {},
+  ) {
+    rules.onChange((targets) => {
+      if (this.started) for (const target of targets) this.plan(target);
+    });
+  }
+
+  /** The ordered stream of a GitTarget's items; created on first ask, kept while the manager runs. */
+  streamFor(target: TargetRef): GitTargetEventStream {
+    const key = targetKey(target);
+    let stream = this.streams.get(key);
+    if (!stream) {
+      stream = new GitTargetEventStream(target);
+      this.streams.set(key, stream);
+    }
+    return stream;
+  }
+
+  /** The last plan for a target: its collections, and the rules that resolved to nothing. */
+  planOf(target: TargetRef): WatchPlan | undefined {
+    return this.plans.get(targetKey(target));
+  }
+
+  summary(target: TargetRef): StreamSummary {
+    const states: CollectionState[] = [...(this.watches.get(targetKey(target))?.values() ?? [])].map(
+      (w) => w.state,
+    );
+    return {
+      total: states.length,
+      running: states.filter((s) => s === "Running").length,
+      replaying: states.filter((s) => s === "Replaying").length,
+      blocked: states.filter((s) => s === "Blocked").length,
+    };
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    await this.refresh();
+    this.started = true;
+    for (const target of this.rules.targets()) this.plan(target);
+    const timer = setInterval(() => {
+      this.refresh().catch((err: unknown) => this.logger.error("discovery failed", { error: String(err) }));
+    }, this.options.catalogRefreshMs ?? 30_000);
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    clearInterval(timer);
+    this.started = false;
+    await Promise.all([...this.watches.values()].flatMap((m) => [...m.values()].map((w) => w.stop())));
+    this.watches.clear();
+    for (const stream of this.streams.values()) stream.close();
+  }
+
+  /** Runs discovery; when the served types changed, every target is planned again. */
+  async refresh(): Promise<void> {
+    const changed = this.registry.update(await discover(this.kubeConfig), Date.now());
+    if (changed && this.started) for (const target of this.rules.targets()) this.plan(target);
+  }
+
+  /** Brings one target's running watches in line with its rules and the served types. */
+  plan(target: TargetRef): void {
+    const key = targetKey(target);
+    const plan = planCollections(this.rules.rulesFor(target), this.registry.all());
+    this.plans.set(key, plan);
+    const running = this.watches.get(key) ?? new Map<string, CollectionWatch>();
+    this.watches.set(key, running);
+    const wanted = new Map(plan.collections.map((c) => [c.key, c]));
+    for (const [collectionKey, watch] of running) {
+      const next = wanted.get(collectionKey);
+      if (!next || next.version !== watch.collection.version) {
+        running.delete(collectionKey);
+        void watch.stop();
+      }
+    }
+    for (const [collectionKey, collection] of wanted) {
+      if (running.has(collectionKey)) continue;
+      const watch = new CollectionWatch(this.kubeConfig, collection, this.streamFor(target), this.logger);
+      running.set(collectionKey, watch);
+      watch.start();
+    }
+  }
+}

@@ -1,0 +1,68 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Collection } from "./watchedtypes.ts";
+
+/** Which object an item is about. The uid tells a recreated object from the one before it. */
+export interface ResourceIdentity {
+  group: string;
+  version: string;
+  resource: string;
+  kind: string;
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+export interface DesiredObject {
+  identity: ResourceIdentity;
+  /** The sanitized desired state. */
+  object: KubernetesObject;
+}
+
+/**
+ * What a GitTarget's branch worker receives, in order: a collection's complete current state
+ * (after a watch initialized), or one object's upsert or delete.
+ */
+export type StreamItem =
+  | { type: "snapshot"; collection: Collection; objects: DesiredObject[] }
+  | ({ type: "upsert"; collection: Collection } & DesiredObject)
+  | { type: "delete"; collection: Collection; identity: ResourceIdentity };
+
+/**
+ * The ordered stream of one GitTarget's items. Each collection's watch pushes in its own order;
+ * the stream keeps arrival order across collections. Consumers read with next() or for await.
+ */
+export class GitTargetEventStream implements AsyncIterable<StreamItem> {
+  private readonly items: StreamItem[] = [];
+  private readonly readers: ((item: IteratorResult<StreamItem, undefined>) => void)[] = [];
+  private closed = false;
+
+  constructor(readonly target: { namespace: string; name: string }) {}
+
+  get pending(): number {
+    return this.items.length;
+  }
+
+  push(item: StreamItem): void {
+    if (this.closed) return;
+    const reader = this.readers.shift();
+    if (reader) reader({ value: item, done: false });
+    else this.items.push(item);
+  }
+
+  next(): Promise<IteratorResult<StreamItem, undefined>> {
+    const item = this.items.shift();
+    if (item) return Promise.resolve({ value: item, done: false });
+    if (this.closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => this.readers.push(resolve));
+  }
+
+  /** Ends the stream; readers get what is queued, then done. */
+  close(): void {
+    this.closed = true;
+    for (const reader of this.readers.splice(0)) reader({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<StreamItem, undefined> {
+    return { next: () => this.next() };
+  }
+}
