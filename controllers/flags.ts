@@ -7,6 +7,10 @@ import type { LogFormat, LogLevel } from "../internal/telemetry/logger.ts";
 export interface OperatorOptions {
   /** KubeProviders, as namespace/name, allowed to use the operator's own identity. */
   inClusterKubeProviders: string[];
+  /** Whether a KubeProvider's kubeconfig may use exec credential plugins. */
+  allowKubeconfigExec: boolean;
+  /** Whether a KubeProvider's kubeconfig may skip TLS verification. */
+  allowKubeconfigInsecureTls: boolean;
   redisAddr: string;
   authorAttribution: boolean;
   /** Bytes a branch may hold accepted and unpublished. */
@@ -65,6 +69,18 @@ export function flagParser(): Command {
         if (!namespacedName.test(item)) throw new InvalidArgumentError(`"${item}" is not namespace/name`);
       }),
       [],
+    )
+    .option(
+      "--allow-kubeconfig-exec [bool]",
+      "let KubeProvider kubeconfigs use exec credential plugins, which run commands in the operator's pod",
+      parseBool,
+      false,
+    )
+    .option(
+      "--allow-kubeconfig-insecure-tls [bool]",
+      "let KubeProvider kubeconfigs skip TLS verification of the source API server",
+      parseBool,
+      false,
     )
     .option("--redis-addr <host:port>", "Redis for watch resume cursors; empty runs without it", "")
     .option(

@@ -9,6 +9,7 @@ import { createLogger } from "../internal/telemetry/logger.ts";
 import { createRegistry, leaderGauge } from "../internal/telemetry/metrics.ts";
 import { parseBindAddress, serveMetrics, serveProbes } from "../internal/telemetry/servers.ts";
 import { parseFlags } from "./flags.ts";
+import { setupOperator } from "./setup.ts";
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
@@ -38,6 +39,8 @@ const manager = new Manager(kubeConfig, {
       }
     : undefined,
 });
+
+setupOperator(manager, options);
 
 const registry = createRegistry();
 leaderGauge(registry, () => manager.isLeader);

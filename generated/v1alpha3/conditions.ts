@@ -72,6 +72,8 @@ export const ClusterWatchRuleCondition = {
   Stalled: "Stalled",
   /** Every rule resolved to cluster-scoped types the source cluster serves. */
   ResourcesResolved: "ResourcesResolved",
+  /** The KubeProvider's grants admit every cluster-scoped resource the rules select. */
+  ClusterResourcesAuthorized: "ClusterResourcesAuthorized",
   /** The GitTarget this rule feeds can write to Git. */
   GitTargetReady: "GitTargetReady",
   /** The watches for the selected collections are running. */

@@ -45,10 +45,19 @@ export class CollectionWatch {
     readonly collection: Collection,
     private readonly stream: GitTargetEventStream,
     private readonly logger: Logger,
+    /** Called when the collection moves between Replaying, Running and Blocked. */
+    private readonly onStateChange: () => void = () => undefined,
   ) {}
 
   get state(): CollectionState {
     return this.stateValue;
+  }
+
+  private setState(state: CollectionState, reason = ""): void {
+    const changed = state !== this.stateValue;
+    this.stateValue = state;
+    this.blockedReason = reason;
+    if (changed) this.onStateChange();
   }
 
   /** Why the collection is Blocked, when it is. */
@@ -72,7 +81,7 @@ export class CollectionWatch {
     while (!this.abort.signal.aborted) {
       const initializing = this.resourceVersion === undefined;
       if (initializing) {
-        this.stateValue = "Replaying";
+        this.setState("Replaying");
         accepted = new AcceptedState();
       }
       const outcome = await this.connect(accepted, initializing);
@@ -95,11 +104,12 @@ export class CollectionWatch {
         continue;
       }
       if (code === 403 || code === 404) {
-        this.stateValue = "Blocked";
-        this.blockedReason =
+        this.setState(
+          "Blocked",
           code === 403
             ? "the source credential may not list and watch it"
-            : "the API server no longer serves it";
+            : "the API server no longer serves it",
+        );
       }
       this.logger.error("watch ended on an error; retrying", {
         collection: this.collection.key,
@@ -215,8 +225,7 @@ export class CollectionWatch {
       objects.push({ identity: this.identityOf(object), object: sanitized });
     }
     this.stream.push({ type: "snapshot", collection: this.collection, objects });
-    this.stateValue = "Running";
-    this.blockedReason = "";
+    this.setState("Running");
   }
 
   private onLiveEvent(accepted: AcceptedState, phase: string, object: KubernetesObject): void {

@@ -34,7 +34,10 @@ export class WatchManager implements Runnable {
   private readonly streams = new Map<string, GitTargetEventStream>();
   private readonly watches = new Map<string, Map<string, CollectionWatch>>();
   private readonly plans = new Map<string, WatchPlan>();
+  /** The targets this source serves: the GitTarget controller decides which source serves which. */
+  private readonly served = new Map<string, TargetRef>();
   private started = false;
+  private readonly streamListeners: ((target: TargetRef) => void)[] = [];
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -43,8 +46,42 @@ export class WatchManager implements Runnable {
     private readonly options: WatchManagerOptions = {},
   ) {
     rules.onChange((targets) => {
-      if (this.started) for (const target of targets) this.plan(target);
+      if (!this.started) return;
+      for (const target of targets) if (this.served.has(targetKey(target))) this.plan(target);
     });
+  }
+
+  /** Calls `listener` whenever one of a target's collections changes state, for StreamsRunning. */
+  onStreamsChanged(listener: (target: TargetRef) => void): void {
+    this.streamListeners.push(listener);
+  }
+
+  /** Starts serving a target: its rules are planned against this source from now on. */
+  serve(target: TargetRef): void {
+    const key = targetKey(target);
+    if (this.served.has(key)) return;
+    this.served.set(key, target);
+    if (this.started) this.plan(target);
+  }
+
+  /** Stops serving a target: its watches stop and its stream ends. */
+  async release(target: TargetRef): Promise<void> {
+    const key = targetKey(target);
+    if (!this.served.delete(key)) return;
+    const running = this.watches.get(key);
+    this.watches.delete(key);
+    this.plans.delete(key);
+    await Promise.all([...(running?.values() ?? [])].map((w) => w.stop()));
+    this.streams.get(key)?.close();
+    this.streams.delete(key);
+  }
+
+  serves(target: TargetRef): boolean {
+    return this.served.has(targetKey(target));
+  }
+
+  servedTargets(): TargetRef[] {
+    return [...this.served.values()];
   }
 
   /** The ordered stream of a GitTarget's items; created on first ask, kept while the manager runs. */
@@ -78,7 +115,7 @@ export class WatchManager implements Runnable {
   async start(signal: AbortSignal): Promise<void> {
     await this.refresh();
     this.started = true;
-    for (const target of this.rules.targets()) this.plan(target);
+    for (const target of this.served.values()) this.plan(target);
     const timer = setInterval(() => {
       this.refresh().catch((err: unknown) => this.logger.error("discovery failed", { error: String(err) }));
     }, this.options.catalogRefreshMs ?? 30_000);
@@ -92,8 +129,10 @@ export class WatchManager implements Runnable {
 
   /** Runs discovery; when the served types changed, every target is planned again. */
   async refresh(): Promise<void> {
+    // A source nobody mirrors costs nothing: no discovery until a target is served.
+    if (this.started && this.served.size === 0) return;
     const changed = this.registry.update(await discover(this.kubeConfig), Date.now());
-    if (changed && this.started) for (const target of this.rules.targets()) this.plan(target);
+    if (changed && this.started) for (const target of this.served.values()) this.plan(target);
   }
 
   /** Brings one target's running watches in line with its rules and the served types. */
@@ -113,7 +152,15 @@ export class WatchManager implements Runnable {
     }
     for (const [collectionKey, collection] of wanted) {
       if (running.has(collectionKey)) continue;
-      const watch = new CollectionWatch(this.kubeConfig, collection, this.streamFor(target), this.logger);
+      const watch = new CollectionWatch(
+        this.kubeConfig,
+        collection,
+        this.streamFor(target),
+        this.logger,
+        () => {
+          for (const listener of this.streamListeners) listener(target);
+        },
+      );
       running.set(collectionKey, watch);
       watch.start();
     }

@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { repoRoot } from "../../support/binaries.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
+import { installCrds } from "../../support/manifests.ts";
 import { freePort } from "../../support/ports.ts";
 import { ManagedProcess } from "../../support/process.ts";
 import { eventually } from "../../support/wait.ts";
@@ -13,6 +14,7 @@ describe("the operator process", () => {
 
   before(async () => {
     plane = await ControlPlane.start();
+    await installCrds(plane.kubeConfig());
   });
   after(async () => {
     await plane?.stop();

@@ -65,8 +65,10 @@ describe("the watch plane streams desired state per GitTarget", () => {
   const stop = new AbortController();
   let running: Promise<void>;
 
-  const setRule = (rule: WatchRule) =>
+  const setRule = (rule: WatchRule) => {
     rules.set(`WatchRule/${rule.metadata.namespace}/${rule.metadata.name}`, compileWatchRule(rule));
+    manager.serve({ namespace: rule.metadata.namespace!, name: rule.spec.gitTargetRef.name });
+  };
   const configMap = (
     namespace: string,
     name: string,
@@ -84,8 +86,8 @@ describe("the watch plane streams desired state per GitTarget", () => {
     }
     await configMap("snap", "a", { k: "1" });
     await configMap("snap", "b", { k: "2" });
-    setRule(watchRule("snap", "snap", [{ apiGroups: [""], resources: ["configmaps"] }]));
     manager = new WatchManager(kc, rules, quiet, { catalogRefreshMs: 500 });
+    setRule(watchRule("snap", "snap", [{ apiGroups: [""], resources: ["configmaps"] }]));
     running = manager.start(stop.signal);
   });
   after(async () => {

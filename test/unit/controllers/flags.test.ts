@@ -17,6 +17,8 @@ describe("operator flags", () => {
     const options = parseFlags([], strictParser().command);
     assert.deepEqual(options, {
       inClusterKubeProviders: [],
+      allowKubeconfigExec: false,
+      allowKubeconfigInsecureTls: false,
       redisAddr: "",
       authorAttribution: false,
       branchBufferMaxSize: 8 * 1024 * 1024,

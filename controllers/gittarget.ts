@@ -1,0 +1,151 @@
+// GitTarget: checks its references in status, and has its KubeProvider's source context serve
+// it, which opens one watch per planned collection and streams the target's items.
+import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import {
+  gitTargets,
+  resourceTypes,
+  type GitBranch,
+  type GitTarget,
+  type KubeProvider,
+} from "../generated/v1alpha3/index.ts";
+import { refOf, targetConditions, validate, type TargetWorld } from "../internal/gittarget/decide.ts";
+import { informerSource, namespaceType } from "../internal/kube/sources.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import type { SharedInformer } from "../internal/operator/informer.ts";
+import type { Manager } from "../internal/operator/manager.ts";
+import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
+import { StatusWriter } from "../internal/operator/status.ts";
+import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+import { fieldManager } from "./kubeprovider.ts";
+
+const steadyRecheckMs = 5 * 60_000;
+const progressRecheckMs = 10_000;
+
+interface Informers {
+  targets: SharedInformer<GitTarget>;
+  providers: SharedInformer<KubeProvider>;
+  branches: SharedInformer<GitBranch>;
+  namespaces: SharedInformer<V1Namespace>;
+}
+
+const sameRef = (a: { namespace: string; name: string }, b: { namespace: string; name: string }) =>
+  a.namespace === b.namespace && a.name === b.name;
+
+export class GitTargetReconciler implements Reconciler {
+  private readonly status = new StatusWriter(fieldManager);
+  /** Which provider's context serves each target, so a move or a refusal releases the old one. */
+  private readonly servedBy = new Map<string, string>();
+
+  constructor(
+    private readonly manager: Manager,
+    private readonly informers: Informers,
+    private readonly sourceContexts: SourceContexts,
+  ) {}
+
+  async reconcile(request: Request): Promise<Result> {
+    const key = `${request.namespace ?? ""}/${request.name}`;
+    const target = this.informers.targets.get(request.name, request.namespace);
+    if (!target) {
+      await this.release(key);
+      return {};
+    }
+
+    const world = this.load(target);
+    const refusal = validate(world);
+    const providerKey = `${refOf(target.spec.kubeProviderRef, target.metadata.namespace!).namespace}/${target.spec.kubeProviderRef.name}`;
+    const context = refusal ? undefined : this.sourceContexts.get(providerKey);
+    const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
+    if (context) {
+      if (this.servedBy.get(key) !== providerKey) await this.release(key);
+      context.watchManager.serve(ref);
+      this.servedBy.set(key, providerKey);
+    } else {
+      await this.release(key);
+    }
+
+    const streams = context?.watchManager.summary(ref);
+    const conditions = targetConditions(world, refusal, streams);
+    await this.status.write(gitTargets(this.manager.kubeConfig), target, {
+      conditions,
+      fields: streams ? { streams } : {},
+    });
+    const ready = conditions.find((c) => c.type === "Ready")?.status === "True";
+    return { requeueAfterMs: ready ? steadyRecheckMs : progressRecheckMs };
+  }
+
+  private load(target: GitTarget): TargetWorld {
+    const namespace = target.metadata.namespace!;
+    const p = refOf(target.spec.kubeProviderRef, namespace);
+    const b = refOf(target.spec.gitBranchRef, namespace);
+    return {
+      target,
+      provider: this.informers.providers.get(p.name, p.namespace),
+      branch: this.informers.branches.get(b.name, b.namespace),
+      namespaceLabels: this.informers.namespaces.get(namespace)?.metadata?.labels ?? {},
+      sameBranch: this.informers.targets
+        .list()
+        .filter((t) => sameRef(refOf(t.spec.gitBranchRef, t.metadata.namespace!), b)),
+    };
+  }
+
+  private async release(key: string): Promise<void> {
+    const providerKey = this.servedBy.get(key);
+    if (providerKey === undefined) return;
+    this.servedBy.delete(key);
+    const [namespace = "", name = ""] = key.split("/");
+    await this.sourceContexts.get(providerKey)?.watchManager.release({ namespace, name });
+  }
+}
+
+export function setupGitTargetController(manager: Manager, sourceContexts: SourceContexts): Controller {
+  const kc = manager.kubeConfig;
+  const informers: Informers = {
+    targets: manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget)),
+    providers: manager.informer<KubeProvider>(informerSource(kc, resourceTypes.KubeProvider)),
+    branches: manager.informer<GitBranch>(informerSource(kc, resourceTypes.GitBranch)),
+    namespaces: manager.informer<V1Namespace>(informerSource(kc, namespaceType)),
+  };
+  const targetsNaming = (kind: "kubeProviderRef" | "gitBranchRef") => (object: KubernetesObject) =>
+    informers.targets
+      .list()
+      .filter((t) =>
+        sameRef(refOf(t.spec[kind], t.metadata.namespace!), {
+          namespace: object.metadata?.namespace ?? "",
+          name: object.metadata?.name ?? "",
+        }),
+      )
+      .map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! }));
+
+  const controller = new Controller(
+    "gittarget",
+    new GitTargetReconciler(manager, informers, sourceContexts),
+    manager.logger,
+  )
+    .for(informers.targets)
+    // A sibling's path or deletion decides an overlap, so every target on the branch looks again.
+    .watches(
+      informers.targets,
+      (t) =>
+        targetsNaming("gitBranchRef")({
+          metadata: {
+            namespace: refOf(t.spec.gitBranchRef, t.metadata.namespace!).namespace,
+            name: t.spec.gitBranchRef.name,
+          },
+        }),
+      generationChanged,
+    )
+    .watches(informers.providers, targetsNaming("kubeProviderRef"), anyOf(generationChanged, readyTransition))
+    .watches(informers.branches, targetsNaming("gitBranchRef"), anyOf(generationChanged, readyTransition))
+    .watches(
+      informers.namespaces,
+      (ns) =>
+        informers.targets
+          .list(ns.metadata?.name)
+          .map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! })),
+      labelsChanged,
+    );
+  // A collection finishing its replay, or blocking, changes StreamsRunning: look again at once.
+  sourceContexts.onStreamsChanged((t) => controller.queue.add(`${t.namespace}/${t.name}`));
+  manager.addController(controller);
+  return controller;
+}

@@ -1,0 +1,148 @@
+// KubeProvider: decides whether the connection may be used at all (the installation's consent
+// for inCluster, the kubeconfig Secret's safety checks), proves the cluster answers, and keeps
+// the provider's source context in line. The Secret is read uncached, so no Secret value sits in
+// an informer, and again on every 30-second pass, which is what picks up a rotated credential.
+import { CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node";
+import { kubeProviders, resourceTypes, type KubeProvider } from "../generated/v1alpha3/index.ts";
+import { KubeProviderReason } from "../generated/v1alpha3/conditions.ts";
+import { informerSource } from "../internal/kube/sources.ts";
+import { statusCodeOf } from "../internal/kube/resourceclient.ts";
+import { readKubeconfigSecret, type KubeconfigOptions } from "../internal/kubeconfig/secret.ts";
+import {
+  auditRouteOf,
+  inClusterConsented,
+  providerConditions,
+  providerKey,
+  type ProviderOutcome,
+} from "../internal/kubeprovider/decide.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import type { SharedInformer } from "../internal/operator/informer.ts";
+import type { Manager } from "../internal/operator/manager.ts";
+import { StatusWriter } from "../internal/operator/status.ts";
+import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+
+export const fieldManager = "gitops-reverser";
+const recheckMs = 30_000;
+
+export interface KubeProviderDeps {
+  sourceContexts: SourceContexts;
+  /** namespace/name of the providers allowed spec.inCluster. */
+  inClusterKubeProviders: readonly string[];
+  kubeconfig: KubeconfigOptions;
+}
+
+type Connection =
+  | { kubeConfig: KubeConfig; server: string; fingerprint: string }
+  | Extract<ProviderOutcome, { kind: "refused" }>;
+
+export class KubeProviderReconciler implements Reconciler {
+  private readonly status = new StatusWriter(fieldManager);
+
+  constructor(
+    private readonly operatorConfig: KubeConfig,
+    private readonly providers: SharedInformer<KubeProvider>,
+    private readonly deps: KubeProviderDeps,
+  ) {}
+
+  async reconcile(request: Request): Promise<Result> {
+    const key = `${request.namespace ?? ""}/${request.name}`;
+    const provider = this.providers.get(request.name, request.namespace);
+    if (!provider) {
+      await this.deps.sourceContexts.release(key);
+      return {};
+    }
+
+    const connection = await this.connection(provider);
+    let outcome: ProviderOutcome;
+    if ("kind" in connection) {
+      // Fail closed: a connection that may not be used stops the watches that used it.
+      await this.deps.sourceContexts.release(key);
+      outcome = connection;
+    } else {
+      outcome = await this.probe(connection.kubeConfig, connection.server);
+      await this.deps.sourceContexts.ensure(
+        key,
+        connection.fingerprint,
+        connection.kubeConfig,
+        connection.server,
+      );
+    }
+
+    await this.status.write(kubeProviders(this.operatorConfig), provider, {
+      conditions: providerConditions(outcome, provider.metadata.generation),
+      fields: {
+        credential: provider.spec.inCluster ? "InCluster" : "Kubeconfig",
+        auditRoute: auditRouteOf(provider),
+        ...(outcome.kind === "refused" ? {} : { server: outcome.server }),
+      },
+    });
+    return { requeueAfterMs: recheckMs };
+  }
+
+  /** The client the provider's credential yields, or why there is none. */
+  private async connection(provider: KubeProvider): Promise<Connection> {
+    if (provider.spec.inCluster) {
+      if (!inClusterConsented(provider, this.deps.inClusterKubeProviders)) {
+        return {
+          kind: "refused",
+          reason: KubeProviderReason.InClusterNotAuthorized,
+          message: `This installation does not let ${providerKey(provider)} use the operator's own identity: list it in --in-cluster-kube-providers.`,
+          transient: false,
+        };
+      }
+      const server = this.operatorConfig.getCurrentCluster()?.server ?? "";
+      return {
+        kubeConfig: this.operatorConfig,
+        server,
+        fingerprint: `inCluster/${provider.metadata.generation}`,
+      };
+    }
+
+    const ref = provider.spec.secretRef!;
+    const namespace = provider.metadata.namespace!;
+    let secret;
+    try {
+      secret = await this.operatorConfig
+        .makeApiClient(CoreV1Api)
+        .readNamespacedSecret({ namespace, name: ref.name });
+    } catch (err) {
+      if (statusCodeOf(err) !== 404) throw err;
+      return {
+        kind: "refused",
+        reason: KubeProviderReason.SecretNotFound,
+        message: `Secret ${namespace}/${ref.name} does not exist; it is checked again every ${recheckMs / 1000}s.`,
+        transient: true,
+      };
+    }
+    const read = readKubeconfigSecret(secret.data, ref.key, this.deps.kubeconfig);
+    if ("reason" in read) return { kind: "refused", ...read, transient: false };
+    const fingerprint = `${secret.metadata?.uid}/${secret.metadata?.resourceVersion}/${ref.key ?? ""}/${provider.metadata.generation}`;
+    return { kubeConfig: read.kubeConfig, server: read.server, fingerprint };
+  }
+
+  private async probe(kubeConfig: KubeConfig, server: string): Promise<ProviderOutcome> {
+    try {
+      await kubeConfig.makeApiClient(VersionApi).getCode();
+      return { kind: "ready", server };
+    } catch (err) {
+      return {
+        kind: "unreachable",
+        server,
+        message: `${server} did not answer: ${err instanceof Error ? err.message : String(err)}`,
+      };
+    }
+  }
+}
+
+export function setupKubeProviderController(manager: Manager, deps: KubeProviderDeps): Controller {
+  const providers = manager.informer<KubeProvider>(
+    informerSource(manager.kubeConfig, resourceTypes.KubeProvider),
+  );
+  const controller = new Controller(
+    "kubeprovider",
+    new KubeProviderReconciler(manager.kubeConfig, providers, deps),
+    manager.logger,
+  ).for(providers);
+  manager.addController(controller);
+  return controller;
+}

@@ -1,0 +1,103 @@
+// WatchRule: compiles the rule into the RuleStore, through the source-namespace gate, and
+// reports whether it resolved and feeds a Ready GitTarget.
+import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import {
+  resourceTypes,
+  watchRules,
+  type GitTarget,
+  type KubeProvider,
+  type WatchRule,
+} from "../generated/v1alpha3/index.ts";
+import { WatchRuleCondition, WatchRuleReason } from "../generated/v1alpha3/conditions.ts";
+import { informerSource, namespaceType } from "../internal/kube/sources.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import type { SharedInformer } from "../internal/operator/informer.ts";
+import type { Manager } from "../internal/operator/manager.ts";
+import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
+import { StatusWriter } from "../internal/operator/status.ts";
+import { admitRules, type RuleLookups } from "../internal/rules/admit.ts";
+import { compileWatchRule, originOf } from "../internal/rulestore/compile.ts";
+import type { RuleStore } from "../internal/rulestore/store.ts";
+import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+import { fieldManager } from "./kubeprovider.ts";
+
+const recheckMs = 30_000;
+
+export class WatchRuleReconciler implements Reconciler {
+  private readonly status = new StatusWriter(fieldManager);
+
+  constructor(
+    private readonly manager: Manager,
+    private readonly rules: SharedInformer<WatchRule>,
+    private readonly lookups: RuleLookups,
+  ) {}
+
+  async reconcile(request: Request): Promise<Result> {
+    const origin = originOf("WatchRule", request.namespace, request.name);
+    const rule = this.rules.get(request.name, request.namespace);
+    if (!rule) {
+      this.lookups.store.delete(origin);
+      return {};
+    }
+    const target = { namespace: rule.metadata.namespace!, name: rule.spec.gitTargetRef.name };
+    const outcome = admitRules(
+      this.lookups,
+      origin,
+      target,
+      compileWatchRule(rule),
+      rule.metadata.generation,
+      {
+        type: WatchRuleCondition.SourceNamespaceAuthorized,
+        reason: WatchRuleReason.SourceNamespaceNotAuthorized,
+      },
+    );
+    await this.status.write(watchRules(this.manager.kubeConfig), rule, {
+      conditions: outcome.conditions,
+      fields: { resolvedTypes: outcome.resolvedTypes },
+    });
+    return { requeueAfterMs: recheckMs };
+  }
+}
+
+/** Lookups over the shared informers, for both rule reconcilers. */
+export function ruleLookups(manager: Manager, store: RuleStore, sourceContexts: SourceContexts) {
+  const kc = manager.kubeConfig;
+  const targets = manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget));
+  const providers = manager.informer<KubeProvider>(informerSource(kc, resourceTypes.KubeProvider));
+  const namespaces = manager.informer<V1Namespace>(informerSource(kc, namespaceType));
+  const lookups: RuleLookups = {
+    target: (ref) => targets.get(ref.name, ref.namespace),
+    provider: (namespace, name) => providers.get(name, namespace),
+    namespaceLabels: (namespace) => namespaces.get(namespace)?.metadata?.labels ?? {},
+    sourceContexts,
+    store,
+  };
+  return { lookups, targets, providers, namespaces };
+}
+
+export function setupWatchRuleController(
+  manager: Manager,
+  store: RuleStore,
+  sourceContexts: SourceContexts,
+): Controller {
+  const { lookups, targets, providers, namespaces } = ruleLookups(manager, store, sourceContexts);
+  const rules = manager.informer<WatchRule>(informerSource(manager.kubeConfig, resourceTypes.WatchRule));
+  const rulesIn = (namespace: string | undefined, pick: (r: WatchRule) => boolean = () => true) =>
+    rules
+      .list(namespace)
+      .filter(pick)
+      .map((r) => ({ namespace: r.metadata.namespace, name: r.metadata.name! }));
+  const rulesFeeding = (t: KubernetesObject) =>
+    rulesIn(t.metadata?.namespace, (r) => r.spec.gitTargetRef.name === t.metadata?.name);
+  const controller = new Controller(
+    "watchrule",
+    new WatchRuleReconciler(manager, rules, lookups),
+    manager.logger,
+  )
+    .for(rules)
+    .watches(targets, rulesFeeding, anyOf(generationChanged, readyTransition))
+    .watches(providers, () => rulesIn(undefined), generationChanged)
+    .watches(namespaces, (ns) => rulesIn(ns.metadata?.name), labelsChanged);
+  manager.addController(controller);
+  return controller;
+}

@@ -1,0 +1,187 @@
+// The GitTarget reconciler's decisions, as pure functions of what it read. References are
+// checked here, in status, never at admission, so a folder of manifests applies in any order.
+import type { GitBranch, GitTarget, KubeProvider } from "../../generated/v1alpha3/index.ts";
+import { GitTargetCondition as C, GitTargetReason as R } from "../../generated/v1alpha3/conditions.ts";
+import {
+  findCondition,
+  progressingTrio,
+  readyTrio,
+  stalledTrio,
+  type Condition,
+  type ConditionUpdate,
+} from "../operator/conditions.ts";
+import { grantsAdmit } from "../grants/namespaces.ts";
+import type { StreamSummary } from "../watch/manager.ts";
+import { overlappingOlder } from "./paths.ts";
+
+export interface TargetWorld {
+  target: GitTarget;
+  provider: KubeProvider | undefined;
+  branch: GitBranch | undefined;
+  /** Labels of the target's own namespace, for Selector grants. */
+  namespaceLabels: Record<string, string>;
+  /** Every GitTarget naming the same GitBranch, from any namespace. */
+  sameBranch: GitTarget[];
+}
+
+/** Why the target cannot be served, or undefined when its references hold. */
+export interface Refusal {
+  reason: string;
+  message: string;
+  /** Waiting for an object that may still be applied, rather than a block a human must clear. */
+  transient: boolean;
+}
+
+export const refOf = (ref: { name: string; namespace?: string }, own: string) => ({
+  namespace: ref.namespace ?? own,
+  name: ref.name,
+});
+
+export function validate(world: TargetWorld): Refusal | undefined {
+  const { target, provider, branch, namespaceLabels } = world;
+  const namespace = target.metadata.namespace!;
+  const p = refOf(target.spec.kubeProviderRef, namespace);
+  const b = refOf(target.spec.gitBranchRef, namespace);
+  if (!provider) {
+    return {
+      reason: R.KubeProviderNotFound,
+      message: `KubeProvider ${p.namespace}/${p.name} does not exist.`,
+      transient: true,
+    };
+  }
+  if (grantsAdmit(provider.spec.allowedGitTargets, p.namespace, namespace, namespaceLabels).length === 0) {
+    return {
+      reason: R.NamespaceNotAuthorized,
+      message: `KubeProvider ${p.namespace}/${p.name} does not admit GitTargets from namespace ${namespace} (spec.allowedGitTargets).`,
+      transient: false,
+    };
+  }
+  if (!branch) {
+    return {
+      reason: R.GitBranchNotFound,
+      message: `GitBranch ${b.namespace}/${b.name} does not exist.`,
+      transient: true,
+    };
+  }
+  if (grantsAdmit(branch.spec.allowedGitTargets, b.namespace, namespace, namespaceLabels).length === 0) {
+    return {
+      reason: R.NamespaceNotAuthorized,
+      message: `GitBranch ${b.namespace}/${b.name} does not admit GitTargets from namespace ${namespace} (spec.allowedGitTargets).`,
+      transient: false,
+    };
+  }
+  const older = overlappingOlder(target, world.sameBranch);
+  if (older) {
+    return {
+      reason: R.PathOverlap,
+      message: `Path ${target.spec.path} overlaps ${older.spec.path} of the older GitTarget ${older.metadata.namespace}/${older.metadata.name} on GitBranch ${b.namespace}/${b.name}.`,
+      transient: false,
+    };
+  }
+  return undefined;
+}
+
+function mirrored(
+  type: string,
+  source: Condition | undefined,
+  notFound: string,
+  generation: number | undefined,
+): ConditionUpdate {
+  if (!source)
+    return {
+      type,
+      status: "Unknown",
+      reason: notFound,
+      message: "not reported yet",
+      observedGeneration: generation,
+    };
+  return {
+    type,
+    status: source.status,
+    reason: source.reason,
+    message: source.message,
+    observedGeneration: generation,
+  };
+}
+
+/** The status, from the validation, the referenced objects' conditions and the stream summary. */
+export function targetConditions(
+  world: TargetWorld,
+  refusal: Refusal | undefined,
+  streams: StreamSummary | undefined,
+): ConditionUpdate[] {
+  const g = world.target.metadata.generation;
+  if (refusal) {
+    const trio = refusal.transient
+      ? progressingTrio(refusal.reason, refusal.message, g)
+      : stalledTrio(refusal.reason, refusal.message, g);
+    return [
+      ...trio,
+      {
+        type: C.Validated,
+        status: "False",
+        reason: refusal.reason,
+        message: refusal.message,
+        observedGeneration: g,
+      },
+    ];
+  }
+  const providerConditions = world.provider?.status?.conditions;
+  const branchConditions = world.branch?.status?.conditions;
+  const providerReady = mirrored(
+    C.KubeProviderReady,
+    findCondition(providerConditions, "Ready"),
+    R.KubeProviderNotReady,
+    g,
+  );
+  const reachable = mirrored(
+    C.SourceClusterReachable,
+    findCondition(providerConditions, "SourceClusterReachable"),
+    R.SourceUnreachable,
+    g,
+  );
+  const branchReady = mirrored(
+    C.GitBranchReady,
+    findCondition(branchConditions, "Ready"),
+    R.GitBranchNotReady,
+    g,
+  );
+  const running: ConditionUpdate =
+    streams && streams.total > 0 && streams.running === streams.total
+      ? {
+          type: C.StreamsRunning,
+          status: "True",
+          reason: R.Succeeded,
+          message: `${streams.total} collections streaming`,
+          observedGeneration: g,
+        }
+      : {
+          type: C.StreamsRunning,
+          status: "False",
+          reason: R.InitialReplay,
+          message: streams
+            ? `${streams.running} of ${streams.total} collections streaming, ${streams.replaying} replaying, ${streams.blocked} blocked`
+            : "no source context serves this target yet",
+          observedGeneration: g,
+        };
+  const domain = [
+    { type: C.Validated, status: "True" as const, reason: R.Succeeded, message: "", observedGeneration: g },
+    providerReady,
+    reachable,
+    branchReady,
+    running,
+  ];
+  const blocker = domain.find((c) => c.status !== "True");
+  const trio = blocker
+    ? progressingTrio(
+        blocker.type === C.KubeProviderReady
+          ? R.KubeProviderNotReady
+          : blocker.type === C.GitBranchReady
+            ? R.GitBranchNotReady
+            : blocker.reason,
+        `${blocker.type}: ${blocker.message}`,
+        g,
+      )
+    : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
+  return [...trio, ...domain];
+}

@@ -1,0 +1,112 @@
+// One source context per KubeProvider, keyed by its namespace/name: the provider's client, its
+// type registry and its watches. Two providers for the same API server stay two contexts, so a
+// failure or a credential change of one never touches another's watches.
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { Logger } from "../operator/informer.ts";
+import type { Runnable } from "../operator/manager.ts";
+import type { TargetRef } from "../rulestore/compile.ts";
+import type { RuleStore } from "../rulestore/store.ts";
+import { WatchManager } from "./manager.ts";
+
+export interface SourceContext {
+  key: string;
+  /** What the context was built from; a different fingerprint rebuilds it. */
+  fingerprint: string;
+  server: string;
+  watchManager: WatchManager;
+}
+
+interface Running {
+  context: SourceContext;
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+export class SourceContexts implements Runnable {
+  readonly name = "source-contexts";
+  readonly needLeaderElection = true;
+  private readonly contexts = new Map<string, Running | { context: SourceContext }>();
+  private signal: AbortSignal | undefined;
+  private readonly streamListeners: ((target: TargetRef) => void)[] = [];
+
+  constructor(
+    private readonly rules: RuleStore,
+    private readonly logger: Logger,
+    private readonly catalogRefreshMs = 30_000,
+  ) {}
+
+  /** Calls `listener` when a collection of a target in any context changes state. */
+  onStreamsChanged(listener: (target: TargetRef) => void): void {
+    this.streamListeners.push(listener);
+  }
+
+  get(key: string): SourceContext | undefined {
+    return this.contexts.get(key)?.context;
+  }
+
+  /**
+   * The context for a provider, built from `kubeConfig`. The same fingerprint keeps the running
+   * context; a new one (a rotated Secret, a changed spec) replaces it, and the targets it served
+   * move to the replacement, which starts their watches with fresh snapshots.
+   */
+  async ensure(
+    key: string,
+    fingerprint: string,
+    kubeConfig: KubeConfig,
+    server: string,
+  ): Promise<SourceContext> {
+    const existing = this.contexts.get(key);
+    if (existing?.context.fingerprint === fingerprint) return existing.context;
+    const served = existing ? await this.stop(key) : [];
+    const context: SourceContext = {
+      key,
+      fingerprint,
+      server,
+      watchManager: new WatchManager(kubeConfig, this.rules, this.logger, {
+        catalogRefreshMs: this.catalogRefreshMs,
+      }),
+    };
+    context.watchManager.onStreamsChanged((target) => {
+      for (const listener of this.streamListeners) listener(target);
+    });
+    for (const target of served) context.watchManager.serve(target);
+    this.contexts.set(key, this.signal ? this.run(context, this.signal) : { context });
+    if (existing) this.logger.info("source context rebuilt", { provider: key });
+    return context;
+  }
+
+  /** Stops and forgets a provider's context, as when the provider is deleted. */
+  async release(key: string): Promise<void> {
+    await this.stop(key);
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    this.signal = signal;
+    for (const [key, entry] of this.contexts) this.contexts.set(key, this.run(entry.context, signal));
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    await Promise.all([...this.contexts.keys()].map((key) => this.stop(key)));
+    this.signal = undefined;
+  }
+
+  private run(context: SourceContext, parent: AbortSignal): Running {
+    const abort = new AbortController();
+    parent.addEventListener("abort", () => abort.abort(), { once: true });
+    const done = context.watchManager.start(abort.signal).catch((err: unknown) => {
+      this.logger.error("source context stopped on an error", { provider: context.key, error: String(err) });
+    });
+    return { context, abort, done };
+  }
+
+  /** Stops a context and returns the targets it served. */
+  private async stop(key: string): Promise<TargetRef[]> {
+    const entry = this.contexts.get(key);
+    if (!entry) return [];
+    this.contexts.delete(key);
+    const served = entry.context.watchManager.servedTargets();
+    if ("abort" in entry) {
+      entry.abort.abort();
+      await entry.done;
+    }
+    return served;
+  }
+}

@@ -1,0 +1,200 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { GitBranch, GitTarget, KubeProvider, WatchRule } from "../../../generated/v1alpha3/index.ts";
+import { targetConditions, validate, type TargetWorld } from "../../../internal/gittarget/decide.ts";
+import { overlappingOlder, pathsOverlap } from "../../../internal/gittarget/paths.ts";
+import {
+  auditRouteOf,
+  inClusterConsented,
+  providerConditions,
+} from "../../../internal/kubeprovider/decide.ts";
+import { gateRules } from "../../../internal/rules/gate.ts";
+import { compileClusterWatchRule, compileWatchRule } from "../../../internal/rulestore/compile.ts";
+
+const provider = (spec: KubeProvider["spec"] = { inCluster: {} }): KubeProvider => ({
+  apiVersion: "configbutler.ai/v1alpha3",
+  kind: "KubeProvider",
+  metadata: { name: "p", namespace: "team-a", generation: 1 },
+  spec,
+});
+
+const target = (name: string, path: string, created: string, namespace = "team-a"): GitTarget => ({
+  apiVersion: "configbutler.ai/v1alpha3",
+  kind: "GitTarget",
+  metadata: { name, namespace, uid: name, creationTimestamp: created as unknown as Date, generation: 1 },
+  spec: {
+    gitBranchRef: { name: "main", namespace: "team-a" },
+    kubeProviderRef: { name: "p", namespace: "team-a" },
+    path,
+  },
+});
+
+const branch: GitBranch = {
+  apiVersion: "configbutler.ai/v1alpha3",
+  kind: "GitBranch",
+  metadata: { name: "main", namespace: "team-a" },
+  spec: { gitProviderRef: { name: "repo" }, branch: "main" },
+};
+
+describe("KubeProvider decisions", () => {
+  it("honors inCluster only for a provider listed by exact namespace/name", () => {
+    assert.equal(inClusterConsented(provider(), ["team-a/p"]), true);
+    assert.equal(inClusterConsented(provider(), ["team-a/other", "p"]), false);
+  });
+
+  it("defaults the audit route to <namespace>.<name>", () => {
+    assert.equal(auditRouteOf(provider()), "team-a.p");
+    assert.equal(auditRouteOf(provider({ inCluster: {}, attribution: { auditRoute: "shared" } })), "shared");
+  });
+
+  it("a refusal a human must fix is Stalled; a missing Secret is waited for", () => {
+    const stalled = providerConditions(
+      { kind: "refused", reason: "UnsafeKubeconfig", message: "m", transient: false },
+      1,
+    );
+    assert.equal(stalled.find((c) => c.type === "Stalled")?.status, "True");
+    const waiting = providerConditions(
+      { kind: "refused", reason: "SecretNotFound", message: "m", transient: true },
+      1,
+    );
+    assert.equal(waiting.find((c) => c.type === "Reconciling")?.status, "True");
+  });
+});
+
+describe("GitTarget decisions", () => {
+  it("paths overlap when one contains the other, segment by segment; '.' overlaps everything", () => {
+    assert.equal(pathsOverlap("clusters/a", "clusters/a/apps"), true);
+    assert.equal(pathsOverlap("clusters/a", "clusters/ab"), false);
+    assert.equal(pathsOverlap(".", "anything"), true);
+    assert.equal(pathsOverlap("a", "a"), true);
+  });
+
+  it("the older target keeps an overlapping folder; the younger is refused", () => {
+    const older = target("older", "x", "2026-01-01T00:00:00Z");
+    const younger = target("younger", "x/y", "2026-02-01T00:00:00Z");
+    assert.equal(overlappingOlder(younger, [older, younger])?.metadata.name, "older");
+    assert.equal(overlappingOlder(older, [older, younger]), undefined);
+  });
+
+  const world = (overrides: Partial<TargetWorld> = {}): TargetWorld => {
+    const t = target("t", "p", "2026-01-01T00:00:00Z");
+    return { target: t, provider: provider(), branch, namespaceLabels: {}, sameBranch: [t], ...overrides };
+  };
+
+  it("checks references in order: provider, its grant, branch, its grant, overlap", () => {
+    assert.equal(validate(world({ provider: undefined }))?.reason, "KubeProviderNotFound");
+    assert.equal(
+      validate(world({ provider: provider({ inCluster: {}, allowedGitTargets: [] }) }))?.reason,
+      "NamespaceNotAuthorized",
+    );
+    assert.equal(validate(world({ branch: undefined }))?.reason, "GitBranchNotFound");
+    assert.equal(
+      validate(world({ branch: { ...branch, spec: { ...branch.spec, allowedGitTargets: [] } } }))?.reason,
+      "NamespaceNotAuthorized",
+    );
+    assert.equal(validate(world()), undefined);
+  });
+
+  it("is Ready only when the references hold, both are Ready and every collection streams", () => {
+    const holds = (type: string) => ({
+      type,
+      status: "True" as const,
+      reason: "Succeeded",
+      message: "",
+      lastTransitionTime: "",
+    });
+    const readyStatus = { conditions: [holds("Ready"), holds("SourceClusterReachable")] };
+    const ok = world({
+      provider: { ...provider(), status: readyStatus },
+      branch: { ...branch, status: readyStatus },
+    });
+    const running = { total: 2, running: 2, replaying: 0, blocked: 0 };
+    assert.equal(targetConditions(ok, undefined, running).find((c) => c.type === "Ready")?.status, "True");
+    const replaying = targetConditions(ok, undefined, { ...running, running: 1, replaying: 1 });
+    assert.equal(replaying.find((c) => c.type === "Ready")?.status, "Unknown");
+    assert.equal(replaying.find((c) => c.type === "StreamsRunning")?.reason, "InitialReplay");
+    const branchNotReady = targetConditions(
+      world({ provider: { ...provider(), status: readyStatus } }),
+      undefined,
+      running,
+    );
+    assert.equal(branchNotReady.find((c) => c.type === "Ready")?.reason, "GitBranchNotReady");
+  });
+});
+
+describe("the source-namespace gate", () => {
+  const rule = (rules: WatchRule["spec"]["rules"]) =>
+    compileWatchRule({
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "WatchRule",
+      metadata: { name: "r", namespace: "team-a" },
+      spec: { gitTargetRef: { name: "t" }, rules },
+    });
+
+  it("admits the rule's own namespace on the provider's default grant, and nothing else", () => {
+    const { admitted, refused } = gateRules(
+      rule([{ resources: ["configmaps"] }, { resources: ["secrets"], sourceNamespace: "*" }]),
+      provider(),
+      "team-a",
+      {},
+    );
+    assert.deepEqual(
+      admitted.map((r) => r.resources[0]),
+      ["configmaps"],
+    );
+    assert.deepEqual(
+      refused.map((r) => r.resources[0]),
+      ["secrets"],
+    );
+  });
+
+  it("admits another namespace, or all, only as the grant's sourceNamespaces say", () => {
+    const granted = provider({
+      inCluster: {},
+      allowedGitTargets: [{ consumerNamespaces: { from: "Same" }, sourceNamespaces: { from: "All" } }],
+    });
+    assert.equal(
+      gateRules(rule([{ resources: ["secrets"], sourceNamespace: "*" }]), granted, "team-a", {}).refused
+        .length,
+      0,
+    );
+  });
+
+  it("refuses everything when the provider is missing or does not admit the namespace", () => {
+    assert.equal(
+      gateRules(rule([{ resources: ["configmaps"] }]), undefined, "team-a", {}).admitted.length,
+      0,
+    );
+    assert.equal(
+      gateRules(rule([{ resources: ["configmaps"] }]), provider(), "team-b", {}).admitted.length,
+      0,
+    );
+  });
+
+  it("admits cluster resources only as clusterResources grant them", () => {
+    const cluster = compileClusterWatchRule({
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "ClusterWatchRule",
+      metadata: { name: "c" },
+      spec: {
+        gitTargetRef: { name: "t", namespace: "team-a" },
+        rules: [{ apiGroups: [""], resources: ["namespaces"] }],
+      },
+    });
+    assert.equal(
+      gateRules(cluster, provider(), "team-a", {}).admitted.length,
+      0,
+      "clusterResources default to none",
+    );
+    const granted = provider({
+      inCluster: {},
+      allowedGitTargets: [
+        {
+          consumerNamespaces: { from: "Same" },
+          clusterResources: [{ apiGroups: [""], resources: ["namespaces"] }],
+        },
+      ],
+    });
+    assert.equal(gateRules(cluster, granted, "team-a", {}).admitted.length, 1);
+  });
+});
