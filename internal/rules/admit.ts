@@ -42,9 +42,10 @@ export function admitRules(
   );
   lookups.store.set(origin, admitted);
 
-  const plan = providerRef
-    ? lookups.sourceContexts.get(`${providerRef.namespace}/${providerRef.name}`)?.watchManager.planOf(target)
+  const watchManager = providerRef
+    ? lookups.sourceContexts.get(`${providerRef.namespace}/${providerRef.name}`)?.watchManager
     : undefined;
+  const plan = watchManager?.planOf(target);
   const unresolved = plan ? plan.unresolved.filter((r) => r.origin === origin) : undefined;
   const resolvedTypes = plan ? plan.collections.length : 0;
   return {
@@ -54,6 +55,7 @@ export function admitRules(
       targetConditions: gitTarget ? (gitTarget.status?.conditions ?? []) : undefined,
       refused,
       unresolved,
+      streams: watchManager?.serves(target) ? watchManager.summary(target) : undefined,
       refusalType: refusal.type,
       refusalReason: refusal.reason,
     }),

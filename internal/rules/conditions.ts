@@ -19,6 +19,8 @@ export interface RuleWorld {
   refused: CompiledRule[];
   /** Items that resolved to nothing the source serves; undefined while no plan exists yet. */
   unresolved: CompiledRule[] | undefined;
+  /** The target's watches, when a source context serves it. */
+  streams: { total: number; running: number } | undefined;
   /** How the refusal reads for this kind: source namespaces, or cluster resources. */
   refusalType: string;
   refusalReason: string;
@@ -89,7 +91,19 @@ export function ruleConditions(world: RuleWorld): ConditionUpdate[] {
           message: ready?.message ?? "not reported yet",
           observedGeneration: g,
         };
-  conditions.push(authorized, resolved, target);
+  const streaming: ConditionUpdate =
+    world.streams && world.streams.total > 0 && world.streams.running === world.streams.total
+      ? { type: C.StreamsRunning, status: "True", reason: R.Succeeded, message: "", observedGeneration: g }
+      : {
+          type: C.StreamsRunning,
+          status: "False",
+          reason: R.Progressing,
+          message: world.streams
+            ? `${world.streams.running} of ${world.streams.total} collections streaming`
+            : "not served yet",
+          observedGeneration: g,
+        };
+  conditions.push(authorized, resolved, target, streaming);
   const trio =
     authorized.status === "False"
       ? stalledTrio(authorized.reason, authorized.message, g)
