@@ -16,7 +16,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import { fieldManager } from "./kubeprovider.ts";
+import { fieldManager } from "./fieldmanager.ts";
 
 const steadyRecheckMs = 5 * 60_000;
 const progressRecheckMs = 10_000;

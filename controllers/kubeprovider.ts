@@ -20,8 +20,8 @@ import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+import { fieldManager } from "./fieldmanager.ts";
 
-export const fieldManager = "gitops-reverser";
 const recheckMs = 30_000;
 
 export interface KubeProviderDeps {

@@ -3,7 +3,10 @@
 import type { Manager } from "../internal/operator/manager.ts";
 import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+import { BranchClaims } from "../internal/git/branchclaim.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
+import { setupGitBranchController } from "./gitbranch.ts";
+import { setupGitProviderController } from "./gitprovider.ts";
 import { setupGitTargetController } from "./gittarget.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
@@ -19,6 +22,8 @@ export interface OperatorSettings {
 export interface Operator {
   rules: RuleStore;
   sourceContexts: SourceContexts;
+  /** Which GitBranch holds each repository branch; the branch workers will read it too. */
+  claims: BranchClaims;
 }
 
 export function setupOperator(manager: Manager, settings: OperatorSettings): Operator {
@@ -33,8 +38,11 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       allowInsecure: settings.allowKubeconfigInsecureTls,
     },
   });
+  const claims = new BranchClaims();
+  setupGitProviderController(manager);
+  setupGitBranchController(manager, { claims });
   setupGitTargetController(manager, sourceContexts);
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);
-  return { rules, sourceContexts };
+  return { rules, sourceContexts, claims };
 }

@@ -1,0 +1,262 @@
+// GitBranch: may this GitBranch write its repository branch? The controller checks that its
+// GitProvider exists and admits this namespace and branch, proves the provider's credential
+// opens a receive-pack session (at most once per steady interval while that succeeds), and
+// takes part in the branch claim, which gives a repository branch to the oldest GitBranch that
+// proved one. It publishes the normalized repository and how many GitTargets write through it.
+// The claim lives in memory: deleting a GitBranch releases it behind a finalizer, so a younger
+// candidate takes the branch over at once.
+import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
+import {
+  gitBranches,
+  resourceTypes,
+  type GitBranch,
+  type GitProvider,
+  type GitTarget,
+} from "../generated/v1alpha3/index.ts";
+import type { BranchClaims, BranchKey, Candidate } from "../internal/git/branchclaim.ts";
+import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import { admitBranch, providerRefOf } from "../internal/gitbranch/admission.ts";
+import { decideBranch, proofIsFresh, type BranchFacts, type Proof } from "../internal/gitbranch/decide.ts";
+import {
+  defaultRecheckIntervals,
+  nextPass,
+  recheckRateLimiter,
+  type RecheckIntervals,
+} from "../internal/gitprovider/recheck.ts";
+import {
+  loadCredential,
+  probeWith,
+  secretOf,
+  type RemoteCheck,
+} from "../internal/gitprovider/remotecheck.ts";
+import { informerSource, namespaceType } from "../internal/kube/sources.ts";
+import {
+  Controller,
+  requestKey,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "../internal/operator/controller.ts";
+import { ensureFinalizer, hasFinalizer, removeFinalizer } from "../internal/operator/finalizers.ts";
+import type { SharedInformer } from "../internal/operator/informer.ts";
+import type { Manager } from "../internal/operator/manager.ts";
+import {
+  anyOf,
+  generationChanged,
+  labelsChanged,
+  readyTransition,
+  type UpdatePredicate,
+} from "../internal/operator/predicates.ts";
+import { StatusWriter } from "../internal/operator/status.ts";
+import { fieldManager } from "./fieldmanager.ts";
+
+export const gitBranchFinalizer = "configbutler.ai/gitbranch";
+
+export interface GitBranchDeps {
+  /** The claims the GitTarget reconciler and the branch workers read; one per process. */
+  claims: BranchClaims;
+  intervals?: Partial<RecheckIntervals>;
+  /** How long one receive-pack advertisement may take. */
+  probeTimeoutMs?: number;
+  now?: () => Date;
+}
+
+export interface GitBranchInformers {
+  branches: SharedInformer<GitBranch>;
+  providers: SharedInformer<GitProvider>;
+  targets: SharedInformer<GitTarget>;
+  namespaces: SharedInformer<KubernetesObject>;
+}
+
+export class GitBranchReconciler implements Reconciler {
+  private readonly status: StatusWriter;
+  private readonly intervals: RecheckIntervals;
+  private readonly now: () => Date;
+  /** The last push session each GitBranch proved, by namespace/name. */
+  private readonly proofs = new Map<string, Proof>();
+
+  constructor(
+    private readonly core: CoreV1Api,
+    private readonly client: ReturnType<typeof gitBranches>,
+    private readonly informers: GitBranchInformers,
+    private readonly deps: GitBranchDeps,
+  ) {
+    this.intervals = { ...defaultRecheckIntervals, ...deps.intervals };
+    this.now = deps.now ?? (() => new Date());
+    this.status = new StatusWriter(fieldManager, this.now);
+  }
+
+  async reconcile(request: Request): Promise<Result> {
+    const key = requestKey(request);
+    const found = this.informers.branches.get(request.name, request.namespace);
+    if (!found) {
+      // Gone without our finalizer running (removed by hand): it claims nothing any more.
+      this.deps.claims.withdrawByName(request.namespace ?? "", request.name);
+      this.proofs.delete(key);
+      return {};
+    }
+    if (found.metadata.deletionTimestamp) return this.finalize(found, key);
+    const branch = await ensureFinalizer(this.client, found, gitBranchFinalizer);
+
+    const ref = providerRefOf(branch);
+    const provider = this.informers.providers.get(ref.name, ref.namespace);
+    const labels = this.informers.namespaces.get(branch.metadata.namespace!)?.metadata?.labels ?? {};
+    const admission = admitBranch(branch, provider, labels);
+
+    let facts: BranchFacts;
+    if (admission.admitted) {
+      facts = { ...(await this.claim(key, branch, admission.provider)), admission };
+    } else {
+      // Not admitted (any more): it gives its branch up.
+      this.deps.claims.withdraw(branch.metadata.uid!);
+      this.proofs.delete(key);
+      facts = { stage: "rejected", admission };
+    }
+
+    const decision = decideBranch(facts, branch.metadata.generation);
+    const repository = provider ? normalizeRepositoryUrl(provider.spec.url) : undefined;
+    await this.status.write(this.client, branch, {
+      conditions: decision.conditions,
+      fields: { gitTargetCount: this.targetCount(branch), ...(repository ? { repository } : {}) },
+    });
+    const ready = decision.conditions.find((c) => c.type === "Ready")!;
+    // A steady pass comes back when the proof goes stale, so it is re-proved once per interval.
+    const intervals = { ...this.intervals, steadyMs: this.proofExpiresInMs(key) };
+    return nextPass(decision.recheck, intervals, `${key}: ${ready.message}`);
+  }
+
+  /** Proves the push session and takes part in the branch claim with the outcome. */
+  private async claim(
+    key: string,
+    branch: GitBranch,
+    provider: GitProvider,
+  ): Promise<Omit<Extract<BranchFacts, { stage: "checked" }>, "admission">> {
+    const claimKey: BranchKey = {
+      repository: normalizeRepositoryUrl(provider.spec.url),
+      branch: branch.spec.branch,
+    };
+    const check = await this.provePushSession(key, branch, provider);
+    if (check.kind === "answered") this.deps.claims.proved(claimKey, candidateOf(branch));
+    else this.deps.claims.failed(claimKey, branch.metadata.uid!);
+    const { namespace, name } = provider.metadata;
+    return {
+      stage: "checked",
+      check,
+      context: { url: provider.spec.url, provider: `${namespace}/${name}`, secret: secretOf(provider) },
+      ...claimKey,
+      self: { uid: branch.metadata.uid!, namespace: branch.metadata.namespace! },
+      holder: this.deps.claims.holder(claimKey),
+    };
+  }
+
+  /** The finalizer's work: release the claim, so the next candidate takes the branch, then let go. */
+  private async finalize(branch: GitBranch, key: string): Promise<Result> {
+    this.deps.claims.withdraw(branch.metadata.uid!);
+    this.proofs.delete(key);
+    if (hasFinalizer(branch, gitBranchFinalizer))
+      await removeFinalizer(this.client, branch, gitBranchFinalizer);
+    return {};
+  }
+
+  /** Reads the credential every time, and opens a push session only when the last proof is stale. */
+  private async provePushSession(
+    key: string,
+    branch: GitBranch,
+    provider: GitProvider,
+  ): Promise<RemoteCheck> {
+    const loaded = await loadCredential(this.core, provider);
+    if (loaded.kind !== "loaded") {
+      this.proofs.delete(key);
+      return loaded;
+    }
+    const fingerprint = `${branch.metadata.uid}/${loaded.fingerprint}`;
+    const nowMs = this.now().getTime();
+    if (proofIsFresh(this.proofs.get(key), fingerprint, nowMs, this.intervals.steadyMs)) {
+      return { kind: "answered" };
+    }
+    const outcome = await probeWith(provider, loaded.credential, {
+      forPush: true,
+      timeoutMs: this.deps.probeTimeoutMs,
+    });
+    if (outcome.kind === "answered") this.proofs.set(key, { fingerprint, atMs: nowMs });
+    else this.proofs.delete(key);
+    return outcome;
+  }
+
+  /** How long the last proof stays fresh. */
+  private proofExpiresInMs(key: string): number {
+    const proof = this.proofs.get(key);
+    const age = proof ? this.now().getTime() - proof.atMs : 0;
+    return Math.max(this.intervals.steadyMs - age, 0);
+  }
+
+  private targetCount(branch: GitBranch): number {
+    const { namespace, name } = branch.metadata;
+    return this.informers.targets.list().filter((t) => {
+      const ref = branchRefOf(t);
+      return ref.namespace === namespace && ref.name === name;
+    }).length;
+  }
+}
+
+function branchRefOf(target: GitTarget): Request & { namespace: string } {
+  const ref = target.spec.gitBranchRef;
+  return { namespace: ref.namespace ?? target.metadata.namespace!, name: ref.name };
+}
+
+function candidateOf(branch: GitBranch): Candidate {
+  const created = branch.metadata.creationTimestamp as unknown;
+  return {
+    uid: branch.metadata.uid!,
+    namespace: branch.metadata.namespace!,
+    name: branch.metadata.name!,
+    // Raw JSON carries a string; client-node's models a Date.
+    createdAt: typeof created === "string" ? created : created instanceof Date ? created.toISOString() : "",
+  };
+}
+
+/** gitBranchRef is immutable, so only a GitTarget's arrival or removal changes a count. */
+const never: UpdatePredicate = () => false;
+
+/** Builds the GitBranch controller, with its watches, and adds it to the manager. */
+export function setupGitBranchController(manager: Manager, deps: GitBranchDeps): Controller {
+  const kc = manager.kubeConfig;
+  const informers: GitBranchInformers = {
+    branches: manager.informer<GitBranch>(informerSource(kc, resourceTypes.GitBranch)),
+    providers: manager.informer<GitProvider>(informerSource(kc, resourceTypes.GitProvider)),
+    targets: manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget)),
+    namespaces: manager.informer<KubernetesObject>(informerSource(kc, namespaceType)),
+  };
+  const { branches } = informers;
+  const naming = (provider: GitProvider): Request[] =>
+    branches
+      .list()
+      .filter((b) => {
+        const ref = providerRefOf(b);
+        return ref.namespace === provider.metadata.namespace && ref.name === provider.metadata.name;
+      })
+      .map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name! }));
+  const reconciler = new GitBranchReconciler(kc.makeApiClient(CoreV1Api), gitBranches(kc), informers, deps);
+  const controller = new Controller("gitbranch", reconciler, manager.logger, {
+    rateLimiter: recheckRateLimiter({ ...defaultRecheckIntervals, ...deps.intervals }),
+  })
+    .for(branches)
+    // A provider's spec (its grants) or its readiness (a fixed credential) re-runs the check.
+    .watches(informers.providers, naming, anyOf(generationChanged, readyTransition))
+    .watches(informers.targets, (target) => [branchRefOf(target)], never)
+    // Selector grants read the GitBranch namespace's labels.
+    .watches(
+      informers.namespaces,
+      (ns) =>
+        branches
+          .list(ns.metadata?.name)
+          .map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name! })),
+      labelsChanged,
+    );
+  // A released or taken-over branch wakes its other candidates, so the conflict clears at once.
+  deps.claims.onHolderChanged((_key, candidates) => {
+    for (const c of candidates) controller.queue.add(requestKey({ namespace: c.namespace, name: c.name }));
+  });
+  manager.addController(controller);
+  return controller;
+}

@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { GitBranch, GitProvider } from "../../../generated/v1alpha3/index.ts";
+import type { Candidate } from "../../../internal/git/branchclaim.ts";
+import { admitBranch, providerRefOf } from "../../../internal/gitbranch/admission.ts";
+import { decideBranch, proofIsFresh, type BranchFacts } from "../../../internal/gitbranch/decide.ts";
+import type { RemoteCheck } from "../../../internal/gitprovider/remotecheck.ts";
+import type { ConditionUpdate } from "../../../internal/operator/conditions.ts";
+
+const branch = (name: string, spec: Partial<GitBranch["spec"]> = {}): GitBranch => ({
+  apiVersion: "configbutler.ai/v1alpha3",
+  kind: "GitBranch",
+  metadata: { name, namespace: "team-a", uid: `uid-${name}` },
+  spec: { gitProviderRef: { name: "repo" }, branch: "main", ...spec },
+});
+const provider = (allowedGitBranches?: GitProvider["spec"]["allowedGitBranches"]): GitProvider => ({
+  apiVersion: "configbutler.ai/v1alpha3",
+  kind: "GitProvider",
+  metadata: { name: "repo", namespace: "team-a" },
+  spec: { url: "https://git.example.com/org/repo.git", allowedGitBranches },
+});
+const sameNamespaceMain = [{ consumerNamespaces: { from: "Same" as const }, branches: ["main", "env/**"] }];
+const find = (conditions: ConditionUpdate[], type: string) => conditions.find((c) => c.type === type)!;
+
+describe("GitBranch admission", () => {
+  it("the GitProvider is in the GitBranch's own namespace unless the reference names another", () => {
+    assert.deepEqual(providerRefOf(branch("a")), { namespace: "team-a", name: "repo" });
+    assert.deepEqual(providerRefOf(branch("a", { gitProviderRef: { name: "p", namespace: "platform" } })), {
+      namespace: "platform",
+      name: "p",
+    });
+  });
+
+  it("a missing GitProvider is GitProviderNotFound", () => {
+    const a = admitBranch(branch("a"), undefined, {});
+    assert.equal(a.admitted, false);
+    assert.equal(!a.admitted && a.reason, "GitProviderNotFound");
+  });
+
+  it("a provider without allowedGitBranches admits not even its own namespace", () => {
+    const a = admitBranch(branch("a"), provider(undefined), {});
+    assert.equal(!a.admitted && a.reason, "NamespaceNotAuthorized");
+    assert.match(a.message, /no spec.allowedGitBranches/);
+  });
+
+  it("a branch no admitting grant's pattern matches is BranchNotAllowed, naming the patterns", () => {
+    const a = admitBranch(branch("a", { branch: "feature/x" }), provider(sameNamespaceMain), {});
+    assert.equal(!a.admitted && a.reason, "BranchNotAllowed");
+    assert.match(a.message, /only "main", "env\/\*\*", and "feature\/x" matches none/);
+  });
+
+  it("an admitted namespace and branch pass", () => {
+    assert.equal(
+      admitBranch(branch("a", { branch: "env/prod/eu" }), provider(sameNamespaceMain), {}).admitted,
+      true,
+    );
+  });
+});
+
+describe("GitBranch status", () => {
+  const holderOlder: Candidate = {
+    uid: "uid-old",
+    namespace: "team-a",
+    name: "old",
+    createdAt: "2026-01-01T00:00:00Z",
+  };
+  const self = { uid: "uid-a", namespace: "team-a" };
+  const mine: Candidate = { ...holderOlder, uid: "uid-a", name: "a" };
+  const checked = (check: RemoteCheck, holder: Candidate | undefined): BranchFacts => ({
+    stage: "checked",
+    admission: { admitted: true, provider: provider(sameNamespaceMain), message: "admitted" },
+    check,
+    context: { url: "https://git.example.com/org/repo.git", provider: "team-a/repo", secret: "team-a/creds" },
+    repository: "https://git.example.com/org/repo",
+    branch: "main",
+    self,
+    holder,
+  });
+
+  it("the holder that proved a push session is Ready and BranchClaimed", () => {
+    const d = decideBranch(checked({ kind: "answered" }, mine), 2);
+    assert.equal(find(d.conditions, "Ready").status, "True");
+    assert.equal(find(d.conditions, "BranchClaimed").status, "True");
+    assert.equal(find(d.conditions, "Validated").status, "True");
+    assert.equal(d.recheck, "steady");
+  });
+
+  it("a younger candidate reports BranchConflict, naming the holder in its own namespace", () => {
+    const d = decideBranch(checked({ kind: "answered" }, holderOlder), 2);
+    assert.equal(find(d.conditions, "Ready").status, "False");
+    assert.equal(find(d.conditions, "Ready").reason, "BranchConflict");
+    assert.equal(find(d.conditions, "BranchClaimed").reason, "BranchConflict");
+    assert.match(find(d.conditions, "Ready").message, /^GitBranch old holds branch "main"/);
+  });
+
+  it("a holder in another namespace is not named", () => {
+    const d = decideBranch(checked({ kind: "answered" }, { ...holderOlder, namespace: "team-b" }), 2);
+    assert.match(find(d.conditions, "Ready").message, /^A GitBranch in another namespace holds/);
+  });
+
+  it("a holder whose proof failed keeps BranchClaimed but is not Ready", () => {
+    const d = decideBranch(checked({ kind: "refused", status: 401 }, mine), 2);
+    assert.equal(find(d.conditions, "BranchClaimed").status, "True");
+    assert.equal(find(d.conditions, "Ready").reason, "PushSessionFailed");
+    assert.equal(find(d.conditions, "Stalled").status, "True");
+  });
+
+  it("a read-only credential is PushSessionFailed and claims nothing", () => {
+    const d = decideBranch(checked({ kind: "refused", status: 403 }, undefined), 2);
+    assert.equal(find(d.conditions, "Ready").reason, "PushSessionFailed");
+    assert.equal(find(d.conditions, "BranchClaimed").status, "False");
+    assert.match(find(d.conditions, "Ready").message, /may read the repository but not push to it/);
+    assert.equal(d.recheck, "blocked");
+  });
+
+  it("a network failure retries with backoff and is not Stalled", () => {
+    const d = decideBranch(checked({ kind: "failed", transient: true, detail: "boom" }, undefined), 2);
+    assert.equal(find(d.conditions, "Stalled").status, "False");
+    assert.equal(find(d.conditions, "Reconciling").status, "True");
+    assert.equal(d.recheck, "backoff");
+  });
+
+  it("a GitBranch that is not admitted is Stalled, not Validated, and waits for a watch", () => {
+    const d = decideBranch(
+      { stage: "rejected", admission: { admitted: false, reason: "BranchNotAllowed", message: "no" } },
+      2,
+    );
+    assert.equal(find(d.conditions, "Validated").status, "False");
+    assert.equal(find(d.conditions, "Ready").reason, "BranchNotAllowed");
+    assert.equal(find(d.conditions, "BranchClaimed").status, "False");
+    assert.equal(d.recheck, undefined);
+  });
+});
+
+describe("push-session proofs", () => {
+  it("a proof is re-used within the steady interval while nothing it was proved with changed", () => {
+    const proof = { fingerprint: "f1", atMs: 1_000 };
+    assert.equal(proofIsFresh(proof, "f1", 1_000 + 299_999, 300_000), true);
+    assert.equal(proofIsFresh(proof, "f1", 1_000 + 300_000, 300_000), false);
+    assert.equal(proofIsFresh(proof, "f2", 1_001, 300_000), false);
+    assert.equal(proofIsFresh(undefined, "f1", 1_001, 300_000), false);
+  });
+});
