@@ -33,63 +33,44 @@ export function providerConditions(
   outcome: ProviderOutcome,
   generation: number | undefined,
 ): ConditionUpdate[] {
-  const g = generation;
+  const condition = (
+    type: string,
+    status: ConditionUpdate["status"],
+    reason: string,
+    message: string,
+  ): ConditionUpdate => ({
+    type,
+    status,
+    reason,
+    message,
+    observedGeneration: generation,
+  });
+  const { Validated, SourceClusterReachable } = KubeProviderCondition;
   switch (outcome.kind) {
     case "refused":
       return [
         ...(outcome.transient
-          ? progressingTrio(outcome.reason, outcome.message, g)
-          : stalledTrio(outcome.reason, outcome.message, g)),
-        {
-          type: KubeProviderCondition.Validated,
-          status: "False",
-          reason: outcome.reason,
-          message: outcome.message,
-          observedGeneration: g,
-        },
-        {
-          type: KubeProviderCondition.SourceClusterReachable,
-          status: "Unknown",
-          reason: outcome.reason,
-          message: "not checked: the connection is not valid",
-          observedGeneration: g,
-        },
+          ? progressingTrio(outcome.reason, outcome.message, generation)
+          : stalledTrio(outcome.reason, outcome.message, generation)),
+        condition(Validated, "False", outcome.reason, outcome.message),
+        condition(
+          SourceClusterReachable,
+          "Unknown",
+          outcome.reason,
+          "not checked: the connection is not valid",
+        ),
       ];
     case "unreachable":
       return [
-        ...progressingTrio(KubeProviderReason.SourceUnreachable, outcome.message, g),
-        {
-          type: KubeProviderCondition.Validated,
-          status: "True",
-          reason: KubeProviderReason.Succeeded,
-          message: "",
-          observedGeneration: g,
-        },
-        {
-          type: KubeProviderCondition.SourceClusterReachable,
-          status: "False",
-          reason: KubeProviderReason.SourceUnreachable,
-          message: outcome.message,
-          observedGeneration: g,
-        },
+        ...progressingTrio(KubeProviderReason.SourceUnreachable, outcome.message, generation),
+        condition(Validated, "True", KubeProviderReason.Succeeded, ""),
+        condition(SourceClusterReachable, "False", KubeProviderReason.SourceUnreachable, outcome.message),
       ];
     case "ready":
       return [
-        ...readyTrio(KubeProviderReason.Succeeded, `Connected to ${outcome.server}`, g),
-        {
-          type: KubeProviderCondition.Validated,
-          status: "True",
-          reason: KubeProviderReason.Succeeded,
-          message: "",
-          observedGeneration: g,
-        },
-        {
-          type: KubeProviderCondition.SourceClusterReachable,
-          status: "True",
-          reason: KubeProviderReason.Succeeded,
-          message: "",
-          observedGeneration: g,
-        },
+        ...readyTrio(KubeProviderReason.Succeeded, `Connected to ${outcome.server}`, generation),
+        condition(Validated, "True", KubeProviderReason.Succeeded, ""),
+        condition(SourceClusterReachable, "True", KubeProviderReason.Succeeded, ""),
       ];
   }
 }
