@@ -22,13 +22,13 @@ import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
 
-const recheckMs = 30_000;
-
 export interface KubeProviderDeps {
   sourceContexts: SourceContexts;
   /** namespace/name of the providers allowed spec.inCluster. */
   inClusterKubeProviders: readonly string[];
   kubeconfig: KubeconfigOptions;
+  /** Credentials are re-resolved on the catalog-refresh cadence: 30 s. */
+  recheckMs?: number;
 }
 
 type Connection =
@@ -37,6 +37,10 @@ type Connection =
 
 export class KubeProviderReconciler implements Reconciler {
   private readonly status = new StatusWriter(fieldManager);
+
+  private get recheckMs(): number {
+    return this.deps.recheckMs ?? 30_000;
+  }
 
   constructor(
     private readonly operatorConfig: KubeConfig,
@@ -76,7 +80,7 @@ export class KubeProviderReconciler implements Reconciler {
         ...(outcome.kind === "refused" ? {} : { server: outcome.server }),
       },
     });
-    return { requeueAfterMs: recheckMs };
+    return { requeueAfterMs: this.recheckMs };
   }
 
   /** The client the provider's credential yields, or why there is none. */
@@ -110,7 +114,7 @@ export class KubeProviderReconciler implements Reconciler {
       return {
         kind: "refused",
         reason: KubeProviderReason.SecretNotFound,
-        message: `Secret ${namespace}/${ref.name} does not exist; it is checked again every ${recheckMs / 1000}s.`,
+        message: `Secret ${namespace}/${ref.name} does not exist; it is checked again every ${this.recheckMs / 1000}s.`,
         transient: true,
       };
     }

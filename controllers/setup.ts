@@ -37,6 +37,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       allowExec: settings.allowKubeconfigExec,
       allowInsecure: settings.allowKubeconfigInsecureTls,
     },
+    recheckMs: settings.catalogRefreshMs,
   });
   const claims = new BranchClaims();
   setupGitProviderController(manager);

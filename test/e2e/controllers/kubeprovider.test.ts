@@ -5,6 +5,7 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
+import { nextItem } from "../../support/streams.ts";
 import { eventually } from "../../support/wait.ts";
 import { clients, conditionOf } from "./helpers.ts";
 
@@ -132,14 +133,56 @@ describe("the KubeProvider controller", () => {
       .get("team-b/source")!
       .watchManager.streamFor({ namespace: "team-b", name: "mirror" });
     const names: string[] = [];
-    await eventually(
-      async () => {
-        const { value } = await stream.next();
-        if (value?.type === "snapshot") names.push(...value.objects.map((o) => o.identity.name));
-        if (value?.type === "upsert") names.push(value.identity.name);
-        return names.includes("from-the-source");
+    while (!names.includes("from-the-source")) {
+      const item = await nextItem(
+        stream,
+        `the source cluster's ConfigMap in the stream (seen ${names.join(", ")})`,
+      );
+      if (item.type === "snapshot") names.push(...item.objects.map((o) => o.identity.name));
+      if (item.type === "upsert") names.push(item.identity.name);
+    }
+  });
+
+  it("rebuilds only the context of the provider whose Secret rotated", async () => {
+    const { providers } = clients(kc);
+    operator ??= startOperator(kc);
+    const core = kc.makeApiClient(CoreV1Api);
+    const content = await readFile(source.kubeconfigPath, "utf8");
+    await core.createNamespacedSecret({
+      namespace: "team-b",
+      body: { metadata: { name: "other-kubeconfig" }, stringData: { value: content } },
+    });
+    await providers.apply(
+      {
+        apiVersion: "configbutler.ai/v1alpha3",
+        kind: "KubeProvider",
+        metadata: { name: "other", namespace: "team-b" },
+        spec: { secretRef: { name: "other-kubeconfig" } },
       },
-      { timeoutMs: 30_000, description: "the source cluster's ConfigMap in the stream" },
+      "test",
+    );
+    await conditionOf(providers, "team-b", "other", "Ready", "True");
+    const contexts = operator.sourceContexts;
+    const [rotatedBefore, otherBefore] = [contexts.get("team-b/source"), contexts.get("team-b/other")];
+    assert.ok(rotatedBefore && otherBefore);
+
+    // A rotation: the same cluster, a new Secret revision.
+    await core.replaceNamespacedSecret({
+      namespace: "team-b",
+      name: "source-kubeconfig",
+      body: {
+        metadata: { name: "source-kubeconfig", labels: { rotated: "1" } },
+        stringData: { value: content },
+      },
+    });
+    await eventually(() => contexts.get("team-b/source") !== rotatedBefore, {
+      timeoutMs: 60_000,
+      description: "the rotated provider's context to be rebuilt on its next pass",
+    });
+    assert.equal(contexts.get("team-b/other"), otherBefore, "the other provider's context is untouched");
+    assert.ok(
+      contexts.get("team-b/source")!.watchManager.serves({ namespace: "team-b", name: "mirror" }),
+      "the rebuilt context serves the targets the old one served",
     );
   });
 

@@ -12,30 +12,13 @@ import { gitTargets, type WatchRule } from "../../../generated/v1alpha3/index.ts
 import { compileWatchRule } from "../../../internal/rulestore/compile.ts";
 import { RuleStore } from "../../../internal/rulestore/store.ts";
 import { WatchManager } from "../../../internal/watch/manager.ts";
-import type { GitTargetEventStream, StreamItem } from "../../../internal/watch/stream.ts";
+import type { StreamItem } from "../../../internal/watch/stream.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
+import { nextItem } from "../../support/streams.ts";
 import { eventually } from "../../support/wait.ts";
 
 const quiet = { info: () => undefined, error: () => undefined };
-
-/** The next item, or a failure naming what was awaited once the deadline passes. */
-async function nextItem(stream: GitTargetEventStream, what: string, timeoutMs = 20_000): Promise<StreamItem> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`timed out after ${timeoutMs}ms waiting for ${what}`)),
-      timeoutMs,
-    );
-  });
-  try {
-    const result = await Promise.race([stream.next(), timeout]);
-    if (result.done) throw new Error(`the stream ended while waiting for ${what}`);
-    return result.value;
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** A one-line picture of an item, for exact assertions on order. */
 function describeItem(item: StreamItem): string {
@@ -126,6 +109,25 @@ describe("the watch plane streams desired state per GitTarget", () => {
       'upsert configmaps c {"k":"2"}',
       "delete configmaps c",
     ]);
+  });
+
+  it("keeps a running collection when the plan adds another, so it is not replayed", async () => {
+    setRule(
+      watchRule("snap", "snap", [
+        { apiGroups: [""], resources: ["configmaps"] },
+        { apiGroups: [""], resources: ["secrets"] },
+      ]),
+    );
+    const stream = manager.streamFor({ namespace: "snap", name: "snap" });
+    assert.equal(
+      describeItem(await nextItem(stream, "the new collection's snapshot")),
+      "snapshot secrets []",
+    );
+    await configMap("snap", "f", { k: "1" });
+    assert.equal(
+      describeItem(await nextItem(stream, "a live event on the kept collection")),
+      'upsert configmaps f {"k":"1"}',
+    );
   });
 
   it("produces no event for a status-only update", async () => {
