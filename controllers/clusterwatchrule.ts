@@ -70,6 +70,12 @@ export function setupClusterWatchRuleController(
     .for(rules)
     .watches(targets, all, anyOf(generationChanged, readyTransition))
     .watches(providers, all, generationChanged);
+  sourceContexts.onStreamsChanged((t) => {
+    for (const r of rules.list()) {
+      const ref = r.spec.gitTargetRef;
+      if (ref.namespace === t.namespace && ref.name === t.name) controller.queue.add(r.metadata.name!);
+    }
+  });
   manager.addController(controller);
   return controller;
 }

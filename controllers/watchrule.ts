@@ -98,6 +98,12 @@ export function setupWatchRuleController(
     .watches(targets, rulesFeeding, anyOf(generationChanged, readyTransition))
     .watches(providers, () => rulesIn(undefined), generationChanged)
     .watches(namespaces, (ns) => rulesIn(ns.metadata?.name), labelsChanged);
+  // A collection of the target changing state moves ResourcesResolved and StreamsRunning.
+  sourceContexts.onStreamsChanged((t) => {
+    for (const r of rulesFeeding({ metadata: { namespace: t.namespace, name: t.name } })) {
+      controller.queue.add(`${r.namespace}/${r.name}`);
+    }
+  });
   manager.addController(controller);
   return controller;
 }
