@@ -1,0 +1,123 @@
+// The commit window: the writes of one author to one GitTarget, collected until something
+// closes them into one commit. Pure state with the clock passed in, so every closing rule is
+// pinned by a test; the branch worker owns one and drives it from its event loop.
+
+/** Who a window belongs to: one author and one GitTarget. */
+export interface WindowOwner {
+  /** The author's identity, such as "GitOps Reverser <noreply@configbutler.ai>". */
+  author: string;
+  /** The GitTarget, as namespace/name. */
+  target: string;
+}
+
+export interface WindowTimers {
+  idleTimeoutMs: number;
+  maxDurationMs: number;
+}
+
+export type CloseReason =
+  | "idle" // idleTimeout of silence
+  | "max_duration" // maxDuration after it opened
+  | "buffer_full" // --branch-buffer-max-size reached
+  | "other_owner" // another author or GitTarget wrote
+  | "resync" // a resync arrived for the branch
+  | "shutdown";
+
+export interface ClosedWindow<T> {
+  owner: WindowOwner;
+  reason: CloseReason;
+  openedAt: number;
+  /** The writes, one per object, in the order each object was first written. */
+  writes: T[];
+}
+
+interface OpenWindow<T> {
+  owner: WindowOwner;
+  timers: WindowTimers;
+  openedAt: number;
+  lastWriteAt: number;
+  bytes: number;
+  writes: Map<string, { write: T; bytes: number }>;
+}
+
+const sameOwner = (a: WindowOwner, b: WindowOwner) => a.author === b.author && a.target === b.target;
+
+export class CommitWindow<T> {
+  private open: OpenWindow<T> | undefined;
+
+  constructor(private readonly bufferLimitBytes: number) {}
+
+  get isOpen(): boolean {
+    return this.open !== undefined;
+  }
+
+  get owner(): WindowOwner | undefined {
+    return this.open?.owner;
+  }
+
+  /**
+   * Adds one write. A write of another owner closes the open window first (returned as
+   * `closed`); a second write to the same object replaces the first (last write wins). A window
+   * whose buffered bytes reach the limit closes at once, with this write in it.
+   */
+  add(
+    owner: WindowOwner,
+    timers: WindowTimers,
+    objectKey: string,
+    write: T,
+    bytes: number,
+    now: number,
+  ): ClosedWindow<T>[] {
+    const closed: ClosedWindow<T>[] = [];
+    if (this.open && !sameOwner(this.open.owner, owner)) closed.push(this.close("other_owner")!);
+    const window = (this.open ??= {
+      owner,
+      timers,
+      openedAt: now,
+      lastWriteAt: now,
+      bytes: 0,
+      writes: new Map(),
+    });
+    const previous = window.writes.get(objectKey);
+    if (previous) {
+      window.bytes -= previous.bytes;
+      previous.write = write;
+      previous.bytes = bytes;
+    } else {
+      window.writes.set(objectKey, { write, bytes });
+    }
+    window.bytes += bytes;
+    window.lastWriteAt = now;
+    if (window.bytes >= this.bufferLimitBytes) closed.push(this.close("buffer_full")!);
+    return closed;
+  }
+
+  /** When the open window's timers close it, if one is open. */
+  dueAt(): number | undefined {
+    if (!this.open) return undefined;
+    const { lastWriteAt, openedAt, timers } = this.open;
+    return Math.min(lastWriteAt + timers.idleTimeoutMs, openedAt + timers.maxDurationMs);
+  }
+
+  /** Closes the window if its timers say so at `now`. */
+  tick(now: number): ClosedWindow<T> | undefined {
+    const due = this.dueAt();
+    if (due === undefined || now < due) return undefined;
+    const { lastWriteAt, openedAt, timers } = this.open!;
+    const byMax = openedAt + timers.maxDurationMs <= lastWriteAt + timers.idleTimeoutMs;
+    return this.close(byMax ? "max_duration" : "idle");
+  }
+
+  /** Closes the open window now, for a reason outside its timers. */
+  close(reason: CloseReason): ClosedWindow<T> | undefined {
+    const window = this.open;
+    if (!window) return undefined;
+    this.open = undefined;
+    return {
+      owner: window.owner,
+      reason,
+      openedAt: window.openedAt,
+      writes: [...window.writes.values()].map((w) => w.write),
+    };
+  }
+}
