@@ -76,7 +76,7 @@ export class CommitWindow<T> {
       openedAt: now,
       lastWriteAt: now,
       bytes: 0,
-      writes: new Map(),
+      writes: new Map<string, { write: T; bytes: number }>(),
     });
     const previous = window.writes.get(objectKey);
     if (previous) {

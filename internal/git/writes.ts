@@ -1,0 +1,32 @@
+// What a closed window or a snapshot decides: the changes one commit makes to one GitTarget's
+// folder. A decided write is kept until a push lands, so nothing accepted is lost.
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Collection } from "../watch/watchedtypes.ts";
+import type { ResourceIdentity } from "../watch/stream.ts";
+import type { WindowTimers } from "./window.ts";
+
+export type PruneMode = "OnEvent" | "Always" | "Never";
+
+/** What the worker needs of a GitTarget. */
+export interface TargetSettings {
+  /** namespace/name */
+  key: string;
+  path: string;
+  timers: WindowTimers;
+  prune: PruneMode;
+}
+
+export type Change =
+  | { op: "upsert"; identity: ResourceIdentity; object: KubernetesObject }
+  | { op: "delete"; identity: ResourceIdentity };
+
+export interface DecidedWrite {
+  target: TargetSettings;
+  reason: "live" | "reconcile";
+  changes: Change[];
+  /**
+   * For a snapshot: the collection it observed, whose managed documents absent from the
+   * snapshot are swept under prune Always, and only those.
+   */
+  sweep?: { collection: Collection; present: Set<string> };
+}

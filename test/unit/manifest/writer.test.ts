@@ -1,0 +1,192 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { materialize } from "../../../internal/git/materialize.ts";
+import type { DecidedWrite, PruneMode } from "../../../internal/git/writes.ts";
+import { identityOfObject, scanFolder } from "../../../internal/manifest/folder.ts";
+import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
+import { MemoryTree } from "./memorytree.ts";
+
+const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
+
+function configMap(name: string, namespace: string, data: Record<string, string>) {
+  return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace }, data };
+}
+
+const id = (
+  name: string,
+  namespace = "apps",
+  resource = "configmaps",
+  kind = "ConfigMap",
+): ResourceIdentity => ({
+  group: "",
+  version: "v1",
+  resource,
+  kind,
+  namespace,
+  name,
+  uid: name,
+});
+
+function write(
+  changes: DecidedWrite["changes"],
+  extra: Partial<DecidedWrite> = {},
+  prune: PruneMode = "OnEvent",
+): DecidedWrite {
+  return {
+    target: { key: "apps/t", path: "clusters/dev", timers: { idleTimeoutMs: 0, maxDurationMs: 0 }, prune },
+    reason: "live",
+    changes,
+    ...extra,
+  };
+}
+
+async function apply(tree: MemoryTree, w: DecidedWrite, refused: string[] = []) {
+  return materialize(tree, w, {
+    committer,
+    additionalSensitive: [],
+    message: "m",
+    onRefused: (_w, identity) => refused.push(identity.name),
+  });
+}
+
+const collection = {
+  key: "/configmaps@apps?",
+  group: "",
+  version: "v1",
+  resource: "configmaps",
+  kind: "ConfigMap",
+  namespaced: true,
+  namespace: "apps",
+  labelSelector: "",
+};
+
+describe("the first writer", () => {
+  it("finds documents by identity in every manifest of the folder, multi-document files included", async () => {
+    const tree = new MemoryTree({
+      "clusters/dev/bundle.yaml": `${"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\n"}---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: apps\n`,
+      "clusters/dev/README.md": "not a manifest",
+    });
+    const inventory = await scanFolder(tree, "clusters/dev");
+    assert.deepEqual(
+      [...inventory.entries()],
+      [
+        ["/ConfigMap/apps/a", { path: "clusters/dev/bundle.yaml", index: 0 }],
+        ["apps/Deployment/apps/api", { path: "clusters/dev/bundle.yaml", index: 1 }],
+      ],
+    );
+    assert.equal(
+      identityOfObject({
+        apiVersion: "apps/v1",
+        kind: "Deployment",
+        metadata: { name: "api", namespace: "apps" },
+      }),
+      "apps/Deployment/apps/api",
+    );
+  });
+
+  it("writes a new object at its built-in path and bootstraps the folder, keeping an existing README", async () => {
+    const tree = new MemoryTree({ "clusters/dev/README.md": "ours" });
+    await apply(
+      tree,
+      write([{ op: "upsert", identity: id("app"), object: configMap("app", "apps", { k: "v" }) }]),
+    );
+    assert.ok(tree.files.get("clusters/dev/apps/configmaps/app.yaml")?.includes("k: v"));
+    assert.equal(tree.files.get("clusters/dev/README.md"), "ours");
+    assert.ok(tree.files.has("clusters/dev/.gittargetignore"));
+  });
+
+  it("updates an existing document where it lives, leaving its siblings", async () => {
+    const tree = new MemoryTree({
+      "clusters/dev/bundle.yaml":
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\ndata:\n  k: old\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: apps\n",
+    });
+    await apply(
+      tree,
+      write([{ op: "upsert", identity: id("a"), object: configMap("a", "apps", { k: "new" }) }]),
+    );
+    const bundle = tree.files.get("clusters/dev/bundle.yaml")!;
+    assert.match(bundle, /k: new/);
+    assert.match(bundle, /name: b/);
+    assert.equal(tree.files.has("clusters/dev/apps/configmaps/a.yaml"), false);
+  });
+
+  it("deletes just that document from a multi-document file, and an emptied file", async () => {
+    const tree = new MemoryTree({
+      "clusters/dev/bundle.yaml":
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: apps\n",
+      "clusters/dev/single.yaml":
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: apps\n",
+    });
+    await apply(
+      tree,
+      write([
+        { op: "delete", identity: id("a") },
+        { op: "delete", identity: id("c") },
+      ]),
+    );
+    assert.doesNotMatch(tree.files.get("clusters/dev/bundle.yaml")!, /name: a/);
+    assert.match(tree.files.get("clusters/dev/bundle.yaml")!, /name: b/);
+    assert.equal(tree.files.has("clusters/dev/single.yaml"), false);
+  });
+
+  it("refuses a Secret fail-safe: never written, and reported", async () => {
+    const tree = new MemoryTree();
+    const refused: string[] = [];
+    const secret = {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "db", namespace: "apps" },
+      data: { p: "aHVudGVyMg==" },
+    };
+    const commit = await apply(
+      tree,
+      write([{ op: "upsert", identity: id("db", "apps", "secrets", "Secret"), object: secret }]),
+      refused,
+    );
+    assert.deepEqual(refused, ["db"]);
+    assert.equal(commit, undefined, "nothing else to write, so no commit");
+    assert.equal(tree.files.size, 0);
+  });
+
+  describe("mark and sweep", () => {
+    const folder = () =>
+      new MemoryTree({
+        "clusters/dev/apps/configmaps/kept.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: apps\n",
+        "clusters/dev/apps/configmaps/gone.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gone\n  namespace: apps\n",
+        "clusters/dev/other/configmaps/elsewhere.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: elsewhere\n  namespace: other\n",
+        "clusters/dev/apps/apps/deployments/api.yaml":
+          "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: apps\n",
+      });
+    const snapshot = (prune: PruneMode) =>
+      write(
+        [{ op: "upsert", identity: id("kept"), object: configMap("kept", "apps", {}) }],
+        { reason: "reconcile", sweep: { collection, present: new Set(["apps/kept"]) } },
+        prune,
+      );
+
+    it("under Always, removes what the snapshot's own collection no longer holds, and nothing outside it", async () => {
+      const tree = folder();
+      await apply(tree, snapshot("Always"));
+      assert.equal(tree.files.has("clusters/dev/apps/configmaps/gone.yaml"), false);
+      assert.ok(
+        tree.files.has("clusters/dev/other/configmaps/elsewhere.yaml"),
+        "another namespace is never touched",
+      );
+      assert.ok(
+        tree.files.has("clusters/dev/apps/apps/deployments/api.yaml"),
+        "another type is never touched",
+      );
+    });
+
+    for (const prune of ["OnEvent", "Never"] as const) {
+      it(`under ${prune}, a snapshot removes nothing`, async () => {
+        const tree = folder();
+        await apply(tree, snapshot(prune));
+        assert.ok(tree.files.has("clusters/dev/apps/configmaps/gone.yaml"));
+      });
+    }
+  });
+});
