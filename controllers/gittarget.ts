@@ -1,13 +1,19 @@
 // GitTarget: checks its references in status, and has its KubeProvider's source context serve
 // it, which opens one watch per planned collection and streams the target's items.
-import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import { CoreV1Api, type KubernetesObject, type V1Namespace } from "@kubernetes/client-node";
 import {
   gitTargets,
   resourceTypes,
   type GitBranch,
+  type GitProvider,
   type GitTarget,
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
+import type { BranchClaims } from "../internal/git/branchclaim.ts";
+import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import type { WorkerManager } from "../internal/git/workermanager.ts";
+import { targetSettings, workerSpec } from "../internal/gittarget/worker.ts";
+import { statusCodeOf } from "../internal/kube/resourceclient.ts";
 import { refOf, targetConditions, validate, type TargetWorld } from "../internal/gittarget/decide.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
@@ -16,6 +22,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+import type { GitTargetEventStream } from "../internal/watch/stream.ts";
 import { fieldManager } from "./fieldmanager.ts";
 
 const steadyRecheckMs = 5 * 60_000;
@@ -25,7 +32,14 @@ interface Informers {
   targets: SharedInformer<GitTarget>;
   providers: SharedInformer<KubeProvider>;
   branches: SharedInformer<GitBranch>;
+  gitProviders: SharedInformer<GitProvider>;
   namespaces: SharedInformer<V1Namespace>;
+}
+
+/** The write side a target is connected to once its branch is held. */
+export interface WriteSide {
+  claims: BranchClaims;
+  workers: WorkerManager;
 }
 
 const sameRef = (a: { namespace: string; name: string }, b: { namespace: string; name: string }) =>
@@ -40,6 +54,7 @@ export class GitTargetReconciler implements Reconciler {
     private readonly manager: Manager,
     private readonly informers: Informers,
     private readonly sourceContexts: SourceContexts,
+    private readonly writeSide: WriteSide,
   ) {}
 
   async reconcile(request: Request): Promise<Result> {
@@ -47,6 +62,7 @@ export class GitTargetReconciler implements Reconciler {
     const target = this.informers.targets.get(request.name, request.namespace);
     if (!target) {
       await this.release(key);
+      this.writeSide.workers.detach({ namespace: request.namespace ?? "", name: request.name });
       return {};
     }
 
@@ -63,6 +79,8 @@ export class GitTargetReconciler implements Reconciler {
       await this.release(key);
     }
 
+    await this.connectWorker(target, world.branch, context?.watchManager.streamFor(ref));
+
     const streams = context?.watchManager.summary(ref);
     const conditions = targetConditions(world, refusal, streams);
     await this.status.write(gitTargets(this.manager.kubeConfig), target, {
@@ -71,6 +89,51 @@ export class GitTargetReconciler implements Reconciler {
     });
     const ready = conditions.find((c) => c.type === "Ready")?.status === "True";
     return { requeueAfterMs: ready ? steadyRecheckMs : progressRecheckMs };
+  }
+
+  /**
+   * Feeds the target's stream to its branch's worker, once the GitBranch holds its branch and
+   * its credential can be read; otherwise the target feeds nothing.
+   */
+  private async connectWorker(
+    target: GitTarget,
+    branch: GitBranch | undefined,
+    stream: GitTargetEventStream | undefined,
+  ): Promise<void> {
+    const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
+    const providerRef = branch && {
+      namespace: branch.spec.gitProviderRef.namespace ?? branch.metadata.namespace!,
+      name: branch.spec.gitProviderRef.name,
+    };
+    const provider = providerRef && this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
+    const held =
+      branch &&
+      provider &&
+      this.writeSide.claims.holder({
+        repository: normalizeRepositoryUrl(provider.spec.url),
+        branch: branch.spec.branch,
+      })?.uid === branch.metadata.uid;
+    const spec = held && stream ? workerSpec(branch, provider, await this.readSecret(provider)) : undefined;
+    if (!spec || !stream) {
+      this.writeSide.workers.detach(ref);
+      return;
+    }
+    await this.writeSide.workers.ensure(spec);
+    this.writeSide.workers.attach(ref, spec.key, targetSettings(target), stream);
+  }
+
+  private async readSecret(provider: GitProvider) {
+    if (!provider.spec.secretRef) return undefined;
+    try {
+      const secret = await this.manager.kubeConfig.makeApiClient(CoreV1Api).readNamespacedSecret({
+        namespace: provider.metadata.namespace!,
+        name: provider.spec.secretRef.name,
+      });
+      return { data: secret.data, resourceVersion: secret.metadata?.resourceVersion };
+    } catch (err) {
+      if (statusCodeOf(err) === 404) return undefined;
+      throw err;
+    }
   }
 
   private load(target: GitTarget): TargetWorld {
@@ -97,12 +160,17 @@ export class GitTargetReconciler implements Reconciler {
   }
 }
 
-export function setupGitTargetController(manager: Manager, sourceContexts: SourceContexts): Controller {
+export function setupGitTargetController(
+  manager: Manager,
+  sourceContexts: SourceContexts,
+  writeSide: WriteSide,
+): Controller {
   const kc = manager.kubeConfig;
   const informers: Informers = {
     targets: manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget)),
     providers: manager.informer<KubeProvider>(informerSource(kc, resourceTypes.KubeProvider)),
     branches: manager.informer<GitBranch>(informerSource(kc, resourceTypes.GitBranch)),
+    gitProviders: manager.informer<GitProvider>(informerSource(kc, resourceTypes.GitProvider)),
     namespaces: manager.informer<V1Namespace>(informerSource(kc, namespaceType)),
   };
   const targetsNaming = (kind: "kubeProviderRef" | "gitBranchRef") => (object: KubernetesObject) =>
@@ -118,7 +186,7 @@ export function setupGitTargetController(manager: Manager, sourceContexts: Sourc
 
   const controller = new Controller(
     "gittarget",
-    new GitTargetReconciler(manager, informers, sourceContexts),
+    new GitTargetReconciler(manager, informers, sourceContexts, writeSide),
     manager.logger,
   )
     .for(informers.targets)

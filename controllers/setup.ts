@@ -4,6 +4,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/git/branchclaim.ts";
+import { WorkerManager, defaultWorkerRoot } from "../internal/git/workermanager.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
 import { setupGitProviderController } from "./gitprovider.ts";
@@ -17,6 +18,14 @@ export interface OperatorSettings {
   allowKubeconfigInsecureTls: boolean;
   /** How often each source's discovery runs again; 30 s unless a test wants it sooner. */
   catalogRefreshMs?: number;
+  /** Bytes one branch may hold accepted and unpublished (--branch-buffer-max-size). */
+  branchBufferMaxSize?: number;
+  /** resource.group types written only encrypted, besides core Secrets. */
+  additionalSensitiveResources?: readonly string[];
+  /** Where the branch workers keep their clones. */
+  workerRoot?: string;
+  /** The pause between pushes of one branch, which batches bursts; 5 s. */
+  pushCooldownMs?: number;
 }
 
 export interface Operator {
@@ -24,6 +33,7 @@ export interface Operator {
   sourceContexts: SourceContexts;
   /** Which GitBranch holds each repository branch; the branch workers will read it too. */
   claims: BranchClaims;
+  workers: WorkerManager;
 }
 
 export function setupOperator(manager: Manager, settings: OperatorSettings): Operator {
@@ -40,10 +50,25 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     recheckMs: settings.catalogRefreshMs,
   });
   const claims = new BranchClaims();
+  const workers = new WorkerManager({
+    root: settings.workerRoot ?? defaultWorkerRoot,
+    bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
+    pushCooldownMs: settings.pushCooldownMs,
+    additionalSensitive: settings.additionalSensitiveResources ?? [],
+    onRefused: (write, identity, reason) =>
+      manager.logger.error("refused to write a resource", {
+        gitTarget: write.target.key,
+        resource: `${identity.group}/${identity.resource}`,
+        object: `${identity.namespace}/${identity.name}`,
+        reason,
+      }),
+    logger: manager.logger,
+  });
+  manager.addRunnable(workers);
   setupGitProviderController(manager);
   setupGitBranchController(manager, { claims });
-  setupGitTargetController(manager, sourceContexts);
+  setupGitTargetController(manager, sourceContexts, { claims, workers });
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);
-  return { rules, sourceContexts, claims };
+  return { rules, sourceContexts, claims, workers };
 }

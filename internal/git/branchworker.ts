@@ -17,8 +17,7 @@ export interface BranchWorkerOptions {
   pushCooldownMs?: number;
   /** Attempts of one publication when the remote keeps moving. */
   pushAttempts?: number;
-  materialize: Omit<MaterializeOptions, "message">;
-  message: (write: DecidedWrite) => string;
+  materialize: MaterializeOptions;
   logger: Logger;
   /** Called after every push that landed, with the new tip. */
   onPublished?: (commit: string, writes: DecidedWrite[]) => void;
@@ -151,10 +150,7 @@ export class BranchWorker {
         await clone.sync();
         let committed = 0;
         for (const write of writes) {
-          const commit = await materialize(clone, write, {
-            ...this.options.materialize,
-            message: this.options.message(write),
-          });
+          const commit = await materialize(clone, write, this.options.materialize);
           if (commit) committed++;
         }
         const tip = committed > 0 ? await clone.push() : clone.baseCommit;

@@ -18,13 +18,21 @@ export interface MaterializeOptions {
   committer: Signature;
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
-  message: string;
+  /** The commit message, from the write and what it changed. */
+  message: (write: DecidedWrite, applied: AppliedChange[]) => string;
   /** Called for each object refused fail-safe, so it can be logged, counted and reported. */
   onRefused: (write: DecidedWrite, identity: ResourceIdentity, reason: string) => void;
 }
 
 const refusedSensitive =
   "a sensitive resource is written only encrypted, and encryption is not available yet";
+
+/** One change a write made to the folder, for the commit message. */
+export interface AppliedChange {
+  operation: "create" | "update" | "delete";
+  identity: ResourceIdentity;
+  path: string;
+}
 
 /** The worktree a write is made in: files, and a commit of the paths it touched. */
 export type WorkTree = FileTree & Pick<Clone, "exists" | "commit">;
@@ -38,33 +46,46 @@ export async function materialize(
   const folder = write.target.path;
   const inventory = await scanFolder(clone, folder);
   const touched = new Set<string>();
+  const applied: AppliedChange[] = [];
+  const remove = async (identity: ResourceIdentity, key: string) => {
+    const path = await deleteDocument(clone, inventory, key);
+    if (path) {
+      touched.add(path);
+      applied.push({ operation: "delete", identity, path });
+    }
+  };
 
   for (const change of write.changes) {
     const { identity } = change;
     const key = identityKey(identity.group, identity.kind, identity.namespace, identity.name);
     if (change.op === "delete") {
-      const path = await deleteDocument(clone, inventory, key);
-      if (path) touched.add(path);
+      await remove(identity, key);
       continue;
     }
     if (isSensitive(identity, options.additionalSensitive)) {
       options.onRefused(write, identity, refusedSensitive);
       continue;
     }
-    touched.add(await upsertDocument(clone, inventory, change.object, builtInPath(folder, identity, false)));
+    const existing = inventory.get(key);
+    const before = existing ? await clone.read(existing.path) : undefined;
+    const path = await upsertDocument(clone, inventory, change.object, builtInPath(folder, identity, false));
+    if (!existing || before !== (await clone.read(path))) {
+      touched.add(path);
+      applied.push({ operation: existing ? "update" : "create", identity, path });
+    }
   }
 
   if (write.sweep && write.target.prune === "Always") {
     const { collection, present } = write.sweep;
     for (const key of [...inventory.keys()]) {
-      const [group, kind, namespace, name] = key.split("/");
+      const [group = "", kind = "", namespace = "", name = ""] = key.split("/");
       const inScope =
         group === collection.group &&
         kind === collection.kind &&
         (collection.namespace === "" || namespace === collection.namespace);
       if (inScope && !present.has(`${namespace}/${name}`)) {
-        const path = await deleteDocument(clone, inventory, key);
-        if (path) touched.add(path);
+        const { version, resource } = collection;
+        await remove({ group, version, resource, kind, namespace, name, uid: "" }, key);
       }
     }
   }
@@ -76,5 +97,5 @@ export async function materialize(
       touched.add(path);
     }
   }
-  return clone.commit(touched, options.message, options.committer, options.committer);
+  return clone.commit(touched, options.message(write, applied), options.committer, options.committer);
 }

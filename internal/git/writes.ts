@@ -3,6 +3,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Collection } from "../watch/watchedtypes.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
+import type { MessageTemplates } from "../commitmessage/messages.ts";
 import type { WindowTimers } from "./window.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
@@ -14,6 +15,8 @@ export interface TargetSettings {
   path: string;
   timers: WindowTimers;
   prune: PruneMode;
+  /** spec.commit.message; the defaults where omitted. */
+  templates?: MessageTemplates;
 }
 
 export type Change =

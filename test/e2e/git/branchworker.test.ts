@@ -4,6 +4,7 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { BranchWorker } from "../../../internal/git/branchworker.ts";
 import { Clone } from "../../../internal/git/clone.ts";
+import { commitMessageFor } from "../../../internal/git/message.ts";
 import type { DecidedWrite, TargetSettings } from "../../../internal/git/writes.ts";
 import { compileWatchRule } from "../../../internal/rulestore/compile.ts";
 import { RuleStore } from "../../../internal/rulestore/store.ts";
@@ -57,8 +58,8 @@ describe("the BranchWorker writes a GitTarget's stream to Git", () => {
         committer,
         additionalSensitive: [],
         onRefused: (_w: DecidedWrite, identity) => refused.push(`${identity.resource}/${identity.name}`),
+        message: commitMessageFor(committer, quiet),
       },
-      message: (w) => `${w.reason}: ${w.changes.length} changes in ${w.target.path}`,
       logger: quiet,
     });
     worker.start();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { materialize } from "../../../internal/git/materialize.ts";
+import { materialize, type AppliedChange } from "../../../internal/git/materialize.ts";
 import type { DecidedWrite, PruneMode } from "../../../internal/git/writes.ts";
 import { identityOfObject, scanFolder } from "../../../internal/manifest/folder.ts";
 import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
@@ -44,7 +44,8 @@ async function apply(tree: MemoryTree, w: DecidedWrite, refused: string[] = []) 
   return materialize(tree, w, {
     committer,
     additionalSensitive: [],
-    message: "m",
+    message: (_w: DecidedWrite, applied: AppliedChange[]) =>
+      applied.map((a) => `${a.operation} ${a.identity.name}`).join(", "),
     onRefused: (_w, identity) => refused.push(identity.name),
   });
 }
@@ -92,6 +93,7 @@ describe("the first writer", () => {
     );
     assert.ok(tree.files.get("clusters/dev/apps/configmaps/app.yaml")?.includes("k: v"));
     assert.equal(tree.files.get("clusters/dev/README.md"), "ours");
+    assert.equal(tree.commits[0]?.message, "create app", "the message hears what the write created");
     assert.ok(tree.files.has("clusters/dev/.gittargetignore"));
   });
 
@@ -108,6 +110,15 @@ describe("the first writer", () => {
     assert.match(bundle, /k: new/);
     assert.match(bundle, /name: b/);
     assert.equal(tree.files.has("clusters/dev/apps/configmaps/a.yaml"), false);
+    assert.equal(tree.commits[0]?.message, "update a");
+  });
+
+  it("makes no commit for an upsert that changes nothing", async () => {
+    const tree = new MemoryTree();
+    const object = configMap("same", "apps", { k: "v" });
+    await apply(tree, write([{ op: "upsert", identity: id("same"), object }]));
+    assert.equal(await apply(tree, write([{ op: "upsert", identity: id("same"), object }])), undefined);
+    assert.equal(tree.commits.length, 1);
   });
 
   it("deletes just that document from a multi-document file, and an emptied file", async () => {

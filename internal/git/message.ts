@@ -1,0 +1,34 @@
+// A decided write's commit message, from its GitTarget's templates (or the defaults) and what
+// the write changed. A template that fails never costs the commit: the default is used, and the
+// failure is logged.
+import { commitMessage, type MessageTemplates } from "../commitmessage/messages.ts";
+import { messageData } from "../commitmessage/model.ts";
+import type { Logger } from "../operator/informer.ts";
+import type { Signature } from "./clone.ts";
+import type { AppliedChange } from "./materialize.ts";
+import type { DecidedWrite } from "./writes.ts";
+
+export type { MessageTemplates };
+
+export function commitMessageFor(author: Signature, logger: Logger) {
+  return (write: DecidedWrite, applied: AppliedChange[]): string => {
+    const [namespace = "", name = ""] = write.target.key.split("/");
+    const result = commitMessage(
+      write.target.templates,
+      messageData({
+        target: { namespace, name, path: write.target.path },
+        author,
+        reason: write.reason,
+        changes: applied.map((a) => ({ operation: a.operation, ...a.identity, path: a.path })),
+      }),
+    );
+    if (result.fallback) {
+      logger.error("a commit message template failed; the default was used", {
+        gitTarget: write.target.key,
+        template: result.fallback.template,
+        reason: result.fallback.reason,
+      });
+    }
+    return result.message;
+  };
+}

@@ -1,0 +1,157 @@
+// The branch workers of one process: one per repository branch, for the GitBranch that holds
+// it, each with its clone under the root by GitBranch uid. GitTargets attach their streams to
+// their branch's worker. A worker whose repository identity changes (its GitProvider recreated,
+// its credential rotated) is replaced: the old one publishes what it decided, and takes its
+// clone with it.
+import { readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { Runnable } from "../operator/manager.ts";
+import type { TargetRef } from "../rulestore/compile.ts";
+import type { GitTargetEventStream } from "../watch/stream.ts";
+import { BranchWorker, type BranchWorkerOptions } from "./branchworker.ts";
+import { Clone, type Signature } from "./clone.ts";
+import type { MaterializeOptions } from "./materialize.ts";
+import { commitMessageFor } from "./message.ts";
+import type { TargetSettings } from "./writes.ts";
+
+export const defaultWorkerRoot = "/tmp/gitops-reverser-workers";
+
+export interface WorkerSpec {
+  /** The GitBranch, as namespace/name. */
+  key: string;
+  /** The GitBranch's uid: the clone's directory, so a recreated GitBranch starts afresh. */
+  uid: string;
+  url: string;
+  branch: string;
+  auth: { username: string; password: string } | undefined;
+  committer: Signature;
+  /** What the worker's trust belongs to: the provider's uid, its URL, the credential revision. */
+  identity: string;
+}
+
+export interface WorkerManagerOptions extends Omit<
+  BranchWorkerOptions,
+  "clone" | "committer" | "materialize"
+> {
+  root: string;
+  sweepIntervalMs?: number;
+  /** resource.group names treated as sensitive besides core Secrets. */
+  additionalSensitive: readonly string[];
+  onRefused: MaterializeOptions["onRefused"];
+}
+
+interface Attachment {
+  branchKey: string;
+  stream: GitTargetEventStream;
+  settings: { current: TargetSettings };
+}
+
+const targetKey = (t: TargetRef) => `${t.namespace}/${t.name}`;
+
+export class WorkerManager implements Runnable {
+  readonly name = "branch-workers";
+  readonly needLeaderElection = true;
+  private readonly workers = new Map<string, { spec: WorkerSpec; worker: BranchWorker }>();
+  private readonly attachments = new Map<string, Attachment>();
+  private started = false;
+
+  constructor(private readonly options: WorkerManagerOptions) {}
+
+  worker(branchKey: string): BranchWorker | undefined {
+    return this.workers.get(branchKey)?.worker;
+  }
+
+  /** The worker for a GitBranch, created or replaced to match `spec`. */
+  async ensure(spec: WorkerSpec): Promise<BranchWorker> {
+    const existing = this.workers.get(spec.key);
+    if (existing && existing.spec.identity === spec.identity && existing.spec.uid === spec.uid)
+      return existing.worker;
+    if (existing) await this.stopWorker(spec.key);
+    const { root, sweepIntervalMs: _sweep, additionalSensitive, onRefused, ...workerOptions } = this.options;
+    const worker = new BranchWorker({
+      ...workerOptions,
+      clone: new Clone({ dir: join(root, spec.uid), url: spec.url, branch: spec.branch, auth: spec.auth }),
+      committer: spec.committer,
+      // Configured-author mode: the author is the committer until attribution names an actor.
+      materialize: {
+        committer: spec.committer,
+        additionalSensitive,
+        onRefused,
+        message: commitMessageFor(spec.committer, this.options.logger),
+      },
+    });
+    this.workers.set(spec.key, { spec, worker });
+    if (this.started) worker.start();
+    return worker;
+  }
+
+  /**
+   * Feeds a GitTarget's stream to its branch's worker. Attaching the same stream again only
+   * updates the target's settings (its window timers, its prune mode).
+   */
+  attach(target: TargetRef, branchKey: string, settings: TargetSettings, stream: GitTargetEventStream): void {
+    const key = targetKey(target);
+    const current = this.attachments.get(key);
+    if (current && current.stream === stream && current.branchKey === branchKey) {
+      current.settings.current = settings;
+      return;
+    }
+    const worker = this.worker(branchKey);
+    if (!worker) throw new Error(`no worker for GitBranch ${branchKey}`);
+    const attachment: Attachment = { branchKey, stream, settings: { current: settings } };
+    this.attachments.set(key, attachment);
+    void (async () => {
+      for await (const item of stream) {
+        // A detached or re-attached target stops feeding this worker.
+        if (this.attachments.get(key) !== attachment) return;
+        worker.enqueue(attachment.settings.current, item);
+      }
+    })();
+  }
+
+  detach(target: TargetRef): void {
+    this.attachments.delete(targetKey(target));
+  }
+
+  /** Stops a GitBranch's worker and removes its clone, as when the branch is given up. */
+  async release(branchKey: string): Promise<void> {
+    for (const [key, attachment] of this.attachments)
+      if (attachment.branchKey === branchKey) this.attachments.delete(key);
+    await this.stopWorker(branchKey);
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    this.started = true;
+    for (const { worker } of this.workers.values()) worker.start();
+    const sweep = setInterval(() => {
+      this.sweep().catch((err: unknown) =>
+        this.options.logger.error("worker sweep failed", { error: String(err) }),
+      );
+    }, this.options.sweepIntervalMs ?? 60_000);
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    clearInterval(sweep);
+    this.started = false;
+    await Promise.all([...this.workers.values()].map(({ worker }) => worker.stop()));
+  }
+
+  /** Removes every clone directory no live worker uses: a GitBranch deleted while no worker ran. */
+  async sweep(): Promise<void> {
+    const inUse = new Set([...this.workers.values()].map((w) => w.spec.uid));
+    let entries: string[];
+    try {
+      entries = await readdir(this.options.root);
+    } catch {
+      return;
+    }
+    for (const entry of entries)
+      if (!inUse.has(entry)) await rm(join(this.options.root, entry), { recursive: true, force: true });
+  }
+
+  private async stopWorker(branchKey: string): Promise<void> {
+    const entry = this.workers.get(branchKey);
+    if (!entry) return;
+    this.workers.delete(branchKey);
+    await entry.worker.stop();
+    await rm(join(this.options.root, entry.spec.uid), { recursive: true, force: true });
+  }
+}

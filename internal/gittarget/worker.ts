@@ -1,0 +1,54 @@
+// What a GitTarget needs of its branch worker: the worker's spec, from the GitBranch and its
+// GitProvider, and the target's own settings, from its spec.
+import type { GitBranch, GitProvider, GitTarget } from "../../generated/v1alpha3/index.ts";
+import { basicAuthFor, readGitCredential } from "../gitauth/credentials.ts";
+import type { WorkerSpec } from "../git/workermanager.ts";
+import type { TargetSettings } from "../git/writes.ts";
+import { parseDuration } from "../types/units.ts";
+
+export const defaultCommitter = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
+
+/** The window timers, prune mode and message templates a target's spec sets, with the defaults. */
+export function targetSettings(target: GitTarget): TargetSettings {
+  const window = target.spec.commit?.window;
+  return {
+    key: `${target.metadata.namespace}/${target.metadata.name}`,
+    path: target.spec.path,
+    timers: {
+      idleTimeoutMs: parseDuration(window?.idleTimeout ?? "5s"),
+      maxDurationMs: parseDuration(window?.maxDuration ?? "1m"),
+    },
+    prune: target.spec.prune?.mode ?? "OnEvent",
+    templates: target.spec.commit?.message,
+  };
+}
+
+/**
+ * The worker for a GitBranch, or undefined when its credential cannot be used (the GitBranch
+ * reports why). `secret` is the GitProvider's credential Secret as read, if it names one.
+ */
+export function workerSpec(
+  branch: GitBranch,
+  provider: GitProvider,
+  secret: { data?: Record<string, string>; resourceVersion?: string } | undefined,
+): WorkerSpec | undefined {
+  let auth: WorkerSpec["auth"];
+  if (provider.spec.secretRef) {
+    const credential = readGitCredential(secret?.data, provider.spec.url);
+    if ("reason" in credential || credential.kind === "ssh") return undefined;
+    auth = basicAuthFor(credential);
+  }
+  const committer = provider.spec.commit?.committer;
+  return {
+    key: `${branch.metadata.namespace}/${branch.metadata.name}`,
+    uid: branch.metadata.uid!,
+    url: provider.spec.url,
+    branch: branch.spec.branch,
+    auth,
+    committer: {
+      name: committer?.name ?? defaultCommitter.name,
+      email: committer?.email ?? defaultCommitter.email,
+    },
+    identity: `${provider.metadata.uid}|${provider.spec.url}|${secret?.resourceVersion ?? "anonymous"}`,
+  };
+}

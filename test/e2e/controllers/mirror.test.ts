@@ -1,0 +1,138 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { gitProviders } from "../../../generated/v1alpha3/index.ts";
+import { ControlPlane } from "../../support/controlplane.ts";
+import { GitServer } from "../../support/gitserver.ts";
+import { installCrds } from "../../support/manifests.ts";
+import { startOperator, type RunningOperator } from "../../support/operator.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { eventually } from "../../support/wait.ts";
+import { clients, conditionOf } from "./helpers.ts";
+
+const namespace = "apps";
+const user = { username: "gitops", password: "s3cret" };
+const apiVersion = "configbutler.ai/v1alpha3" as const;
+
+describe("the operator mirrors a cluster into Git", () => {
+  let plane: ControlPlane;
+  let git: GitServer;
+  let kc: KubeConfig;
+  let core: CoreV1Api;
+  let operator: RunningOperator;
+  let workerRoot: string;
+  const show = (path: string) => git.gitIn("state", ["show", `main:${path}`]).catch(() => undefined);
+
+  before(async () => {
+    [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
+    kc = plane.kubeConfig();
+    core = kc.makeApiClient(CoreV1Api);
+    await installCrds(kc);
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    const url = await git.createRepository("state");
+    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "git" }, stringData: user } });
+    const { providers, branches, targets, rules } = clients(kc);
+    await gitProviders(kc).apply(
+      {
+        apiVersion,
+        kind: "GitProvider",
+        metadata: { name: "state", namespace },
+        spec: {
+          url,
+          secretRef: { name: "git" },
+          allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main"] }],
+        },
+      },
+      "test",
+    );
+    await branches.apply(
+      {
+        apiVersion,
+        kind: "GitBranch",
+        metadata: { name: "main", namespace },
+        spec: { gitProviderRef: { name: "state" }, branch: "main" },
+      },
+      "test",
+    );
+    await providers.apply(
+      { apiVersion, kind: "KubeProvider", metadata: { name: "self", namespace }, spec: { inCluster: {} } },
+      "test",
+    );
+    for (const [name, path, resource] of [
+      ["configs", "clusters/dev/configs", "configmaps"],
+      ["services", "clusters/dev/services", "services"],
+    ] as const) {
+      await targets.apply(
+        {
+          apiVersion,
+          kind: "GitTarget",
+          metadata: { name, namespace },
+          spec: {
+            gitBranchRef: { name: "main" },
+            kubeProviderRef: { name: "self" },
+            path,
+            commit: { window: { idleTimeout: "1s", maxDuration: "10s" } },
+          },
+        },
+        "test",
+      );
+      await rules.apply(
+        {
+          apiVersion,
+          kind: "WatchRule",
+          metadata: { name, namespace },
+          spec: { gitTargetRef: { name }, rules: [{ apiGroups: [""], resources: [resource] }] },
+        },
+        "test",
+      );
+    }
+    workerRoot = makeOwnedTempDir("workers");
+    operator = startOperator(kc, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+  });
+  after(async () => {
+    await operator?.stop();
+    await git?.close();
+    await plane?.stop();
+    if (workerRoot) removeOwnedTempDir(workerRoot);
+  });
+
+  it("becomes Ready end to end: provider, branch, target and rule", async () => {
+    const { targets, rules } = clients(kc);
+    await conditionOf(targets, namespace, "configs", "Ready", "True", undefined, 60_000);
+    await conditionOf(rules, namespace, "configs", "Ready", "True", undefined, 30_000);
+  });
+
+  it("writes a created ConfigMap, and each GitTarget writes only its own path, through one worker", async () => {
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: "app" }, data: { k: "v" } },
+    });
+    await core.createNamespacedService({
+      namespace,
+      body: { metadata: { name: "api" }, spec: { ports: [{ port: 80 }], selector: { app: "api" } } },
+    });
+    await eventually(() => show("clusters/dev/configs/apps/configmaps/app.yaml"), {
+      timeoutMs: 60_000,
+      description: "the ConfigMap in Git",
+    });
+    await eventually(() => show("clusters/dev/services/apps/services/api.yaml"), {
+      timeoutMs: 60_000,
+      description: "the Service in Git",
+    });
+    assert.equal(await show("clusters/dev/services/apps/configmaps/app.yaml"), undefined);
+    assert.equal(await show("clusters/dev/configs/apps/services/api.yaml"), undefined);
+    const service = (await show("clusters/dev/services/apps/services/api.yaml"))!;
+    assert.doesNotMatch(service, /clusterIP/, "the allocated cluster IP is not desired state");
+
+    const subjects = (await git.gitIn("state", ["log", "--format=%s", "main"])).split("\n");
+    assert.ok(
+      subjects.every((s) => !(s.includes("configs") && s.includes("services"))),
+      "windows never mix targets",
+    );
+    assert.ok(operator.workers.worker(`${namespace}/main`), "one worker serves the branch");
+  });
+});
