@@ -1,8 +1,7 @@
 // The tree walker: every render is bounded in steps and in output, and reads the data only through
 // field lookups, so a template can neither escape nor stall the branch worker.
-import type { Args } from "./functions.ts";
-import { functions } from "./functions.ts";
 import type { Control, Node, Operand, Pipeline, Template } from "./ast.ts";
+import { functions, type Args } from "./functions.ts";
 import { maxOutputBytes, maxSteps } from "./limits.ts";
 import { Source } from "./source.ts";
 import { bytesOf, field, goType, isObject, lookup, truthy } from "./values.ts";

@@ -3,6 +3,10 @@
 import type { Run } from "./evaluate.ts";
 import { bytesOf, field, goType, isObject, truthy } from "./values.ts";
 
+export type Args = (() => unknown)[];
+export type FunctionName = keyof typeof functions;
+interface Builtin {
+  arity: [number, number];
   impl(this: void, run: Run, args: Args, pos: number): unknown;
 }
 

@@ -1,6 +1,6 @@
 // The tokenizer: template text becomes text tokens and, inside each {{...}}, action tokens;
 // comments and {{- -}} trimming are resolved here, so the parser never sees them.
-import { Source } from "./source.ts";
+import type { Source } from "./source.ts";
 
 export type Token = { pos: number; spaced: boolean } & (
   | { kind: "text"; text: string }

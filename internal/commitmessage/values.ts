@@ -31,8 +31,3 @@ export function goType(value: unknown): string {
   if (typeof value === "string") return "string";
   return Array.isArray(value) ? "[]interface {}" : "map[string]interface {}";
 }
-
-// ---------------------------------------------------------------------------------------------
-// Functions
-
-type Args = (() => unknown)[];

@@ -1,0 +1,173 @@
+// make demo: the main job on an embedded default. Starts a local kube-apiserver, a Git server
+// with an empty repository and the operator, applies the providers, a branch, a target and a
+// rule, makes a few changes in the cluster, and shows the commits the operator wrote.
+import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
+import {
+  gitBranches,
+  gitProviders,
+  gitTargets,
+  kubeProviders,
+  watchRules,
+} from "../../generated/v1alpha3/index.ts";
+import { ControlPlane } from "../../test/support/controlplane.ts";
+import { GitServer } from "../../test/support/gitserver.ts";
+import { installCrds } from "../../test/support/manifests.ts";
+import { startOperator } from "../../test/support/operator.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
+import { eventually } from "../../test/support/wait.ts";
+
+const namespace = "demo";
+const user = { username: "demo", password: "demo-password" };
+const apiVersion = "configbutler.ai/v1alpha3" as const;
+const say = (line: string) => process.stdout.write(`\n==> ${line}\n`);
+
+const started = Date.now();
+say("Starting kube-apiserver, etcd and a Git server on loopback");
+const [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
+const workerRoot = makeOwnedTempDir("demo-workers");
+let operator: ReturnType<typeof startOperator> | undefined;
+try {
+  const kc = plane.kubeConfig();
+  const core = kc.makeApiClient(CoreV1Api);
+  await installCrds(kc);
+  const url = await git.createRepository("cluster-state");
+  process.stdout.write(`    apiserver ${plane.server}\n    repository ${url}\n`);
+
+  say("Applying a GitProvider, a GitBranch, a KubeProvider, a GitTarget and a WatchRule");
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: "git-credentials" }, stringData: user },
+  });
+  const meta = (name: string) => ({ name, namespace });
+  await gitProviders(kc).apply(
+    {
+      apiVersion,
+      kind: "GitProvider",
+      metadata: meta("cluster-state"),
+      spec: {
+        url,
+        secretRef: { name: "git-credentials" },
+        allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main"] }],
+      },
+    },
+    "demo",
+  );
+  await gitBranches(kc).apply(
+    {
+      apiVersion,
+      kind: "GitBranch",
+      metadata: meta("main"),
+      spec: { gitProviderRef: { name: "cluster-state" }, branch: "main" },
+    },
+    "demo",
+  );
+  await kubeProviders(kc).apply(
+    { apiVersion, kind: "KubeProvider", metadata: meta("in-cluster"), spec: { inCluster: {} } },
+    "demo",
+  );
+  await gitTargets(kc).apply(
+    {
+      apiVersion,
+      kind: "GitTarget",
+      metadata: meta("demo"),
+      spec: {
+        gitBranchRef: { name: "main" },
+        kubeProviderRef: { name: "in-cluster" },
+        path: "clusters/demo",
+        commit: { window: { idleTimeout: "2s" } },
+      },
+    },
+    "demo",
+  );
+  await watchRules(kc).apply(
+    {
+      apiVersion,
+      kind: "WatchRule",
+      metadata: meta("apps"),
+      spec: {
+        gitTargetRef: { name: "demo" },
+        rules: [
+          { apiGroups: [""], resources: ["configmaps"] },
+          { apiGroups: ["apps"], resources: ["deployments"] },
+        ],
+      },
+    },
+    "demo",
+  );
+
+  say("Starting the operator");
+  operator = startOperator(kc, {
+    inClusterKubeProviders: [`${namespace}/in-cluster`],
+    workerRoot,
+    pushCooldownMs: 1_000,
+  });
+  await eventually(
+    async () =>
+      (await gitTargets(kc).get(namespace, "demo"))?.status?.conditions?.find((c) => c.type === "Ready")
+        ?.status === "True",
+    { timeoutMs: 60_000, description: "the GitTarget to become Ready" },
+  );
+
+  const show = (path: string) => git.gitIn("cluster-state", ["show", `main:${path}`]).catch(() => undefined);
+  say("Creating two ConfigMaps and a Deployment");
+  await core.createNamespacedConfigMap({
+    namespace,
+    body: { metadata: { name: "settings" }, data: { color: "blue", replicas: "2" } },
+  });
+  await core.createNamespacedConfigMap({
+    namespace,
+    body: { metadata: { name: "feature-flags" }, data: { newCheckout: "false" } },
+  });
+  await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
+    namespace,
+    body: {
+      metadata: { name: "web", labels: { app: "web" } },
+      spec: {
+        replicas: 2,
+        selector: { matchLabels: { app: "web" } },
+        template: {
+          metadata: { labels: { app: "web" } },
+          spec: { containers: [{ name: "web", image: "nginx:1.27" }] },
+        },
+      },
+    },
+  });
+  await eventually(() => show("clusters/demo/demo/apps/deployments/web.yaml"), {
+    timeoutMs: 60_000,
+    description: "the Deployment in Git",
+  });
+
+  say("Editing one ConfigMap, deleting the other, and scaling the Deployment");
+  await core.patchNamespacedConfigMap({
+    namespace,
+    name: "settings",
+    body: [{ op: "replace", path: "/data/color", value: "green" }],
+  });
+  await core.deleteNamespacedConfigMap({ namespace, name: "feature-flags" });
+  await kc.makeApiClient(AppsV1Api).patchNamespacedDeployment({
+    namespace,
+    name: "web",
+    body: [{ op: "replace", path: "/spec/replicas", value: 3 }],
+  });
+  await eventually(
+    async () =>
+      (await show("clusters/demo/demo/configmaps/feature-flags.yaml")) === undefined &&
+      ((await show("clusters/demo/demo/apps/deployments/web.yaml")) ?? "").includes("replicas: 3") &&
+      ((await show("clusters/demo/demo/configmaps/settings.yaml")) ?? "").includes("color: green"),
+    { timeoutMs: 60_000, description: "the edits in Git" },
+  );
+
+  say("git log --stat");
+  process.stdout.write(
+    `${await git.gitIn("cluster-state", ["log", "--stat", "--format=%h %s%n        by %an <%ae>", "main"])}\n`,
+  );
+  say("clusters/demo/demo/configmaps/settings.yaml");
+  process.stdout.write(`${await show("clusters/demo/demo/configmaps/settings.yaml")}`);
+  say(`Done in ${Math.round((Date.now() - started) / 1000)} s. Stopping everything.`);
+} finally {
+  await operator?.stop();
+  await git.close();
+  await plane.stop();
+  removeOwnedTempDir(workerRoot);
+}
