@@ -1,18 +1,16 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { gitProviders } from "../../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { clients, conditionOf } from "./helpers.ts";
+import { applyMirror, clients, conditionOf } from "./helpers.ts";
 
 const namespace = "apps";
 const user = { username: "gitops", password: "s3cret" };
-const apiVersion = "configbutler.ai/v1alpha3" as const;
 
 describe("the operator mirrors a cluster into Git", () => {
   let plane: ControlPlane;
@@ -30,62 +28,10 @@ describe("the operator mirrors a cluster into Git", () => {
     await installCrds(kc);
     await core.createNamespace({ body: { metadata: { name: namespace } } });
     const url = await git.createRepository("state");
-    await core.createNamespacedSecret({ namespace, body: { metadata: { name: "git" }, stringData: user } });
-    const { providers, branches, targets, rules } = clients(kc);
-    await gitProviders(kc).apply(
-      {
-        apiVersion,
-        kind: "GitProvider",
-        metadata: { name: "state", namespace },
-        spec: {
-          url,
-          secretRef: { name: "git" },
-          allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main"] }],
-        },
-      },
-      "test",
-    );
-    await branches.apply(
-      {
-        apiVersion,
-        kind: "GitBranch",
-        metadata: { name: "main", namespace },
-        spec: { gitProviderRef: { name: "state" }, branch: "main" },
-      },
-      "test",
-    );
-    await providers.apply(
-      { apiVersion, kind: "KubeProvider", metadata: { name: "self", namespace }, spec: { inCluster: {} } },
-      "test",
-    );
-    for (const [name, path, resource] of [
-      ["configs", "clusters/dev/configs", "configmaps"],
-      ["services", "clusters/dev/services", "services"],
-    ] as const) {
-      await targets.apply(
-        {
-          apiVersion,
-          kind: "GitTarget",
-          metadata: { name, namespace },
-          spec: {
-            gitBranchRef: { name: "main" },
-            kubeProviderRef: { name: "self" },
-            path,
-            commit: { window: { idleTimeout: "1s", maxDuration: "10s" } },
-          },
-        },
-        "test",
-      );
-      await rules.apply(
-        {
-          apiVersion,
-          kind: "WatchRule",
-          metadata: { name, namespace },
-          spec: { gitTargetRef: { name }, rules: [{ apiGroups: [""], resources: [resource] }] },
-        },
-        "test",
-      );
-    }
+    await applyMirror(kc, namespace, url, user, [
+      { name: "configs", path: "clusters/dev/configs", resources: ["configmaps"] },
+      { name: "services", path: "clusters/dev/services", resources: ["services"] },
+    ]);
     workerRoot = makeOwnedTempDir("workers");
     operator = startOperator(kc, {
       inClusterKubeProviders: [`${namespace}/self`],
