@@ -82,7 +82,11 @@ export class GitTargetReconciler implements Reconciler {
     await this.connectWorker(target, world.branch, context?.watchManager.streamFor(ref));
 
     const streams = context?.watchManager.summary(ref);
-    const conditions = targetConditions(world, refusal, streams);
+    const writeState = this.writeSide.workers.targetState(key);
+    const conditions = targetConditions(world, refusal, streams, {
+      attached: this.writeSide.workers.isAttached(ref),
+      refused: [...(writeState?.refused ?? [])].sort(),
+    });
     await this.status.write(gitTargets(this.manager.kubeConfig), target, {
       conditions,
       fields: streams ? { streams } : {},
@@ -214,6 +218,7 @@ export function setupGitTargetController(
     );
   // A collection finishing its replay, or blocking, changes StreamsRunning: look again at once.
   sourceContexts.onStreamsChanged((t) => controller.queue.add(`${t.namespace}/${t.name}`));
+  writeSide.workers.onTargetChanged((t) => controller.queue.add(`${t.namespace}/${t.name}`));
   manager.addController(controller);
   return controller;
 }

@@ -4,6 +4,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/git/branchclaim.ts";
+import { RemoteStatusPublisher } from "../internal/git/remotestatus.ts";
 import { WorkerManager, defaultWorkerRoot } from "../internal/git/workermanager.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
@@ -50,7 +51,9 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     recheckMs: settings.catalogRefreshMs,
   });
   const claims = new BranchClaims();
+  const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
   const workers = new WorkerManager({
+    onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
     root: settings.workerRoot ?? defaultWorkerRoot,
     bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
     pushCooldownMs: settings.pushCooldownMs,

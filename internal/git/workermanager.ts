@@ -38,6 +38,15 @@ export interface WorkerManagerOptions extends Omit<
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
   onRefused: MaterializeOptions["onRefused"];
+  /** Called after a push landed on a GitBranch's branch, with the new tip. */
+  onBranchPublished?: (branchKey: string, commit: string) => void;
+}
+
+/** What the write side knows of one GitTarget, for its status. */
+export interface TargetWriteState {
+  /** Objects refused fail-safe, as resource namespace/name. */
+  refused: Set<string>;
+  lastPushAt?: Date;
 }
 
 interface Attachment {
@@ -53,9 +62,33 @@ export class WorkerManager implements Runnable {
   readonly needLeaderElection = true;
   private readonly workers = new Map<string, { spec: WorkerSpec; worker: BranchWorker }>();
   private readonly attachments = new Map<string, Attachment>();
+  private readonly targetStates = new Map<string, TargetWriteState>();
+  private readonly targetListeners: ((target: TargetRef) => void)[] = [];
   private started = false;
 
   constructor(private readonly options: WorkerManagerOptions) {}
+
+  /** The write side's state of a GitTarget (namespace/name), once it has written or refused. */
+  targetState(key: string): TargetWriteState | undefined {
+    return this.targetStates.get(key);
+  }
+
+  isAttached(target: TargetRef): boolean {
+    return this.attachments.has(targetKey(target));
+  }
+
+  /** Calls `listener` when a target's write state changes: a push landed, or an object was refused. */
+  onTargetChanged(listener: (target: TargetRef) => void): void {
+    this.targetListeners.push(listener);
+  }
+
+  private updateTarget(key: string, update: (state: TargetWriteState) => void): void {
+    const state = this.targetStates.get(key) ?? { refused: new Set<string>() };
+    update(state);
+    this.targetStates.set(key, state);
+    const [namespace = "", name = ""] = key.split("/");
+    for (const listener of this.targetListeners) listener({ namespace, name });
+  }
 
   worker(branchKey: string): BranchWorker | undefined {
     return this.workers.get(branchKey)?.worker;
@@ -67,7 +100,14 @@ export class WorkerManager implements Runnable {
     if (existing && existing.spec.identity === spec.identity && existing.spec.uid === spec.uid)
       return existing.worker;
     if (existing) await this.stopWorker(spec.key);
-    const { root, sweepIntervalMs: _sweep, additionalSensitive, onRefused, ...workerOptions } = this.options;
+    const {
+      root,
+      sweepIntervalMs: _sweep,
+      additionalSensitive,
+      onRefused,
+      onBranchPublished,
+      ...workerOptions
+    } = this.options;
     const worker = new BranchWorker({
       ...workerOptions,
       clone: new Clone({ dir: join(root, spec.uid), url: spec.url, branch: spec.branch, auth: spec.auth }),
@@ -76,8 +116,19 @@ export class WorkerManager implements Runnable {
       materialize: {
         committer: spec.committer,
         additionalSensitive,
-        onRefused,
+        onRefused: (write, identity, reason) => {
+          onRefused(write, identity, reason);
+          this.updateTarget(write.target.key, (s) =>
+            s.refused.add(`${identity.resource} ${identity.namespace}/${identity.name}`),
+          );
+        },
         message: commitMessageFor(spec.committer, this.options.logger),
+      },
+      onPublished: (commit, writes) => {
+        const at = new Date();
+        for (const key of new Set(writes.map((w) => w.target.key)))
+          this.updateTarget(key, (s) => (s.lastPushAt = at));
+        onBranchPublished?.(spec.key, commit);
       },
     });
     this.workers.set(spec.key, { spec, worker });
@@ -111,6 +162,7 @@ export class WorkerManager implements Runnable {
 
   detach(target: TargetRef): void {
     this.attachments.delete(targetKey(target));
+    this.targetStates.delete(targetKey(target));
   }
 
   /** Stops a GitBranch's worker and removes its clone, as when the branch is given up. */

@@ -104,11 +104,60 @@ function mirrored(
   };
 }
 
-/** The status, from the validation, the referenced objects' conditions and the stream summary. */
+/** What the write side reports of the target. */
+export interface WriteFacts {
+  /** A branch worker takes the target's stream. */
+  attached: boolean;
+  /** Sensitive objects refused fail-safe, as "resource namespace/name". */
+  refused: string[];
+}
+
+function writeConditions(world: TargetWorld, write: WriteFacts, g: number | undefined): ConditionUpdate[] {
+  const path = world.target.spec.path;
+  const accepted: ConditionUpdate = write.attached
+    ? {
+        type: C.GitPathAccepted,
+        status: "True",
+        reason: R.Succeeded,
+        message: `Writing ${path}`,
+        observedGeneration: g,
+      }
+    : {
+        type: C.GitPathAccepted,
+        status: "Unknown",
+        reason: R.GitBranchNotReady,
+        message:
+          "No branch worker writes the folder yet: the GitBranch does not hold its branch, or its credential cannot be read",
+        observedGeneration: g,
+      };
+  const shown =
+    write.refused.slice(0, 10).join(", ") +
+    (write.refused.length > 10 ? `, and ${write.refused.length - 10} more` : "");
+  const encryption: ConditionUpdate =
+    write.refused.length === 0
+      ? {
+          type: C.EncryptionConfigured,
+          status: "True",
+          reason: R.Succeeded,
+          message: "",
+          observedGeneration: g,
+        }
+      : {
+          type: C.EncryptionConfigured,
+          status: "False",
+          reason: R.EncryptionNotConfigured,
+          message: `Sensitive resources are never written in plaintext, and encryption is not available yet, so these were refused: ${shown}.`,
+          observedGeneration: g,
+        };
+  return [accepted, encryption];
+}
+
+/** The status, from the validation, the referenced objects' conditions, the streams and the write side. */
 export function targetConditions(
   world: TargetWorld,
   refusal: Refusal | undefined,
   streams: StreamSummary | undefined,
+  write: WriteFacts = { attached: false, refused: [] },
 ): ConditionUpdate[] {
   const g = world.target.metadata.generation;
   if (refusal) {
@@ -170,8 +219,10 @@ export function targetConditions(
     reachable,
     branchReady,
     running,
+    ...writeConditions(world, write, g),
   ];
-  const blocker = domain.find((c) => c.status !== "True");
+  // A refused sensitive resource is reported, but the rest of the folder is written: not a blocker.
+  const blocker = domain.find((c) => c.status !== "True" && c.type !== C.EncryptionConfigured);
   const trio = blocker
     ? progressingTrio(
         blocker.type === C.KubeProviderReady

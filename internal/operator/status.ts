@@ -23,9 +23,40 @@ export function desiredStatus(object: WithStatus, update: StatusUpdate, now: Dat
   return { ...update.fields, observedGeneration: object.metadata?.generation, conditions };
 }
 
-/** Whether the object's status already says everything `desired` says. */
-export function statusHolds(object: WithStatus, desired: Record<string, unknown>): boolean {
+/**
+ * The condition types `fieldManager` owns on the object's status, read from managedFields: what
+ * its last server-side apply set. Another writer's conditions are not among them.
+ */
+export function ownedConditionTypes(object: KubernetesObject, fieldManager: string): Set<string> {
+  const owned = new Set<string>();
+  for (const entry of object.metadata?.managedFields ?? []) {
+    if (entry.manager !== fieldManager || entry.subresource !== "status") continue;
+    const conditions = (
+      entry.fieldsV1 as { "f:status"?: { "f:conditions"?: Record<string, unknown> } } | undefined
+    )?.["f:status"]?.["f:conditions"];
+    for (const key of Object.keys(conditions ?? {})) {
+      if (!key.startsWith("k:")) continue;
+      const type = (JSON.parse(key.slice(2)) as { type?: string }).type;
+      if (type) owned.add(type);
+    }
+  }
+  return owned;
+}
+
+/**
+ * Whether the object's status already says everything `desired` says, and holds no condition
+ * this writer set before and no longer sets: applying would remove that one.
+ */
+export function statusHolds(
+  object: WithStatus,
+  desired: Record<string, unknown>,
+  fieldManager?: string,
+): boolean {
   const status = (object.status ?? {}) as Record<string, unknown>;
+  if (fieldManager) {
+    const wanted = new Set((desired.conditions as Condition[] | undefined)?.map((c) => c.type));
+    for (const type of ownedConditionTypes(object, fieldManager)) if (!wanted.has(type)) return false;
+  }
   return Object.entries(desired).every(([key, value]) => {
     if (key !== "conditions") return isDeepStrictEqual(status[key], value);
     return (value as Condition[]).every((c) =>
@@ -52,7 +83,7 @@ export class StatusWriter {
     update: StatusUpdate,
   ): Promise<boolean> {
     const desired = desiredStatus(object, update, this.now());
-    if (statusHolds(object, desired)) return false;
+    if (statusHolds(object, desired, this.fieldManager)) return false;
     const { name, namespace } = object.metadata ?? {};
     await client.applyStatus(
       { metadata: { name, namespace }, status: desired } as unknown as T,

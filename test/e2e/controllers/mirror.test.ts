@@ -29,7 +29,7 @@ describe("the operator mirrors a cluster into Git", () => {
     await core.createNamespace({ body: { metadata: { name: namespace } } });
     const url = await git.createRepository("state");
     await applyMirror(kc, namespace, url, user, [
-      { name: "configs", path: "clusters/dev/configs", resources: ["configmaps"] },
+      { name: "configs", path: "clusters/dev/configs", resources: ["configmaps", "secrets"] },
       { name: "services", path: "clusters/dev/services", resources: ["services"] },
     ]);
     workerRoot = makeOwnedTempDir("workers");
@@ -80,5 +80,46 @@ describe("the operator mirrors a cluster into Git", () => {
       "windows never mix targets",
     );
     assert.ok(operator.workers.worker(`${namespace}/main`), "one worker serves the branch");
+  });
+
+  it("publishes where the branch is as GitBranch status.remote, and accepts the target's path", async () => {
+    const { branches, targets } = clients(kc);
+    // Published at once the first time, then at most once a minute: it names a pushed commit.
+    const history = (await git.gitIn("state", ["rev-list", "main"])).split("\n");
+    const branch = await eventually(
+      async () => {
+        const b = await branches.get(namespace, "main");
+        return history.includes(b?.status?.remote?.commit ?? "") && b;
+      },
+      { description: "status.remote to name a pushed commit" },
+    );
+    assert.equal(branch.status?.remote?.provedBy, "Push");
+    assert.ok(branch.status?.remote?.lastVerifiedAt);
+    await conditionOf(targets, namespace, "configs", "GitPathAccepted", "True");
+  });
+
+  it("refuses a Secret fail-safe and says so in the target's status, while the folder stays Ready", async () => {
+    const { targets } = clients(kc);
+    await core.createNamespacedSecret({
+      namespace,
+      body: { metadata: { name: "db" }, stringData: { password: "never-in-git" } },
+    });
+    // The credential Secret in the namespace is refused too; wait until db is named as well.
+    const refused = await eventually(
+      async () => {
+        const t = await targets.get(namespace, "configs");
+        const condition = t?.status?.conditions?.find((c) => c.type === "EncryptionConfigured");
+        return (
+          condition?.reason === "EncryptionNotConfigured" &&
+          condition.message.includes("secrets apps/db") &&
+          t
+        );
+      },
+      { description: "the refusal of secrets apps/db in EncryptionConfigured" },
+    );
+    assert.equal(refused.status?.conditions?.find((c) => c.type === "EncryptionConfigured")?.status, "False");
+    assert.equal(refused.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    const history = await git.gitIn("state", ["log", "--all", "-p"]);
+    assert.equal(history.includes("never-in-git"), false);
   });
 });

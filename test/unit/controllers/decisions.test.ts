@@ -109,8 +109,29 @@ describe("GitTarget decisions", () => {
       branch: { ...branch, status: readyStatus },
     });
     const running = { total: 2, running: 2, replaying: 0, blocked: 0 };
-    assert.equal(targetConditions(ok, undefined, running).find((c) => c.type === "Ready")?.status, "True");
-    const replaying = targetConditions(ok, undefined, { ...running, running: 1, replaying: 1 });
+    const writing = { attached: true, refused: [] };
+    assert.equal(
+      targetConditions(ok, undefined, running, writing).find((c) => c.type === "Ready")?.status,
+      "True",
+    );
+    const unattached = targetConditions(ok, undefined, running);
+    assert.equal(
+      unattached.find((c) => c.type === "GitPathAccepted")?.status,
+      "Unknown",
+      "no worker writes it yet",
+    );
+    assert.equal(unattached.find((c) => c.type === "Ready")?.status, "Unknown");
+    const refusing = targetConditions(ok, undefined, running, {
+      attached: true,
+      refused: ["secrets apps/db"],
+    });
+    assert.equal(
+      refusing.find((c) => c.type === "Ready")?.status,
+      "True",
+      "the rest of the folder is written",
+    );
+    assert.match(refusing.find((c) => c.type === "EncryptionConfigured")?.message ?? "", /secrets apps\/db/);
+    const replaying = targetConditions(ok, undefined, { ...running, running: 1, replaying: 1 }, writing);
     assert.equal(replaying.find((c) => c.type === "Ready")?.status, "Unknown");
     assert.equal(replaying.find((c) => c.type === "StreamsRunning")?.reason, "InitialReplay");
     const branchNotReady = targetConditions(

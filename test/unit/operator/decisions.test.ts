@@ -16,7 +16,7 @@ import {
   labelsChanged,
   readyTransition,
 } from "../../../internal/operator/predicates.ts";
-import { desiredStatus, statusHolds } from "../../../internal/operator/status.ts";
+import { desiredStatus, ownedConditionTypes, statusHolds } from "../../../internal/operator/status.ts";
 
 const t0 = new Date("2026-11-29T10:00:00Z");
 const t1 = new Date("2026-11-29T10:05:00Z");
@@ -210,5 +210,61 @@ describe("names and keys", () => {
   it("event names are valid object names, however long the object's", () => {
     assert.match(eventName("team-a"), /^team-a\.[0-9a-f]+$/);
     assert.ok(eventName("x".repeat(253)).length <= 253);
+  });
+});
+
+describe("condition ownership", () => {
+  const managed = (manager: string, types: string[]) => ({
+    manager,
+    operation: "Apply",
+    subresource: "status",
+    fieldsV1: {
+      "f:status": { "f:conditions": Object.fromEntries(types.map((t) => [`k:{"type":"${t}"}`, {}])) },
+    },
+  });
+  const object = {
+    metadata: {
+      name: "t",
+      generation: 1,
+      managedFields: [managed("gitops-reverser", ["Ready", "Stale"]), managed("someone-else", ["Theirs"])],
+    },
+    status: {
+      observedGeneration: 1,
+      conditions: ["Ready", "Stale", "Theirs"].map((type) => ({
+        type,
+        status: "True" as const,
+        reason: "R",
+        message: "",
+        lastTransitionTime: t0.toISOString(),
+        observedGeneration: 1,
+      })),
+    },
+  };
+
+  it("reads the condition types a field manager owns from managedFields", () => {
+    assert.deepEqual([...ownedConditionTypes(object, "gitops-reverser")].sort(), ["Ready", "Stale"]);
+  });
+
+  it("does not hold when this writer would drop a condition it set before, but ignores other writers' conditions", () => {
+    const onlyReady = desiredStatus(
+      object,
+      { conditions: [{ type: "Ready", status: "True", reason: "R", message: "", observedGeneration: 1 }] },
+      t1,
+    );
+    assert.equal(statusHolds(object, onlyReady, "gitops-reverser"), false, "Stale would be removed");
+    const both = desiredStatus(
+      object,
+      {
+        conditions: ["Ready", "Stale"].map((type) => ({
+          type,
+          status: "True" as const,
+          reason: "R",
+          message: "",
+          observedGeneration: 1,
+        })),
+      },
+      t1,
+    );
+    assert.equal(statusHolds(object, both, "gitops-reverser"), true, "Theirs belongs to someone else");
   });
 });
