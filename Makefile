@@ -63,6 +63,14 @@ install: ## Install the CRDs into the cluster of the current kubeconfig.
 uninstall: ## Remove the CRDs, and with them every object of their kinds, from the current kubeconfig's cluster.
 	$(KUBECTL) delete --ignore-not-found -k config/crd
 
+.PHONY: deploy
+deploy: ## Install the CRDs, RBAC and the operator (config/default) into the current kubeconfig's cluster.
+	set -o pipefail; $(KUBECTL) kustomize config/default | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: ## Remove what deploy installed, the CRDs (and every object of their kinds) included.
+	set -o pipefail; $(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
+
 .PHONY: testenv
 testenv: ## Build kube-apiserver, kubectl and etcd from Go modules, or reuse the cached build.
 	bash hack/testenv/build.sh
@@ -78,6 +86,14 @@ test-unit: node_modules ## Run the unit tests.
 .PHONY: test-e2e
 test-e2e: node_modules testenv ## Run the end-to-end tests against a real control plane, Git server and Redis.
 	$(NODE_TEST) $(E2E_TESTS)
+
+.PHONY: demo
+demo: node_modules testenv ## Run the operator against a local apiserver and Git server, make some changes, and show the commits.
+	node --import tsx hack/demo/demo.ts
+
+.PHONY: bench
+bench: node_modules testenv ## Measure snapshot, edit throughput, latency and RSS against native git (BENCH_SIZES=1000,10000; see bench/README.md).
+	node --expose-gc --import tsx bench/run.ts
 
 .PHONY: testenv-up
 testenv-up: node_modules testenv ## Start a control plane, a Git server and Redis in the background; writes .testenv/env.
