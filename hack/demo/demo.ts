@@ -2,23 +2,17 @@
 // with an empty repository and the operator, applies the providers, a branch, a target and a
 // rule, makes a few changes in the cluster, and shows the commits the operator wrote.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
-import {
-  gitBranches,
-  gitProviders,
-  gitTargets,
-  kubeProviders,
-  watchRules,
-} from "../../generated/v1alpha3/index.ts";
+import { gitTargets } from "../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../test/support/controlplane.ts";
 import { GitServer } from "../../test/support/gitserver.ts";
 import { installCrds } from "../../test/support/manifests.ts";
+import { applyMirror } from "../../test/support/mirror.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
 import { eventually } from "../../test/support/wait.ts";
 
 const namespace = "demo";
 const user = { username: "demo", password: "demo-password" };
-const apiVersion = "configbutler.ai/v1alpha3" as const;
 const say = (line: string) => process.stdout.write(`\n==> ${line}\n`);
 
 const started = Date.now();
@@ -35,70 +29,21 @@ try {
 
   say("Applying a GitProvider, a GitBranch, a KubeProvider, a GitTarget and a WatchRule");
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await core.createNamespacedSecret({
-    namespace,
-    body: { metadata: { name: "git-credentials" }, stringData: user },
-  });
-  const meta = (name: string) => ({ name, namespace });
-  await gitProviders(kc).apply(
+  await applyMirror(kc, namespace, url, user, [
     {
-      apiVersion,
-      kind: "GitProvider",
-      metadata: meta("cluster-state"),
-      spec: {
-        url,
-        secretRef: { name: "git-credentials" },
-        allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main"] }],
-      },
+      name: "demo",
+      path: "clusters/demo",
+      idleTimeout: "2s",
+      rules: [
+        { apiGroups: [""], resources: ["configmaps"] },
+        { apiGroups: ["apps"], resources: ["deployments"] },
+      ],
     },
-    "demo",
-  );
-  await gitBranches(kc).apply(
-    {
-      apiVersion,
-      kind: "GitBranch",
-      metadata: meta("main"),
-      spec: { gitProviderRef: { name: "cluster-state" }, branch: "main" },
-    },
-    "demo",
-  );
-  await kubeProviders(kc).apply(
-    { apiVersion, kind: "KubeProvider", metadata: meta("in-cluster"), spec: { inCluster: {} } },
-    "demo",
-  );
-  await gitTargets(kc).apply(
-    {
-      apiVersion,
-      kind: "GitTarget",
-      metadata: meta("demo"),
-      spec: {
-        gitBranchRef: { name: "main" },
-        kubeProviderRef: { name: "in-cluster" },
-        path: "clusters/demo",
-        commit: { window: { idleTimeout: "2s" } },
-      },
-    },
-    "demo",
-  );
-  await watchRules(kc).apply(
-    {
-      apiVersion,
-      kind: "WatchRule",
-      metadata: meta("apps"),
-      spec: {
-        gitTargetRef: { name: "demo" },
-        rules: [
-          { apiGroups: [""], resources: ["configmaps"] },
-          { apiGroups: ["apps"], resources: ["deployments"] },
-        ],
-      },
-    },
-    "demo",
-  );
+  ]);
 
   say("Starting the operator");
   operator = startOperator(kc, {
-    inClusterKubeProviders: [`${namespace}/in-cluster`],
+    inClusterKubeProviders: [`${namespace}/self`],
     workerRoot,
     pushCooldownMs: 1_000,
   });

@@ -7,7 +7,8 @@ import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { applyMirror, clients, conditionOf } from "./helpers.ts";
+import { applyMirror } from "../../support/mirror.ts";
+import { clients, conditionOf } from "./helpers.ts";
 
 const namespace = "apps";
 const user = { username: "gitops", password: "s3cret" };
@@ -29,8 +30,16 @@ describe("the operator mirrors a cluster into Git", () => {
     await core.createNamespace({ body: { metadata: { name: namespace } } });
     const url = await git.createRepository("state");
     await applyMirror(kc, namespace, url, user, [
-      { name: "configs", path: "clusters/dev/configs", resources: ["configmaps", "secrets"] },
-      { name: "services", path: "clusters/dev/services", resources: ["services"] },
+      {
+        name: "configs",
+        path: "clusters/dev/configs",
+        rules: [{ apiGroups: [""], resources: ["configmaps", "secrets"] }],
+      },
+      {
+        name: "services",
+        path: "clusters/dev/services",
+        rules: [{ apiGroups: [""], resources: ["services"] }],
+      },
     ]);
     workerRoot = makeOwnedTempDir("workers");
     operator = startOperator(kc, {

@@ -7,7 +7,7 @@ import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { applyMirror } from "./helpers.ts";
+import { applyMirror } from "../../support/mirror.ts";
 
 const namespace = "apps";
 const user = { username: "gitops", password: "s3cret" };
@@ -41,7 +41,7 @@ describe("resync after a restart: mark and sweep", () => {
       modes.map((mode) => ({
         name: mode.toLowerCase(),
         path: `clusters/${mode.toLowerCase()}`,
-        resources: ["configmaps"],
+        rules: [{ apiGroups: [""], resources: ["configmaps"] }],
         prune: mode,
       })),
     );

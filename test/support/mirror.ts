@@ -1,0 +1,97 @@
+// What a namespace needs to mirror into a repository, applied the way a user would: shared by
+// the end-to-end tests, make demo and the benchmark.
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import {
+  gitBranches,
+  gitProviders,
+  gitTargets,
+  kubeProviders,
+  watchRules,
+  type WatchRule,
+} from "../../generated/v1alpha3/index.ts";
+
+export interface MirrorTarget {
+  name: string;
+  path: string;
+  /** What its WatchRule selects in the namespace. */
+  rules: WatchRule["spec"]["rules"];
+  prune?: "OnEvent" | "Always" | "Never";
+  /** The commit window's idle timeout; 1s by default, so tests do not wait long. */
+  idleTimeout?: string;
+}
+
+/**
+ * Applies what a namespace needs to mirror into a repository: the credential Secret, a
+ * GitProvider "state" granting branch main to the namespace, the GitBranch "main", an inCluster
+ * KubeProvider "self", and per target a GitTarget and a WatchRule of the same name.
+ */
+export async function applyMirror(
+  kc: KubeConfig,
+  namespace: string,
+  url: string,
+  user: { username: string; password: string },
+  targets: MirrorTarget[],
+): Promise<void> {
+  const apiVersion = "configbutler.ai/v1alpha3" as const;
+  const [providers, branches, gitTargetClient, rules] = [
+    kubeProviders(kc),
+    gitBranches(kc),
+    gitTargets(kc),
+    watchRules(kc),
+  ];
+  await kc
+    .makeApiClient(CoreV1Api)
+    .createNamespacedSecret({ namespace, body: { metadata: { name: "git" }, stringData: user } });
+  await gitProviders(kc).apply(
+    {
+      apiVersion,
+      kind: "GitProvider",
+      metadata: { name: "state", namespace },
+      spec: {
+        url,
+        secretRef: { name: "git" },
+        allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main"] }],
+      },
+    },
+    "test",
+  );
+  await branches.apply(
+    {
+      apiVersion,
+      kind: "GitBranch",
+      metadata: { name: "main", namespace },
+      spec: { gitProviderRef: { name: "state" }, branch: "main" },
+    },
+    "test",
+  );
+  await providers.apply(
+    { apiVersion, kind: "KubeProvider", metadata: { name: "self", namespace }, spec: { inCluster: {} } },
+    "test",
+  );
+  for (const t of targets) {
+    await gitTargetClient.apply(
+      {
+        apiVersion,
+        kind: "GitTarget",
+        metadata: { name: t.name, namespace },
+        spec: {
+          gitBranchRef: { name: "main" },
+          kubeProviderRef: { name: "self" },
+          path: t.path,
+          commit: { window: { idleTimeout: t.idleTimeout ?? "1s", maxDuration: "10s" } },
+          ...(t.prune ? { prune: { mode: t.prune } } : {}),
+        },
+      },
+      "test",
+    );
+    await rules.apply(
+      {
+        apiVersion,
+        kind: "WatchRule",
+        metadata: { name: t.name, namespace },
+        spec: { gitTargetRef: { name: t.name }, rules: t.rules },
+      },
+      "test",
+    );
+  }
+}
