@@ -6,6 +6,7 @@ import { hostname } from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
 import { Manager } from "../internal/operator/manager.ts";
 import { createLogger } from "../internal/telemetry/logger.ts";
+import { registerInstruments } from "../internal/telemetry/instruments.ts";
 import { createRegistry, leaderGauge } from "../internal/telemetry/metrics.ts";
 import { parseBindAddress, serveMetrics, serveProbes } from "../internal/telemetry/servers.ts";
 import { parseFlags } from "./flags.ts";
@@ -43,6 +44,7 @@ const manager = new Manager(kubeConfig, {
 setupOperator(manager, options);
 
 const registry = createRegistry();
+registerInstruments(registry);
 leaderGauge(registry, () => manager.isLeader);
 const servers: Server[] = [];
 const metricsAddress = parseBindAddress(options.metricsBindAddress);

@@ -5,6 +5,7 @@ import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/git/branchclaim.ts";
 import { RemoteStatusPublisher } from "../internal/git/remotestatus.ts";
+import { placementRefusals } from "../internal/telemetry/instruments.ts";
 import { WorkerManager, defaultWorkerRoot } from "../internal/git/workermanager.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
@@ -58,13 +59,20 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
     pushCooldownMs: settings.pushCooldownMs,
     additionalSensitive: settings.additionalSensitiveResources ?? [],
-    onRefused: (write, identity, reason) =>
+    onRefused: (write, identity, reason) => {
       manager.logger.error("refused to write a resource", {
         gitTarget: write.target.key,
         resource: `${identity.group}/${identity.resource}`,
         object: `${identity.namespace}/${identity.name}`,
         reason,
-      }),
+      });
+      const [namespace = "", name = ""] = write.target.key.split("/");
+      placementRefusals.inc({
+        reason: "encryption_unavailable",
+        gittarget_namespace: namespace,
+        gittarget_name: name,
+      });
+    },
     logger: manager.logger,
   });
   manager.addRunnable(workers);

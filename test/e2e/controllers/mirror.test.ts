@@ -7,6 +7,7 @@ import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
+import { placementRefusals } from "../../../internal/telemetry/instruments.ts";
 import { applyMirror } from "../../support/mirror.ts";
 import { clients, conditionOf } from "./helpers.ts";
 
@@ -130,5 +131,15 @@ describe("the operator mirrors a cluster into Git", () => {
     assert.equal(refused.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
     const history = await git.gitIn("state", ["log", "--all", "-p"]);
     assert.equal(history.includes("never-in-git"), false);
+    const metrics = await placementRefusals.get();
+    assert.ok(
+      metrics.values.some(
+        (v) =>
+          v.labels.gittarget_name === "configs" &&
+          v.labels.reason === "encryption_unavailable" &&
+          v.value >= 1,
+      ),
+      "the refusal is counted",
+    );
   });
 });

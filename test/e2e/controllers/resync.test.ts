@@ -54,7 +54,7 @@ describe("resync after a restart: mark and sweep", () => {
     if (workerRoot) removeOwnedTempDir(workerRoot);
   });
 
-  it("sweeps an object deleted while the operator was stopped under Always, and keeps it under OnEvent and Never", async () => {
+  it("sweeps an object deleted while the operator was stopped under Always only, and never another namespace's document", async () => {
     for (const name of ["kept", "deleted-while-down"]) {
       await core.createNamespacedConfigMap({ namespace, body: { metadata: { name }, data: { k: "v" } } });
     }
@@ -69,6 +69,13 @@ describe("resync after a restart: mark and sweep", () => {
     operator = undefined;
 
     await core.deleteNamespacedConfigMap({ namespace, name: "deleted-while-down" });
+    // A document of another namespace in the same folder: outside the snapshot's collection.
+    await git.pushForeignCommit("state", {
+      files: {
+        "clusters/always/other/configmaps/foreign.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foreign\n  namespace: other\n",
+      },
+    });
     operator = start();
     // A live create after the restart reaches each folder only after that target's snapshot,
     // which the same worker published first: its arrival proves the snapshot was applied.
@@ -93,5 +100,9 @@ describe("resync after a restart: mark and sweep", () => {
     );
     assert.ok(await show(fileOf("Never", "deleted-while-down")), "Never keeps everything");
     for (const mode of modes) assert.ok(await show(fileOf(mode, "kept")));
+    assert.ok(
+      await show("clusters/always/other/configmaps/foreign.yaml"),
+      "a snapshot of one namespace never touches another's",
+    );
   });
 });

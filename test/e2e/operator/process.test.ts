@@ -56,6 +56,10 @@ describe("the operator process", () => {
       );
       const names = [...metrics.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!);
       assert.ok(names.length > 5);
+      assert.ok(
+        names.includes("gitopsreverser_placement_refusals_total"),
+        "the writer's instruments are registered",
+      );
       assert.deepEqual(
         names.filter((n) => !n.startsWith("gitopsreverser_")),
         [],
