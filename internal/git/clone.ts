@@ -152,14 +152,15 @@ export class Clone {
     committer: Signature,
   ): Promise<string | undefined> {
     const dir = this.dir;
-    let changed = false;
-    for (const filepath of new Set(paths)) {
-      if (fs.existsSync(join(dir, filepath))) await git.add({ fs, dir, filepath });
-      else await git.remove({ fs, dir, filepath });
-      const [row] = await git.statusMatrix({ fs, dir, filepaths: [filepath] });
-      const [head, stage] = row ? [row[1], row[3]] : [0, 0];
-      if (head !== stage) changed = true;
-    }
+    const touched = [...new Set(paths)];
+    const present = touched.filter((p) => fs.existsSync(join(dir, p)));
+    const presentSet = new Set(present);
+    // One add for every written path: isomorphic-git rewrites the index on each call.
+    if (present.length > 0) await git.add({ fs, dir, filepath: present });
+    for (const filepath of touched.filter((p) => !presentSet.has(p))) await git.remove({ fs, dir, filepath });
+    // One walk over the touched paths tells whether the staged tree differs from HEAD's.
+    const rows = await git.statusMatrix({ fs, dir, filepaths: touched });
+    const changed = rows.some(([, head, , stage]) => head !== stage);
     if (!changed) return undefined;
     const now = Math.floor(Date.now() / 1000);
     return git.commit({

@@ -91,7 +91,9 @@ export class CollectionWatch {
         this.resourceVersion = undefined;
         continue;
       }
-      if (!outcome.error) {
+      // A quiet watch that reached the client's inactivity timeout simply reconnects from where
+      // it was: no error, no backoff.
+      if (!outcome.error || outcome.error.name === "TimeoutError") {
         delay = backoff.baseMs;
         continue;
       }
