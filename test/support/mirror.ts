@@ -7,6 +7,7 @@ import {
   gitTargets,
   kubeProviders,
   watchRules,
+  type GitTarget,
   type WatchRule,
 } from "../../generated/v1alpha3/index.ts";
 
@@ -18,6 +19,27 @@ export interface MirrorTarget {
   prune?: "OnEvent" | "Always" | "Never";
   /** The commit window's idle timeout; 1s by default, so tests do not wait long. */
   idleTimeout?: string;
+  /** The commit window's maximum duration; 10s by default. */
+  maxDuration?: string;
+}
+
+/** The field manager the fixture applies as; a later apply of the same fields must use it too. */
+export const mirrorFieldManager = "test";
+
+/** The GitTarget the fixture applies for `t`, for re-applying it with other settings. */
+export function mirrorGitTarget(namespace: string, t: MirrorTarget): GitTarget {
+  return {
+    apiVersion: "configbutler.ai/v1alpha3",
+    kind: "GitTarget",
+    metadata: { name: t.name, namespace },
+    spec: {
+      gitBranchRef: { name: "main" },
+      kubeProviderRef: { name: "self" },
+      path: t.path,
+      commit: { window: { idleTimeout: t.idleTimeout ?? "1s", maxDuration: t.maxDuration ?? "10s" } },
+      ...(t.prune ? { prune: { mode: t.prune } } : {}),
+    },
+  };
 }
 
 /**
@@ -53,7 +75,7 @@ export async function applyMirror(
         allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main"] }],
       },
     },
-    "test",
+    mirrorFieldManager,
   );
   await branches.apply(
     {
@@ -62,28 +84,14 @@ export async function applyMirror(
       metadata: { name: "main", namespace },
       spec: { gitProviderRef: { name: "state" }, branch: "main" },
     },
-    "test",
+    mirrorFieldManager,
   );
   await providers.apply(
     { apiVersion, kind: "KubeProvider", metadata: { name: "self", namespace }, spec: { inCluster: {} } },
-    "test",
+    mirrorFieldManager,
   );
   for (const t of targets) {
-    await gitTargetClient.apply(
-      {
-        apiVersion,
-        kind: "GitTarget",
-        metadata: { name: t.name, namespace },
-        spec: {
-          gitBranchRef: { name: "main" },
-          kubeProviderRef: { name: "self" },
-          path: t.path,
-          commit: { window: { idleTimeout: t.idleTimeout ?? "1s", maxDuration: "10s" } },
-          ...(t.prune ? { prune: { mode: t.prune } } : {}),
-        },
-      },
-      "test",
-    );
+    await gitTargetClient.apply(mirrorGitTarget(namespace, t), mirrorFieldManager);
     await rules.apply(
       {
         apiVersion,
@@ -91,7 +99,7 @@ export async function applyMirror(
         metadata: { name: t.name, namespace },
         spec: { gitTargetRef: { name: t.name }, rules: t.rules },
       },
-      "test",
+      mirrorFieldManager,
     );
   }
 }

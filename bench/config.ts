@@ -1,0 +1,63 @@
+// The benchmark's knobs, read from the environment so `make bench` runs with defaults and a
+// quick check is `BENCH_SIZES=1000 make bench`.
+
+export interface BenchConfig {
+  /** How many ConfigMaps each snapshot measurement mirrors; one fresh namespace and repository each. */
+  sizes: number[];
+  /** Concurrent create requests while filling a namespace. */
+  createBatch: number;
+  /** Edits of the throughput phase (capped at 3 per ConfigMap, so every edit has its own key). */
+  edits: number;
+  writers: number;
+  /** Edits per second offered by all writers together; 0 sends as fast as the writers can. */
+  editRate: number;
+  /** The GitTarget's commit window during the snapshot and throughput phases. */
+  window: { idleTimeout: string; maxDuration: string };
+  /** Edits of the latency phase, each sent once the previous one was pushed. */
+  latencyEdits: number;
+  /** Runs of the native git reference per size; the median is reported. */
+  referenceRepeats: number;
+  /** Upper bounds, so every wait in the run ends. */
+  snapshotTimeoutMs: number;
+  settleTimeoutMs: number;
+  editTimeoutMs: number;
+  resultsDir: string;
+}
+
+function numberFrom(name: string, fallback: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number >= 0, not "${text}"`);
+  return value;
+}
+
+export function readConfig(): BenchConfig {
+  const sizes = (process.env.BENCH_SIZES ?? "1000,10000")
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+    .map(Number);
+  if (sizes.length === 0 || sizes.some((n) => !Number.isInteger(n) || n < 1)) {
+    throw new Error(
+      `BENCH_SIZES must be a comma-separated list of positive integers, not "${process.env.BENCH_SIZES}"`,
+    );
+  }
+  return {
+    sizes,
+    createBatch: numberFrom("BENCH_CREATE_BATCH", 50),
+    edits: numberFrom("BENCH_EDITS", 2000),
+    writers: Math.max(1, numberFrom("BENCH_WRITERS", 8)),
+    editRate: numberFrom("BENCH_EDIT_RATE", 200),
+    window: {
+      idleTimeout: process.env.BENCH_EDIT_IDLE ?? "1s",
+      maxDuration: process.env.BENCH_EDIT_MAX ?? "10s",
+    },
+    latencyEdits: numberFrom("BENCH_LATENCY_EDITS", 30),
+    referenceRepeats: Math.max(1, numberFrom("BENCH_REFERENCE_REPEATS", 3)),
+    snapshotTimeoutMs: numberFrom("BENCH_SNAPSHOT_TIMEOUT_S", 240) * 1000,
+    settleTimeoutMs: numberFrom("BENCH_SETTLE_TIMEOUT_S", 180) * 1000,
+    editTimeoutMs: numberFrom("BENCH_EDIT_TIMEOUT_S", 30) * 1000,
+    resultsDir: process.env.BENCH_RESULTS_DIR ?? "bench-results",
+  };
+}

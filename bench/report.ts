@@ -1,0 +1,156 @@
+// The run's results: the shape written to bench-results/<timestamp>.json, and the tables printed.
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { BenchConfig } from "./config.ts";
+import type { LatencyResult, ThroughputResult } from "./edits.ts";
+import type { WorkerTimings } from "./instrument.ts";
+import type { ReferenceResult } from "./reference.ts";
+import { mib, seconds } from "./sampler.ts";
+import type { SnapshotResult } from "./snapshot.ts";
+
+export interface Measured {
+  peakRssBytes: number;
+  worker: WorkerTimings;
+}
+
+export interface SizeResult {
+  size: number;
+  namespace: string;
+  createMs: number;
+  snapshot?: SnapshotResult & Measured;
+  throughput?: ThroughputResult & Measured;
+  latency?: LatencyResult & Measured;
+  reference?: ReferenceResult;
+  /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
+  contentMatches?: boolean;
+  operatorErrors: string[];
+  /** The operator did not stop when asked (a publication still running). */
+  operatorStillRunning?: boolean;
+  /** Why the size was not measured. */
+  skipped?: string;
+}
+
+export interface RunResult {
+  startedAt: string;
+  durationMs: number;
+  machine: { cpus: number; memoryGiB: number; node: string; git: string };
+  config: BenchConfig;
+  sizes: SizeResult[];
+  notes: string[];
+  error?: string;
+}
+
+const s = (ms: number | undefined) => (ms === undefined ? "—" : `${seconds(ms)} s`);
+const ms = (value: number | undefined) => (value === undefined ? "—" : `${Math.round(value)} ms`);
+const rss = (m: Measured | undefined) => (m ? `${mib(m.peakRssBytes)} MiB` : "");
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+}
+
+export function resultTable(result: RunResult): string {
+  const rows: string[][] = [];
+  for (const r of result.sizes) {
+    const n = String(r.size);
+    if (r.skipped) rows.push(["(a) initial snapshot → pushed", n, "skipped", r.skipped, "", ""]);
+    const ref = r.reference;
+    if (r.snapshot) {
+      const { ms: took, files, pushes, commits } = r.snapshot;
+      const vsGit = took !== undefined && ref ? `${(took / ref.totalMs).toFixed(1)}× git` : "";
+      const detail =
+        took === undefined
+          ? `timed out: ${files}/${r.size} files pushed, ${r.snapshot.cloneObjects} objects staged in the clone`
+          : `${pushes} push(es), ${commits} commit(s)`;
+      rows.push(["(a) initial snapshot → pushed", n, s(took), detail, rss(r.snapshot), vsGit]);
+    }
+    if (ref) {
+      const detail = `clone ${ms(ref.cloneMs)}, write ${ms(ref.writeMs)}, add+commit ${ms(ref.addCommitMs)}, push ${ms(ref.pushMs)}`;
+      const label =
+        ref.runs.length > 1
+          ? `(e) native git, 1 commit + 1 push, median of ${ref.runs.length}`
+          : "(e) native git, 1 commit + 1 push";
+      rows.push([label, n, s(ref.totalMs), detail, "", "1×"]);
+    }
+    const t = r.throughput;
+    if (t) {
+      const offered = t.offeredPerSecond === "unpaced" ? "unpaced" : `${t.offeredPerSecond}/s offered`;
+      rows.push([
+        `(b) edit throughput, ${t.writers} writers`,
+        n,
+        `${t.editsPerSecond.toFixed(1)} edits/s`,
+        `${t.landed}/${t.edits} landed in ${s(t.spanMs)} (${offered}, sent in ${s(t.sendMs)}); ${t.pushes} pushes; edit→push p50 ${ms(t.p50Ms)}, p95 ${ms(t.p95Ms)}`,
+        rss(t),
+        "",
+      ]);
+    }
+    const l = r.latency;
+    if (l) {
+      rows.push([
+        "(c) edit→push latency, idle 0s",
+        n,
+        `p50 ${ms(l.p50Ms)}`,
+        `p95 ${ms(l.p95Ms)}, max ${ms(l.maxMs)}, ${l.landed}/${l.edits} edits`,
+        rss(l),
+        "",
+      ]);
+    }
+  }
+  return table(["measurement", "N", "result", "detail", "peak RSS (d)", "vs git"], rows);
+}
+
+export function workerTable(result: RunResult): string {
+  const rows: string[][] = [];
+  for (const r of result.sizes) {
+    for (const [phase, m] of [
+      ["(a) snapshot", r.snapshot],
+      ["(b) throughput", r.throughput],
+      ["(c) latency", r.latency],
+    ] as const) {
+      if (!m) continue;
+      const w = m.worker;
+      const materialize = w.publishMs - w.syncMs - w.commitMs - w.pushMs;
+      const cycles = w.publishes + (w.running.includes("publish") ? 1 : 0);
+      const per = (total: number) => (cycles > 0 ? ms(total / cycles) : "—");
+      const running = w.running.length > 0 ? ` (still in ${w.running.join(", ")})` : "";
+      rows.push([
+        phase,
+        String(r.size),
+        `${w.publishes}${running}`,
+        `${ms(w.syncMs)} (${per(w.syncMs - w.resetMs)} + ${per(w.resetMs)})`,
+        `${ms(materialize)} (${per(materialize)})`,
+        `${ms(w.commitMs)} (${per(w.commitMs)})`,
+        `${ms(w.pushMs)} (${per(w.pushMs)})`,
+        `${w.scans} / ${w.reads}`,
+        (["sync", "materialize", "commit", "push"] as const)
+          .map((step) => {
+            const peak = w.peakRssBytes[step];
+            return peak === undefined ? "—" : String(mib(peak));
+          })
+          .join(" / "),
+      ]);
+    }
+  }
+  return table(
+    [
+      "phase",
+      "N",
+      "publish cycles",
+      "sync (per cycle: fetch + reset)",
+      "materialize: scan+edit (per cycle)",
+      "commit (per cycle)",
+      "push (per cycle)",
+      "folder scans / file reads",
+      "peak RSS MiB in sync / materialize / commit / push",
+    ],
+    rows,
+  );
+}
+
+export async function writeResult(dir: string, result: RunResult): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const file = join(dir, `${result.startedAt.replace(/[:.]/g, "-")}.json`);
+  await writeFile(file, `${JSON.stringify(result, null, 2)}\n`);
+  return file;
+}

@@ -1,0 +1,188 @@
+// One size N: fill a fresh namespace, start a fresh operator on a fresh repository, measure the
+// snapshot (and, for the first size, the live edits), stop the operator, then write the same
+// files with native git for the reference.
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { GitServer } from "../test/support/gitserver.ts";
+import { startOperator } from "../test/support/operator.ts";
+import { eventually } from "../test/support/wait.ts";
+import {
+  applyMirror,
+  configMapFolder,
+  fillNamespace,
+  renderFolder,
+  retireMirror,
+  setWindow,
+  targetPath,
+  targetReady,
+} from "./cluster.ts";
+import type { BenchConfig } from "./config.ts";
+import { measureLatency, measureThroughput } from "./edits.ts";
+import { WorkerProbe } from "./instrument.ts";
+import { PushLog } from "./pushlog.ts";
+import { referenceWrite } from "./reference.ts";
+import type { SizeResult } from "./report.ts";
+import { mib, progress, RssSampler, seconds, sleep } from "./sampler.ts";
+import { waitForSnapshot } from "./snapshot.ts";
+
+export interface Harness {
+  kc: KubeConfig;
+  git: GitServer;
+  user: { username: string; password: string };
+  workerRoot: string;
+  config: BenchConfig;
+}
+
+/** Measures one size; returns false when its snapshot did not complete (larger sizes would not either). */
+export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean): Promise<boolean> {
+  const { kc, git, user, config } = h;
+  const { size, namespace } = r;
+  const repository = `operator-${namespace}`;
+  const folder = configMapFolder(namespace);
+  progress(
+    `N=${size}: creating namespace ${namespace} with ${size} ConfigMaps, ${config.createBatch} requests at a time`,
+  );
+  r.createMs = await fillNamespace(kc, namespace, size, config.createBatch);
+  progress(`  created in ${seconds(r.createMs)} s`);
+
+  // The reference first, while no operator is busy on the machine.
+  progress(`(e) N=${size}: the same files with native git, one commit, one push`);
+  const files = await renderFolder(kc, namespace);
+  r.reference = await referenceWrite(git, `reference-${namespace}`, user, files, config.referenceRepeats);
+  progress(
+    `  ${files.size} files: ${r.reference.runs.map((run) => `${seconds(run.totalMs)} s`).join(", ")}; median ${seconds(r.reference.totalMs)} s`,
+  );
+
+  const url = await git.createRepository(repository);
+  const log = await PushLog.install(git, repository);
+  await applyMirror(kc, namespace, url, user, config.window);
+
+  const sampler = new RssSampler();
+  const workerRoot = join(h.workerRoot, namespace);
+  progress(`(a) N=${size}: starting the operator; waiting for ${size} files under ${folder}`);
+  sampler.begin();
+  const started = Date.now();
+  const operator = startOperator(kc, {
+    inClusterKubeProviders: [`${namespace}/self`],
+    workerRoot,
+    pushCooldownMs: 0,
+  });
+  const probe = new WorkerProbe(operator.workers);
+  sampler.onSample((rss) => probe.observe(rss));
+  // Each error the operator logs, stamped with the seconds since it started.
+  const record = operator.errors.push.bind(operator.errors);
+  operator.errors.push = (...lines: string[]) =>
+    record(...lines.map((line) => `+${seconds(Date.now() - started)} s ${line}`));
+  try {
+    const snapshot = await waitForSnapshot({
+      git,
+      repository,
+      folder,
+      size,
+      started,
+      timeoutMs: config.snapshotTimeoutMs,
+      log,
+      workerRoot,
+    });
+    r.snapshot = { ...snapshot, peakRssBytes: sampler.end(), worker: probe.take() };
+    if (snapshot.ms !== undefined) {
+      r.contentMatches = await sameContent(git, repository, files);
+      if (!r.contentMatches)
+        progress("  warning: the operator's files differ from native git's (see the JSON)");
+    }
+    progress(
+      snapshot.ms === undefined
+        ? `  timed out after ${seconds(config.snapshotTimeoutMs)} s with ${snapshot.files}/${size} files`
+        : `  ${size} files pushed ${seconds(snapshot.ms)} s after the operator started; peak RSS ${mib(r.snapshot.peakRssBytes)} MiB`,
+    );
+    if (snapshot.ms === undefined || !withEdits) return snapshot.ms !== undefined;
+
+    progress(
+      `(b) N=${size}: ${config.edits} edits from ${config.writers} writers at ${config.editRate || "unpaced"} edits/s`,
+    );
+    sampler.begin();
+    const throughput = await measureThroughput({
+      kc,
+      git,
+      repository,
+      namespace,
+      folder,
+      size,
+      edits: config.edits,
+      writers: config.writers,
+      rate: config.editRate,
+      settleTimeoutMs: config.settleTimeoutMs,
+      log,
+    });
+    r.throughput = { ...throughput, peakRssBytes: sampler.end(), worker: probe.take() };
+    progress(
+      `  ${throughput.landed}/${throughput.edits} edits pushed: ${throughput.editsPerSecond.toFixed(1)} edits/s`,
+    );
+
+    progress(`(c) N=${size}: idleTimeout 0s, then ${config.latencyEdits} single edits`);
+    const generation = await setWindow(kc, namespace, {
+      idleTimeout: "0s",
+      maxDuration: config.window.maxDuration,
+    });
+    await eventually(
+      async () => {
+        const state = await targetReady(kc, namespace);
+        return state.ready && state.generation >= generation;
+      },
+      { timeoutMs: 60_000, description: "the GitTarget to observe idleTimeout 0s" },
+    );
+    probe.take();
+    sampler.begin();
+    const latency = await measureLatency({
+      kc,
+      namespace,
+      folder,
+      size,
+      edits: config.latencyEdits,
+      editTimeoutMs: config.editTimeoutMs,
+      log,
+    });
+    r.latency = { ...latency, peakRssBytes: sampler.end(), worker: probe.take() };
+    progress(`  p50 ${latency.p50Ms} ms, p95 ${latency.p95Ms} ms`);
+  } finally {
+    sampler.end();
+    progress("  stopping the operator");
+    // A worker finishes the publication it is in before it stops, and a commit cannot be
+    // interrupted: after a timed-out snapshot it may run on for long, so wait only briefly.
+    const patience = r.snapshot?.ms === undefined ? 10_000 : 60_000;
+    const stopped = await Promise.race([operator.stop().then(() => true), sleep(patience).then(() => false)]);
+    if (!stopped) {
+      r.operatorStillRunning = true;
+      progress(`  the operator did not stop within ${patience / 1000} s; it runs on until the process exits`);
+    }
+    r.operatorErrors = operator.errors.slice(0, 20);
+    if (operator.errors.length > 0) progress(`  the operator logged ${operator.errors.length} error(s)`);
+    await retireMirror(kc, namespace).catch((err: unknown) =>
+      progress(`  retiring the mirror failed: ${String(err)}`),
+    );
+    // A clone still in use is left to the end of the run, which removes the whole worker root.
+    if (stopped) await rm(workerRoot, { recursive: true, force: true });
+  }
+  return true;
+}
+
+/** Whether the operator's folder has the rendered files' paths, and a sample of them byte for byte. */
+async function sameContent(git: GitServer, repository: string, files: Map<string, string>): Promise<boolean> {
+  const listing = await git.gitIn(repository, [
+    "ls-tree",
+    "-r",
+    "--name-only",
+    "main",
+    "--",
+    `${targetPath}/`,
+  ]);
+  const paths = listing.split("\n").filter((p) => p !== "");
+  if (paths.length !== files.size || paths.some((p) => !files.has(p))) return false;
+  const sorted = [...files.keys()].sort();
+  for (const path of [0, 0.25, 0.5, 0.75, 1].map((f) => sorted[Math.floor(f * (sorted.length - 1))]!)) {
+    const pushed = await git.gitIn(repository, ["show", `main:${path}`]);
+    if (pushed !== files.get(path)!.trim()) return false;
+  }
+  return true;
+}
