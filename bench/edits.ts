@@ -5,7 +5,8 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { GitServer } from "../test/support/gitserver.ts";
 import { configMapName, dataKeys } from "./cluster.ts";
 import type { PushLog } from "./pushlog.ts";
-import { percentile, progress, sleep } from "./sampler.ts";
+import { sleep } from "../internal/timing/sleep.ts";
+import { percentile, progress } from "./sampler.ts";
 
 const run = Date.now() % 1_000_000;
 

@@ -47,10 +47,6 @@ export function progress(line: string): void {
   process.stdout.write(`[${String(seconds(Date.now() - started)).padStart(7)} s] ${line}\n`);
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /** p in [0, 100] of `values` (nearest rank); undefined when empty. */
 export function percentile(values: number[], p: number): number | undefined {
   if (values.length === 0) return undefined;

@@ -23,7 +23,8 @@ import { WorkerProbe } from "./instrument.ts";
 import { PushLog } from "./pushlog.ts";
 import { referenceWrite } from "./reference.ts";
 import type { SizeResult } from "./report.ts";
-import { mib, progress, RssSampler, seconds, sleep } from "./sampler.ts";
+import { sleep } from "../internal/timing/sleep.ts";
+import { mib, progress, RssSampler, seconds } from "./sampler.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 
 export interface Harness {
@@ -169,15 +170,7 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
 
 /** Whether the operator's folder has the rendered files' paths, and a sample of them byte for byte. */
 async function sameContent(git: GitServer, repository: string, files: Map<string, string>): Promise<boolean> {
-  const listing = await git.gitIn(repository, [
-    "ls-tree",
-    "-r",
-    "--name-only",
-    "main",
-    "--",
-    `${targetPath}/`,
-  ]);
-  const paths = listing.split("\n").filter((p) => p !== "");
+  const paths = await git.listFiles(repository, "main", targetPath);
   if (paths.length !== files.size || paths.some((p) => !files.has(p))) return false;
   const sorted = [...files.keys()].sort();
   for (const path of [0, 0.25, 0.5, 0.75, 1].map((f) => sorted[Math.floor(f * (sorted.length - 1))]!)) {

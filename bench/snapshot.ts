@@ -5,7 +5,8 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { GitServer } from "../test/support/gitserver.ts";
 import type { PushLog } from "./pushlog.ts";
-import { progress, sleep } from "./sampler.ts";
+import { sleep } from "../internal/timing/sleep.ts";
+import { progress } from "./sampler.ts";
 
 export interface SnapshotResult {
   files: number;
@@ -52,15 +53,7 @@ export async function waitForSnapshot(options: {
     const tip = await git.branchHead(repository, "main");
     if (tip && tip !== head) {
       head = tip;
-      const listing = await git.gitIn(repository, [
-        "ls-tree",
-        "-r",
-        "--name-only",
-        "main",
-        "--",
-        `${folder}/`,
-      ]);
-      files = listing === "" ? 0 : listing.split("\n").length;
+      files = (await git.listFiles(repository, "main", folder)).length;
       if (files >= size) {
         ms = ((await log.landedAt(tip)) ?? Date.now()) - started;
         break;

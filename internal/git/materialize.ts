@@ -66,12 +66,15 @@ export async function materialize(
       options.onRefused(write, identity, refusedSensitive);
       continue;
     }
-    const existing = inventory.get(key);
-    const before = existing ? await clone.read(existing.path) : undefined;
-    const path = await upsertDocument(clone, inventory, change.object, builtInPath(folder, identity, false));
-    if (!existing || before !== (await clone.read(path))) {
+    const { path, created, changed } = await upsertDocument(
+      clone,
+      inventory,
+      change.object,
+      builtInPath(folder, identity, false),
+    );
+    if (changed) {
       touched.add(path);
-      applied.push({ operation: existing ? "update" : "create", identity, path });
+      applied.push({ operation: created ? "create" : "update", identity, path });
     }
   }
 

@@ -70,27 +70,37 @@ async function documentsAt(tree: FileTree, path: string): Promise<string[]> {
   return parseAllDocuments((await tree.read(path)) ?? "").map((doc) => doc.toString());
 }
 
+/** Where an upsert wrote, and whether it created the document or changed the file at all. */
+export interface UpsertResult {
+  path: string;
+  created: boolean;
+  changed: boolean;
+}
+
 /**
  * Writes `object` where its document lives, replacing that document alone and keeping its
- * siblings; a new object is written at `newPath`. Returns the path it touched.
+ * siblings; a new object is written at `newPath`. A file whose bytes would not change is not
+ * written, and the result says so.
  */
 export async function upsertDocument(
   tree: FileTree,
   inventory: Map<string, DocumentLocation>,
   object: KubernetesObject,
   newPath: string,
-): Promise<string> {
+): Promise<UpsertResult> {
   const key = identityOfObject(object);
   const location = inventory.get(key);
   if (!location) {
     await tree.write(newPath, toStableYaml(object));
     inventory.set(key, { path: newPath, index: 0 });
-    return newPath;
+    return { path: newPath, created: true, changed: true };
   }
-  const documents = await documentsAt(tree, location.path);
+  const before = (await tree.read(location.path)) ?? "";
+  const documents = parseAllDocuments(before).map((doc) => doc.toString());
   documents[location.index] = toStableYaml(object);
-  await tree.write(location.path, renderDocuments(documents));
-  return location.path;
+  const after = renderDocuments(documents);
+  if (after !== before) await tree.write(location.path, after);
+  return { path: location.path, created: false, changed: after !== before };
 }
 
 /** Removes the object's document, and its file once no document is left. Returns the path, if any. */

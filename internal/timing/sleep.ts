@@ -1,15 +1,15 @@
 /** Waits `ms`, or less if `signal` aborts first; never rejects. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    if (signal.aborted) {
+    if (signal?.aborted) {
       resolve();
       return;
     }
     const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
+    signal?.addEventListener("abort", done, { once: true });
     function done() {
       clearTimeout(timer);
-      signal.removeEventListener("abort", done);
+      signal?.removeEventListener("abort", done);
       resolve();
     }
   });

@@ -115,6 +115,19 @@ export class GitServer {
     }
   }
 
+  /** The files a branch holds under `folder`, as paths from the repository root. */
+  async listFiles(repository: string, branch: string, folder: string): Promise<string[]> {
+    const listing = await this.gitIn(repository, [
+      "ls-tree",
+      "-r",
+      "--name-only",
+      branch,
+      "--",
+      `${folder}/`,
+    ]);
+    return listing.split("\n").filter((p) => p !== "");
+  }
+
   /** Runs a git command inside the bare repository, for assertions on what was pushed. */
   async gitIn(repository: string, args: string[]): Promise<string> {
     return git(args, { cwd: this.repositoryPath(repository) });

@@ -1,6 +1,10 @@
+import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { setupOperator, type Operator, type OperatorSettings } from "../../controllers/setup.ts";
 import { Manager } from "../../internal/operator/manager.ts";
+import { repoRoot } from "./binaries.ts";
+import { freePort } from "./ports.ts";
+import { ManagedProcess } from "./process.ts";
 
 export interface RunningOperator extends Operator {
   manager: Manager;
@@ -38,4 +42,42 @@ export function startOperator(
       await running;
     },
   };
+}
+
+export interface OperatorProcess {
+  process: ManagedProcess;
+  metricsPort: number;
+  probePort: number;
+  logFile: string;
+}
+
+/**
+ * The operator as its own process, `controllers/main.ts` with `args`, serving metrics and
+ * probes on free loopback ports, for tests of what only a whole process shows: flags, probes,
+ * signals, and the identity it runs as.
+ */
+export async function startOperatorProcess(
+  kubeconfigPath: string,
+  logDir: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<OperatorProcess> {
+  const [metricsPort, probePort] = [await freePort(), await freePort()];
+  const logFile = join(logDir, "operator.log");
+  const started = ManagedProcess.start({
+    name: "gitops-reverser",
+    command: process.execPath,
+    args: [
+      "--import",
+      "tsx",
+      join(repoRoot, "controllers/main.ts"),
+      ...args,
+      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+      `--health-probe-bind-address=127.0.0.1:${probePort}`,
+    ],
+    env: { ...process.env, ...env, KUBECONFIG: kubeconfigPath },
+    cwd: repoRoot,
+    logFile,
+  });
+  return { process: started, metricsPort, probePort, logFile };
 }

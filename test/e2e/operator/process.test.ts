@@ -1,12 +1,9 @@
+import { startOperatorProcess } from "../../support/operator.ts";
 import assert from "node:assert/strict";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
-import { repoRoot } from "../../support/binaries.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
-import { freePort } from "../../support/ports.ts";
-import { ManagedProcess } from "../../support/process.ts";
 import { eventually } from "../../support/wait.ts";
 
 describe("the operator process", () => {
@@ -21,23 +18,14 @@ describe("the operator process", () => {
   });
 
   it("serves probes and metrics, leads, and on SIGTERM stops cleanly and releases its lease", async () => {
-    const [metricsPort, probePort] = [await freePort(), await freePort()];
-    const operator = ManagedProcess.start({
-      name: "gitops-reverser",
-      command: process.execPath,
-      args: [
-        "--import",
-        "tsx",
-        join(repoRoot, "controllers/main.ts"),
-        "--leader-elect",
-        "--leader-election-namespace=default",
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-        `--health-probe-bind-address=127.0.0.1:${probePort}`,
-      ],
-      env: { ...process.env, KUBECONFIG: plane.kubeconfigPath },
-      cwd: repoRoot,
-      logFile: join(plane.dir, "operator.log"),
-    });
+    const {
+      process: operator,
+      metricsPort,
+      probePort,
+    } = await startOperatorProcess(plane.kubeconfigPath, plane.dir, [
+      "--leader-elect",
+      "--leader-election-namespace=default",
+    ]);
     try {
       await eventually(
         async () => {

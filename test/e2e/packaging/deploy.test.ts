@@ -1,6 +1,7 @@
 // The install manifests: config/default rendered by the pinned kubectl's kustomize, checked by a
 // real API server (a server-side dry run, then a real apply), and the operator run as the
 // ServiceAccount they create, so the ClusterRole is shown to be enough as well as small.
+import { startOperatorProcess } from "../../support/operator.ts";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
@@ -29,8 +30,6 @@ import { EventRecorder } from "../../../internal/operator/events.ts";
 import { repoRoot, testenvBinaries } from "../../support/binaries.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
-import { freePort } from "../../support/ports.ts";
-import { ManagedProcess } from "../../support/process.ts";
 import { eventually } from "../../support/wait.ts";
 
 const exec = promisify(execFile);
@@ -383,22 +382,12 @@ describe("the install manifests in config/default", () => {
     for (const check of denied) assert.ok(!(await may(...check)), `may not ${check.join(" ")}`);
 
     const identity = await plane.serviceAccountToken(systemNamespace, "gitops-reverser");
-    const [metricsPort, probePort] = [await freePort(), await freePort()];
-    const logFile = join(plane.dir, "operator.log");
-    const operator = ManagedProcess.start({
-      name: "gitops-reverser",
-      command: process.execPath,
-      args: [
-        "--import",
-        "tsx",
-        join(repoRoot, "controllers/main.ts"),
-        "--leader-elect=true",
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-        `--health-probe-bind-address=127.0.0.1:${probePort}`,
-      ],
-      env: { ...process.env, KUBECONFIG: identity.kubeconfigPath, POD_NAMESPACE: systemNamespace },
-      cwd: repoRoot,
+    const {
+      process: operator,
+      probePort,
       logFile,
+    } = await startOperatorProcess(identity.kubeconfigPath, plane.dir, ["--leader-elect=true"], {
+      POD_NAMESPACE: systemNamespace,
     });
     try {
       // Ready means every informer listed and watched its collection.
