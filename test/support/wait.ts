@@ -41,3 +41,14 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * Waits until the clock is a second past `creationTimestamp`. The API server stamps creation
+ * with a resolution of one second, so an object created after this is unambiguously younger.
+ */
+export async function untilYoungerThan(object: {
+  metadata?: { creationTimestamp?: unknown };
+}): Promise<void> {
+  const created = Date.parse(String(object.metadata?.creationTimestamp));
+  await eventually(() => Date.now() >= created + 1_000, { description: "the clock to pass a second" });
+}

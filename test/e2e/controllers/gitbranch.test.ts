@@ -17,7 +17,7 @@ import { Manager } from "../../../internal/operator/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
-import { eventually } from "../../support/wait.ts";
+import { eventually, untilYoungerThan } from "../../support/wait.ts";
 
 const quiet = { info: () => undefined, error: () => undefined };
 const writer = { username: "writer", password: "writer-password-1" };
@@ -137,9 +137,7 @@ describe("the GitBranch controller", () => {
     assert.deepEqual(holding.metadata.finalizers, [gitBranchFinalizer]);
     assert.equal(holding.status?.observedGeneration, holding.metadata.generation);
 
-    // creationTimestamp has a resolution of one second: let it tick, so "older" is unambiguous.
-    const firstCreated = Date.parse(String(first.metadata.creationTimestamp));
-    await eventually(() => Date.now() >= firstCreated + 1_000, { description: "the clock to pass a second" });
+    await untilYoungerThan(first);
     await applyBranch(ns, "second", "bare");
     const conflicted = await conditionIs(ns, "second", "Ready", "False", "BranchConflict");
     assert.equal(condition(conflicted, "BranchClaimed")?.reason, "BranchConflict");

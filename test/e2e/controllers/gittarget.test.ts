@@ -5,6 +5,7 @@ import type { GitTarget } from "../../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
+import { untilYoungerThan } from "../../support/wait.ts";
 import { clients, conditionOf } from "./helpers.ts";
 
 const namespace = "team-a";
@@ -72,6 +73,8 @@ describe("the GitTarget and WatchRule controllers", () => {
 
   it("refuses an overlapping path on the same GitBranch in status, and lets the older target keep its folder", async () => {
     const { targets } = clients(kc);
+    // Which target is older is decided by creationTimestamp, to the second (then by uid).
+    await untilYoungerThan((await targets.get(namespace, "first"))!);
     await targets.apply(target("nested", "clusters/a/apps"), "test");
     const refused = await conditionOf(targets, namespace, "nested", "Stalled", "True", "PathOverlap");
     assert.match(
