@@ -7,6 +7,7 @@ import type { WorkerTimings } from "./instrument.ts";
 import type { ReferenceResult } from "./reference.ts";
 import { mib, seconds } from "./sampler.ts";
 import type { SnapshotResult } from "./snapshot.ts";
+import type { WriterResult, WriterStep } from "./writer.ts";
 
 export interface Measured {
   peakRssBytes: number;
@@ -21,6 +22,7 @@ export interface SizeResult {
   throughput?: ThroughputResult & Measured;
   latency?: LatencyResult & Measured;
   reference?: ReferenceResult;
+  writer?: WriterResult;
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
   contentMatches?: boolean;
   operatorErrors: string[];
@@ -82,6 +84,18 @@ export function resultTable(result: RunResult): string {
         `${t.editsPerSecond.toFixed(1)} edits/s`,
         `${t.landed}/${t.edits} landed in ${s(t.spanMs)} (${offered}, sent in ${s(t.sendMs)}); ${t.pushes} pushes; edit→push p50 ${ms(t.p50Ms)}, p95 ${ms(t.p95Ms)}`,
         rss(t),
+        "",
+      ]);
+    }
+    const w = r.writer;
+    if (w) {
+      const step = (label: string, x: WriterStep) => `${label} ${ms(x.ms)} (${x.parsed} parsed)`;
+      rows.push([
+        "(f) one edit into the folder, writer + commit",
+        n,
+        ms(w.warm.ms),
+        `${step("full rescan", w.cold)}; ${step("kept inventory", w.warm)}; ${step("after a fetch", w.afterFetch)}`,
+        "",
         "",
       ]);
     }

@@ -26,6 +26,7 @@ import type { SizeResult } from "./report.ts";
 import { sleep } from "../internal/timing/sleep.ts";
 import { mib, progress, RssSampler, seconds } from "./sampler.ts";
 import { waitForSnapshot } from "./snapshot.ts";
+import { measureWriter } from "./writer.ts";
 
 export interface Harness {
   kc: KubeConfig;
@@ -97,6 +98,13 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
         ? `  timed out after ${seconds(config.snapshotTimeoutMs)} s with ${snapshot.files}/${size} files`
         : `  ${size} files pushed ${seconds(snapshot.ms)} s after the operator started; peak RSS ${mib(r.snapshot.peakRssBytes)} MiB`,
     );
+    if (snapshot.ms !== undefined) {
+      progress(`(f) N=${size}: one edit committed into the ${size}-document folder, cold and warm inventory`);
+      r.writer = await measureWriter(git, repository, user, namespace, size);
+      progress(
+        `  cold ${Math.round(r.writer.cold.ms)} ms (${r.writer.cold.parsed} files parsed), warm ${Math.round(r.writer.warm.ms)} ms (${r.writer.warm.parsed}), after a fetch ${Math.round(r.writer.afterFetch.ms)} ms (${r.writer.afterFetch.parsed})`,
+      );
+    }
     if (snapshot.ms === undefined || !withEdits) return snapshot.ms !== undefined;
 
     progress(

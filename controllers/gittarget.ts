@@ -11,6 +11,7 @@ import {
 } from "../generated/v1alpha3/index.ts";
 import type { BranchClaims } from "../internal/git/branchclaim.ts";
 import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import type { FolderReport } from "../internal/git/targetfolders.ts";
 import type { WorkerManager } from "../internal/git/workermanager.ts";
 import { targetSettings, workerSpec } from "../internal/gittarget/worker.ts";
 import { statusCodeOf } from "../internal/kube/resourceclient.ts";
@@ -83,13 +84,21 @@ export class GitTargetReconciler implements Reconciler {
 
     const streams = context?.watchManager.summary(ref);
     const writeState = this.writeSide.workers.targetState(key);
+    const folder = writeState?.folder;
+    // A refused folder is read again on every tick, so a fix pushed to Git clears it.
+    if (folder?.refusal) this.writeSide.workers.recheck(ref, targetSettings(target));
     const conditions = targetConditions(world, refusal, streams, {
       attached: this.writeSide.workers.isAttached(ref),
       refused: [...(writeState?.refused ?? [])].sort(),
+      folderRefusal: folder?.refusal?.message,
+      renderGate: folder?.renderGate,
     });
     await this.status.write(gitTargets(this.manager.kubeConfig), target, {
       conditions,
-      fields: streams ? { streams } : {},
+      fields: {
+        ...(streams ? { streams } : {}),
+        ...(folder?.placement ? { placement: placementStatus(folder.placement) } : {}),
+      },
     });
     const ready = conditions.find((c) => c.type === "Ready")?.status === "True";
     return { requeueAfterMs: ready ? steadyRecheckMs : progressRecheckMs };
@@ -162,6 +171,17 @@ export class GitTargetReconciler implements Reconciler {
     const [namespace = "", name = ""] = key.split("/");
     await this.sourceContexts.get(providerKey)?.watchManager.release({ namespace, name });
   }
+}
+
+/** status.placement, from what the worker last read of the folder. */
+function placementStatus(placement: NonNullable<FolderReport["placement"]>) {
+  return {
+    source: placement.source,
+    ...(placement.kustomizeRoot ? { kustomizeRoot: placement.kustomizeRoot } : {}),
+    documents: placement.documents,
+    ...(placement.commit ? { commit: placement.commit } : {}),
+    ...(placement.observedAt ? { observedAt: placement.observedAt.toISOString() } : {}),
+  };
 }
 
 export function setupGitTargetController(

@@ -5,7 +5,7 @@ import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/git/branchclaim.ts";
 import { RemoteStatusPublisher } from "../internal/git/remotestatus.ts";
-import { placementRefusals } from "../internal/telemetry/instruments.ts";
+import { placementRefusals, placements, writesDropped } from "../internal/telemetry/instruments.ts";
 import { WorkerManager, defaultWorkerRoot } from "../internal/git/workermanager.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
@@ -28,6 +28,25 @@ export interface OperatorSettings {
   workerRoot?: string;
   /** The pause between pushes of one branch, which batches bursts; 5 s. */
   pushCooldownMs?: number;
+  /** How long the render gate holds live events before it gives up; 10 minutes. */
+  renderHoldMs?: number;
+}
+
+/** The source label of gitopsreverser_placements_total, by rung. */
+const placementSourceLabel = {
+  Declared: "declared",
+  KustomizeRoot: "kustomize",
+  BuiltIn: "builtin",
+} as const;
+
+function targetRef(key: string) {
+  const [namespace = "", name = ""] = key.split("/");
+  return { namespace, name };
+}
+
+function targetLabels(key: string) {
+  const { namespace, name } = targetRef(key);
+  return { gittarget_namespace: namespace, gittarget_name: name };
 }
 
 export interface Operator {
@@ -59,20 +78,29 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
     pushCooldownMs: settings.pushCooldownMs,
     additionalSensitive: settings.additionalSensitiveResources ?? [],
-    onRefused: (write, identity, reason) => {
+    onRefused: (write, identity, reason, message) => {
       manager.logger.error("refused to write a resource", {
         gitTarget: write.target.key,
         resource: `${identity.group}/${identity.resource}`,
         object: `${identity.namespace}/${identity.name}`,
         reason,
+        message,
       });
-      const [namespace = "", name = ""] = write.target.key.split("/");
-      placementRefusals.inc({
-        reason: "encryption_unavailable",
-        gittarget_namespace: namespace,
-        gittarget_name: name,
-      });
+      placementRefusals.inc({ reason, ...targetLabels(write.target.key) });
     },
+    folders: {
+      onDropped: (key, reason, count) => writesDropped.inc({ reason, ...targetLabels(key) }, count),
+      onPlaced: (key, { group, version, resource }, source) =>
+        placements.inc({
+          source: placementSourceLabel[source],
+          group,
+          version,
+          resource,
+          ...targetLabels(key),
+        }),
+      onResyncRequested: (key, collections) => sourceContexts.resync(targetRef(key), collections),
+    },
+    renderHoldMs: settings.renderHoldMs,
     logger: manager.logger,
   });
   manager.addRunnable(workers);

@@ -7,6 +7,7 @@ import { sleep } from "../timing/sleep.ts";
 import type { StreamItem } from "../watch/stream.ts";
 import { RemoteMovedError, type Clone, type Signature } from "./clone.ts";
 import { materialize, type MaterializeOptions } from "./materialize.ts";
+import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
 import type { Change, DecidedWrite, TargetSettings } from "./writes.ts";
 
@@ -21,9 +22,13 @@ export interface BranchWorkerOptions {
   logger: Logger;
   /** Called after every push that landed, with the new tip. */
   onPublished?: (commit: string, writes: DecidedWrite[]) => void;
+  /** What each folder's gates and placement report, and what they drop. */
+  folders: TargetFolderCallbacks;
+  /** How long the render gate holds live events: 10 minutes unless a test shortens it. */
+  renderHoldMs?: number;
 }
 
-type Event = { target: TargetSettings; item: StreamItem } | { stop: true };
+type Event = Intake | { stop: true } | { recheck: TargetSettings };
 
 const retry = { baseMs: 10_000, maxMs: 5 * 60_000 };
 
@@ -40,9 +45,14 @@ export class BranchWorker {
   private retryDelay = retry.baseMs;
   private running: Promise<void> | undefined;
   private readonly abort = new AbortController();
+  private readonly folders: TargetFolders;
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
+    this.folders = new TargetFolders(
+      { holdMs: options.renderHoldMs ?? 10 * 60_000, budgetBytes: options.bufferLimitBytes },
+      options.folders,
+    );
   }
 
   /** Writes decided and not yet pushed. */
@@ -52,6 +62,13 @@ export class BranchWorker {
 
   enqueue(target: TargetSettings, item: StreamItem): void {
     this.events.push({ target, item });
+    this.wake();
+  }
+
+  /** Reads a refused folder again, so a fix in Git clears the refusal without a write. */
+  recheck(target: TargetSettings): void {
+    if (!this.folders.isRefused(target)) return;
+    this.events.push({ recheck: target });
     this.wake();
   }
 
@@ -75,7 +92,9 @@ export class BranchWorker {
         this.abort.abort();
         return;
       }
-      if (event) this.handle(event.target, event.item);
+      if (event && "recheck" in event) await this.readFolder(event.recheck);
+      else if (event) this.handle(event);
+      this.folders.expire(Date.now());
       this.decide(this.window.tick(Date.now()));
       if (this.events.length > 0) continue;
       if (this.pending.length > 0 && this.publishDueAt() <= Date.now()) {
@@ -86,7 +105,12 @@ export class BranchWorker {
     }
   }
 
-  private handle(target: TargetSettings, item: StreamItem): void {
+  private handle(intake: Intake): void {
+    const { target, item } = intake;
+    const bytes = item.type === "upsert" ? JSON.stringify(item.object).length : 0;
+    const { pass, released } = this.folders.admit(intake, bytes, Date.now());
+    this.events.unshift(...released);
+    if (!pass || item.type === "replaying" || item.type === "removed") return;
     const owner = {
       author: `${this.options.committer.name} <${this.options.committer.email}>`,
       target: target.key,
@@ -109,7 +133,6 @@ export class BranchWorker {
       item.type === "upsert"
         ? { op: "upsert", identity: item.identity, object: item.object }
         : { op: "delete", identity: item.identity };
-    const bytes = item.type === "upsert" ? JSON.stringify(item.object).length : 0;
     for (const closed of this.window.add(
       owner,
       target.timers,
@@ -148,11 +171,7 @@ export class BranchWorker {
     for (let attempt = 1; attempt <= (this.options.pushAttempts ?? 5); attempt++) {
       try {
         await clone.sync();
-        let committed = 0;
-        for (const write of writes) {
-          const commit = await materialize(clone, write, this.options.materialize);
-          if (commit) committed++;
-        }
+        const committed = await this.commitAll(writes);
         const tip = committed > 0 ? await clone.push() : clone.baseCommit;
         this.pending.splice(0, writes.length);
         this.lastPushAt = Date.now();
@@ -177,10 +196,58 @@ export class BranchWorker {
     this.retryAt = Date.now() + this.retryDelay;
   }
 
+  /**
+   * Makes each write in the clone, one commit each. What the render gate released on the way is
+   * queued ahead of every later event, even when a later write fails.
+   */
+  private async commitAll(writes: DecidedWrite[]): Promise<number> {
+    const released: Intake[] = [];
+    let committed = 0;
+    try {
+      for (const write of writes) {
+        const inventory = this.folders.inventory(write.target);
+        const result = await materialize(
+          this.options.clone,
+          inventory,
+          write,
+          this.options.materialize,
+        ).catch((err: unknown) => {
+          // What a failed write left in the worktree is not what the inventory says.
+          inventory.invalidate();
+          throw err;
+        });
+        if (result.commit) committed++;
+        released.push(...this.folders.written(write, result));
+      }
+    } finally {
+      this.events.unshift(...released);
+    }
+    return committed;
+  }
+
+  /** Fetches and reads a folder's verdict, when no write is waiting to do that anyway. */
+  private async readFolder(target: TargetSettings): Promise<void> {
+    if (this.pending.length > 0) return;
+    const { clone } = this.options;
+    const inventory = this.folders.inventory(target);
+    try {
+      await clone.sync();
+      await inventory.refresh(clone);
+      this.folders.checked(target, inventory.accept());
+    } catch (err) {
+      this.options.logger.error("reading the folder again failed", {
+        gitTarget: target.key,
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+
   private async sleepUntilWork(): Promise<void> {
-    const deadlines = [this.window.dueAt(), this.pending.length > 0 ? this.publishDueAt() : undefined].filter(
-      (d): d is number => d !== undefined,
-    );
+    const deadlines = [
+      this.window.dueAt(),
+      this.pending.length > 0 ? this.publishDueAt() : undefined,
+      this.folders.dueAt(),
+    ].filter((d): d is number => d !== undefined);
     const wait = deadlines.length > 0 ? Math.max(0, Math.min(...deadlines) - Date.now()) : 60_000;
     const woken = new Promise<void>((resolve) => (this.wake = resolve));
     await Promise.race([woken, sleep(wait, this.abort.signal)]);

@@ -25,6 +25,8 @@ export class RemoteMovedError extends Error {}
 export class Clone {
   /** The remote tip the worktree was reset to by the last sync; undefined for an empty branch. */
   private base: string | undefined;
+  /** The commit the worktree is at: the base, or the last local commit on top of it. */
+  private head: string | undefined;
 
   constructor(private readonly options: CloneOptions) {}
 
@@ -107,6 +109,36 @@ export class Clone {
       await rm(join(dir, ".git", "index"), { force: true });
     }
     this.base = tip;
+    this.head = tip;
+  }
+
+  get headCommit(): string | undefined {
+    return this.head;
+  }
+
+  /**
+   * The files under `folder` that differ between two commits. Subtrees whose hashes are equal
+   * are not descended into, so the cost follows the size of the change, not of the folder.
+   */
+  async changedPaths(from: string, to: string, folder: string): Promise<string[]> {
+    const scope = folder === "." ? "" : folder;
+    const changed: string[] = [];
+    await git.walk({
+      fs,
+      dir: this.dir,
+      trees: [git.TREE({ ref: from }), git.TREE({ ref: to })],
+      map: async (path, [before, after]) => {
+        if (path === ".") return true;
+        const inside = scope === "" || path === scope || path.startsWith(`${scope}/`);
+        if (!inside && !scope.startsWith(`${path}/`)) return null;
+        const [a, b] = await Promise.all([before?.oid(), after?.oid()]);
+        if (a === b) return null;
+        const types = await Promise.all([before?.type(), after?.type()]);
+        if (inside && types.includes("blob")) changed.push(path);
+        return types.includes("tree") ? true : null;
+      },
+    });
+    return changed;
   }
 
   async read(path: string): Promise<string | undefined> {
@@ -163,13 +195,14 @@ export class Clone {
     const changed = rows.some(([, head, , stage]) => head !== stage);
     if (!changed) return undefined;
     const now = Math.floor(Date.now() / 1000);
-    return git.commit({
+    this.head = await git.commit({
       fs,
       dir,
       message,
       author: { ...author, timestamp: now, timezoneOffset: 0 },
       committer: { ...committer, timestamp: now, timezoneOffset: 0 },
     });
+    return this.head;
   }
 
   /** Pushes the branch without force; a remote that moved is a RemoteMovedError. */

@@ -1,17 +1,18 @@
-// Makes one decided write in the clone and commits it: upserts where each document lives (or at
-// its built-in path), deletes, and for a snapshot under prune Always the sweep of its own
-// collection. Sensitive objects are refused until encryption exists: never written.
+// Makes one decided write in the clone and commits it. The folder's inventory is brought to the
+// worktree's commit first, and the acceptance gate runs on it before anything is planned: a
+// folder the operator cannot manage safely is refused whole, and nothing is written. A snapshot
+// also measures the folder's ${...} tokens against live, for the render-vs-live gate, and under
+// prune Always sweeps its own collection.
 import { bootstrapFiles } from "../manifest/bootstrap.ts";
-import {
-  deleteDocument,
-  identityKey,
-  scanFolder,
-  upsertDocument,
-  type FileTree,
-} from "../manifest/folder.ts";
-import { builtInPath, isSensitive } from "../manifest/placement.ts";
+import type { Refusal } from "../manifest/acceptance.ts";
+import { groupOf, type FileTree } from "../manifest/folder.ts";
+import type { FolderInventory, VersionedTree } from "../manifest/inventory.ts";
+import type { PlacementSource } from "../manifest/ladder.ts";
+import { formatPath } from "../manifest/rendermeasure.ts";
+import { FolderWriter, identityKeyOf } from "../manifest/writer.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { Clone, Signature } from "./clone.ts";
+import type { MeasuredDivergence } from "./rendergate.ts";
 import type { DecidedWrite } from "./writes.ts";
 
 export interface MaterializeOptions {
@@ -21,11 +22,8 @@ export interface MaterializeOptions {
   /** The commit message, from the write and what it changed. */
   message: (write: DecidedWrite, applied: AppliedChange[]) => string;
   /** Called for each object refused fail-safe, so it can be logged, counted and reported. */
-  onRefused: (write: DecidedWrite, identity: ResourceIdentity, reason: string) => void;
+  onRefused: (write: DecidedWrite, identity: ResourceIdentity, reason: string, message: string) => void;
 }
-
-const refusedSensitive =
-  "a sensitive resource is written only encrypted, and encryption is not available yet";
 
 /** One change a write made to the folder, for the commit message. */
 export interface AppliedChange {
@@ -34,71 +32,110 @@ export interface AppliedChange {
   path: string;
 }
 
-/** The worktree a write is made in: files, and a commit of the paths it touched. */
-export type WorkTree = FileTree & Pick<Clone, "exists" | "commit">;
+/** The worktree a write is made in: files, the commit it is at, and a commit of the paths it touched. */
+export type WorkTree = FileTree & VersionedTree & Pick<Clone, "exists" | "commit">;
 
-/** Returns the new commit, or undefined when the write changed nothing in the folder. */
+export interface MaterializeResult {
+  /** The new commit, when the write changed the folder. */
+  commit?: string;
+  /** The acceptance gate refused the folder: nothing was written. */
+  refusal?: Refusal;
+  /** A snapshot's measurement of the folder's tokens against live: empty when clean. */
+  divergences?: MeasuredDivergence[];
+  /** Which rung placed each new document. */
+  placements: { identity: ResourceIdentity; source: PlacementSource }[];
+}
+
 export async function materialize(
-  clone: WorkTree,
+  tree: WorkTree,
+  inventory: FolderInventory,
   write: DecidedWrite,
   options: MaterializeOptions,
-): Promise<string | undefined> {
+): Promise<MaterializeResult> {
+  await inventory.refresh(tree);
+  const refusal = inventory.accept();
+  if (refusal) return { refusal, placements: [] };
+
   const folder = write.target.path;
-  const inventory = await scanFolder(clone, folder);
-  const touched = new Set<string>();
+  const writer = new FolderWriter(tree, inventory, {
+    targetPath: folder,
+    placement: write.target.placement,
+    additionalSensitive: options.additionalSensitive,
+  });
   const applied: AppliedChange[] = [];
+  const placements: MaterializeResult["placements"] = [];
   const remove = async (identity: ResourceIdentity, key: string) => {
-    const path = await deleteDocument(clone, inventory, key);
-    if (path) {
-      touched.add(path);
-      applied.push({ operation: "delete", identity, path });
-    }
+    const path = await writer.remove(key);
+    if (path) applied.push({ operation: "delete", identity, path });
   };
+
+  // The snapshot is measured before its own upserts change what it measures.
+  const divergences = write.sweep ? await measure(writer, write) : undefined;
 
   for (const change of write.changes) {
     const { identity } = change;
-    const key = identityKey(identity.group, identity.kind, identity.namespace, identity.name);
     if (change.op === "delete") {
-      await remove(identity, key);
+      await remove(identity, identityKeyOf(identity));
       continue;
     }
-    if (isSensitive(identity, options.additionalSensitive)) {
-      options.onRefused(write, identity, refusedSensitive);
+    const outcome = await writer.upsert(identity, change.object);
+    if ("refused" in outcome) {
+      options.onRefused(write, identity, outcome.reason, outcome.refused);
       continue;
     }
-    const { path, created, changed } = await upsertDocument(
-      clone,
-      inventory,
-      change.object,
-      builtInPath(folder, identity, false),
-    );
-    if (changed) {
-      touched.add(path);
-      applied.push({ operation: created ? "create" : "update", identity, path });
+    if (outcome.placedBy) placements.push({ identity, source: outcome.placedBy });
+    if (outcome.changed) {
+      applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });
     }
   }
 
   if (write.sweep && write.target.prune === "Always") {
     const { collection, present } = write.sweep;
-    for (const key of [...inventory.keys()]) {
-      const [group = "", kind = "", namespace = "", name = ""] = key.split("/");
+    for (const doc of inventory.documents()) {
       const inScope =
-        group === collection.group &&
-        kind === collection.kind &&
-        (collection.namespace === "" || namespace === collection.namespace);
-      if (inScope && !present.has(`${namespace}/${name}`)) {
-        const { version, resource } = collection;
-        await remove({ group, version, resource, kind, namespace, name, uid: "" }, key);
+        groupOf(doc.apiVersion) === collection.group &&
+        doc.kind === collection.kind &&
+        (collection.namespace === "" || doc.namespace === collection.namespace);
+      if (inScope && !present.has(`${doc.namespace}/${doc.name}`)) {
+        const { group, version, resource, kind } = collection;
+        await remove(
+          { group, version, resource, kind, namespace: doc.namespace, name: doc.name, uid: "" },
+          doc.key,
+        );
       }
     }
   }
 
-  if (touched.size === 0) return undefined;
+  if (writer.touched.size === 0) return { divergences, placements };
   for (const [path, content] of bootstrapFiles(folder)) {
-    if (!clone.exists(path)) {
-      await clone.write(path, content);
-      touched.add(path);
+    if (!tree.exists(path)) {
+      await tree.write(path, content);
+      writer.touched.add(path);
     }
   }
-  return clone.commit(touched, options.message(write, applied), options.committer, options.committer);
+  const commit = await tree.commit(
+    writer.touched,
+    options.message(write, applied),
+    options.committer,
+    options.committer,
+  );
+  inventory.committed(commit);
+  return { commit, divergences, placements };
+}
+
+async function measure(writer: FolderWriter, write: DecidedWrite): Promise<MeasuredDivergence[]> {
+  const found: MeasuredDivergence[] = [];
+  for (const change of write.changes) {
+    if (change.op !== "upsert") continue;
+    const { kind, namespace, name } = change.identity;
+    for (const d of await writer.measure(change.identity, change.object)) {
+      found.push({
+        document: `${kind} ${namespace ? `${namespace}/` : ""}${name}`,
+        path: formatPath(d.path),
+        rendered: d.rendered,
+        live: typeof d.live === "string" ? d.live : (JSON.stringify(d.live) ?? "(absent)"),
+      });
+    }
+  }
+  return found;
 }

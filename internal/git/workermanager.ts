@@ -12,6 +12,7 @@ import { BranchWorker, type BranchWorkerOptions } from "./branchworker.ts";
 import { Clone, type Signature } from "./clone.ts";
 import type { MaterializeOptions } from "./materialize.ts";
 import { commitMessageFor } from "./message.ts";
+import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
 import type { TargetSettings } from "./writes.ts";
 
 export const defaultWorkerRoot = "/tmp/gitops-reverser-workers";
@@ -31,7 +32,7 @@ export interface WorkerSpec {
 
 export interface WorkerManagerOptions extends Omit<
   BranchWorkerOptions,
-  "clone" | "committer" | "materialize"
+  "clone" | "committer" | "materialize" | "folders"
 > {
   root: string;
   sweepIntervalMs?: number;
@@ -40,6 +41,8 @@ export interface WorkerManagerOptions extends Omit<
   onRefused: MaterializeOptions["onRefused"];
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
   onBranchPublished?: (branchKey: string, commit: string) => void;
+  /** Drops, placements and snapshot requests of every folder, for metrics and the watch side. */
+  folders?: Partial<Omit<TargetFolderCallbacks, "onReport">>;
 }
 
 /** What the write side knows of one GitTarget, for its status. */
@@ -47,6 +50,8 @@ export interface TargetWriteState {
   /** Objects refused fail-safe, as resource namespace/name. */
   refused: Set<string>;
   lastPushAt?: Date;
+  /** The folder's gates and placement, once the worker has read it. */
+  folder?: FolderReport;
 }
 
 interface Attachment {
@@ -106,6 +111,7 @@ export class WorkerManager implements Runnable {
       additionalSensitive,
       onRefused,
       onBranchPublished,
+      folders,
       ...workerOptions
     } = this.options;
     const worker = new BranchWorker({
@@ -116,8 +122,8 @@ export class WorkerManager implements Runnable {
       materialize: {
         committer: spec.committer,
         additionalSensitive,
-        onRefused: (write, identity, reason) => {
-          onRefused(write, identity, reason);
+        onRefused: (write, identity, reason, message) => {
+          onRefused(write, identity, reason, message);
           this.updateTarget(write.target.key, (s) =>
             s.refused.add(`${identity.resource} ${identity.namespace}/${identity.name}`),
           );
@@ -129,6 +135,12 @@ export class WorkerManager implements Runnable {
         for (const key of new Set(writes.map((w) => w.target.key)))
           this.updateTarget(key, (s) => (s.lastPushAt = at));
         onBranchPublished?.(spec.key, commit);
+      },
+      folders: {
+        onReport: (key, report) => this.updateTarget(key, (s) => (s.folder = report)),
+        onDropped: (...args) => folders?.onDropped?.(...args),
+        onPlaced: (...args) => folders?.onPlaced?.(...args),
+        onResyncRequested: (...args) => folders?.onResyncRequested?.(...args),
       },
     });
     this.workers.set(spec.key, { spec, worker });
@@ -158,6 +170,12 @@ export class WorkerManager implements Runnable {
         worker.enqueue(attachment.settings.current, item);
       }
     })();
+  }
+
+  /** Has a refused folder read again, so a fix pushed to Git clears the refusal. */
+  recheck(target: TargetRef, settings: TargetSettings): void {
+    const attachment = this.attachments.get(targetKey(target));
+    if (attachment) this.worker(attachment.branchKey)?.recheck(settings);
   }
 
   detach(target: TargetRef): void {

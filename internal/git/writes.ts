@@ -4,6 +4,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Collection } from "../watch/watchedtypes.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { MessageTemplates } from "../commitmessage/messages.ts";
+import type { PlacementPolicy } from "../manifest/ladder.ts";
 import type { WindowTimers } from "./window.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
@@ -17,6 +18,8 @@ export interface TargetSettings {
   prune: PruneMode;
   /** spec.commit.message; the defaults where omitted. */
   templates?: MessageTemplates;
+  /** spec.placement: where new documents go before the kustomize root and the built-in path. */
+  placement?: PlacementPolicy;
 }
 
 export type Change =

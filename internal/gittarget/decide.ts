@@ -110,26 +110,41 @@ export interface WriteFacts {
   attached: boolean;
   /** Sensitive objects refused fail-safe, as "resource namespace/name". */
   refused: string[];
+  /** The acceptance gate's refusal of the folder, naming the file and the feature. */
+  folderRefusal?: string;
+  /** The render-vs-live gate, once the worker has a view of the folder. */
+  renderGate?: { status: "True" | "False" | "Unknown"; reason: string; message: string };
 }
+
+/** Reasons only a person can clear: the target is Stalled until they do. */
+const humanFixes: readonly string[] = [R.UnsupportedContent, R.RenderDoesNotMatchLive];
 
 function writeConditions(world: TargetWorld, write: WriteFacts, g: number | undefined): ConditionUpdate[] {
   const path = world.target.spec.path;
-  const accepted: ConditionUpdate = write.attached
+  const accepted: ConditionUpdate = write.folderRefusal
     ? {
         type: C.GitPathAccepted,
-        status: "True",
-        reason: R.Succeeded,
-        message: `Writing ${path}`,
+        status: "False",
+        reason: R.UnsupportedContent,
+        message: write.folderRefusal,
         observedGeneration: g,
       }
-    : {
-        type: C.GitPathAccepted,
-        status: "Unknown",
-        reason: R.GitBranchNotReady,
-        message:
-          "No branch worker writes the folder yet: the GitBranch does not hold its branch, or its credential cannot be read",
-        observedGeneration: g,
-      };
+    : write.attached
+      ? {
+          type: C.GitPathAccepted,
+          status: "True",
+          reason: R.Succeeded,
+          message: `Writing ${path}`,
+          observedGeneration: g,
+        }
+      : {
+          type: C.GitPathAccepted,
+          status: "Unknown",
+          reason: R.GitBranchNotReady,
+          message:
+            "No branch worker writes the folder yet: the GitBranch does not hold its branch, or its credential cannot be read",
+          observedGeneration: g,
+        };
   const shown =
     write.refused.slice(0, 10).join(", ") +
     (write.refused.length > 10 ? `, and ${write.refused.length - 10} more` : "");
@@ -149,7 +164,16 @@ function writeConditions(world: TargetWorld, write: WriteFacts, g: number | unde
           message: `Sensitive resources are never written in plaintext, and encryption is not available yet, so these were refused: ${shown}.`,
           observedGeneration: g,
         };
-  return [accepted, encryption];
+  const render: ConditionUpdate = write.renderGate
+    ? { type: C.RenderMatchesLive, ...write.renderGate, observedGeneration: g }
+    : {
+        type: C.RenderMatchesLive,
+        status: "Unknown",
+        reason: R.Rechecking,
+        message: "No branch worker has measured the folder yet",
+        observedGeneration: g,
+      };
+  return [accepted, encryption, render];
 }
 
 /** The status, from the validation, the referenced objects' conditions, the streams and the write side. */
@@ -223,16 +247,19 @@ export function targetConditions(
   ];
   // A refused sensitive resource is reported, but the rest of the folder is written: not a blocker.
   const blocker = domain.find((c) => c.status !== "True" && c.type !== C.EncryptionConfigured);
-  const trio = blocker
-    ? progressingTrio(
-        blocker.type === C.KubeProviderReady
-          ? R.KubeProviderNotReady
-          : blocker.type === C.GitBranchReady
-            ? R.GitBranchNotReady
-            : blocker.reason,
-        `${blocker.type}: ${blocker.message}`,
-        g,
-      )
-    : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
+  const stalled = domain.find((c) => c.status === "False" && humanFixes.includes(c.reason));
+  const trio = stalled
+    ? stalledTrio(stalled.reason, `${stalled.type}: ${stalled.message}`, g)
+    : blocker
+      ? progressingTrio(
+          blocker.type === C.KubeProviderReady
+            ? R.KubeProviderNotReady
+            : blocker.type === C.GitBranchReady
+              ? R.GitBranchNotReady
+              : blocker.reason,
+          `${blocker.type}: ${blocker.message}`,
+          g,
+        )
+      : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
   return [...trio, ...domain];
 }

@@ -20,6 +20,7 @@ export function targetSettings(target: GitTarget): TargetSettings {
     },
     prune: target.spec.prune?.mode ?? "OnEvent",
     templates: target.spec.commit?.message,
+    placement: target.spec.placement,
   };
 }
 

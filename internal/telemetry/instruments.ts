@@ -14,6 +14,25 @@ export const placementRefusals = new Counter({
   registers: [],
 });
 
+/**
+ * New documents by the placement rung that chose their path, per GitTarget and type: a type
+ * placed by the built-in path in a folder with its own layout names the spec.placement line it needs.
+ */
+export const placements = new Counter({
+  name: `${metricPrefix}placements_total`,
+  help: "New documents placed, by the rung of the placement ladder that chose the path.",
+  labelNames: ["source", "gittarget_namespace", "gittarget_name", "group", "version", "resource"] as const,
+  registers: [],
+});
+
+/** Writes and live events dropped instead of written, by why; nothing replays them. */
+export const writesDropped = new Counter({
+  name: `${metricPrefix}git_writes_dropped_total`,
+  help: "Writes dropped instead of written: a render gate that diverged or gave up its hold, or a folder the acceptance gate refused.",
+  labelNames: ["reason", "gittarget_namespace", "gittarget_name"] as const,
+  registers: [],
+});
+
 export function registerInstruments(registry: Registry): void {
-  registry.registerMetric(placementRefusals);
+  for (const metric of [placementRefusals, placements, writesDropped]) registry.registerMetric(metric);
 }

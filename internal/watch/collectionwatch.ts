@@ -38,6 +38,9 @@ export class CollectionWatch {
   private resourceVersion: string | undefined;
   private watchListRefused = false;
   private readonly abort = new AbortController();
+  /** Ends the current connection only, so the loop initializes again. */
+  private connection: AbortController | undefined;
+  private resyncRequested = false;
   private running: Promise<void> | undefined;
 
   constructor(
@@ -69,9 +72,19 @@ export class CollectionWatch {
     this.running ??= this.loop();
   }
 
+  /** Stops for good: the stream learns the collection is no longer watched. */
   async stop(): Promise<void> {
+    if (!this.abort.signal.aborted && this.running) {
+      this.stream.push({ type: "removed", collection: this.collection });
+    }
     this.abort.abort();
     await this.running;
+  }
+
+  /** Replays the collection's current state again, as a fresh snapshot. */
+  resync(): void {
+    this.resyncRequested = true;
+    this.connection?.abort();
   }
 
   private async loop(): Promise<void> {
@@ -82,10 +95,16 @@ export class CollectionWatch {
       const initializing = this.resourceVersion === undefined;
       if (initializing) {
         this.setState("Replaying");
+        this.stream.push({ type: "replaying", collection: this.collection });
         accepted = new AcceptedState();
       }
       const outcome = await this.connect(accepted, initializing);
       if (this.abort.signal.aborted) return;
+      if (this.resyncRequested) {
+        this.resyncRequested = false;
+        this.resourceVersion = undefined;
+        continue;
+      }
       if (outcome.gone) {
         this.logger.info("watch history expired; initializing again", { collection: this.collection.key });
         this.resourceVersion = undefined;
@@ -155,6 +174,7 @@ export class CollectionWatch {
     return new Promise<Outcome>((resolve) => {
       let controller: AbortController | undefined;
       const onAbort = () => controller?.abort();
+      this.connection = { abort: onAbort } as AbortController;
       this.abort.signal.addEventListener("abort", onAbort, { once: true });
       const finish = (error: unknown) => {
         this.abort.signal.removeEventListener("abort", onAbort);

@@ -76,6 +76,16 @@ export class WatchManager implements Runnable {
     this.streams.delete(key);
   }
 
+  /**
+   * Replays a target's collections again as fresh snapshots: the named ones (by collection
+   * key), or all of them. The write side asks when it dropped what a snapshot restores.
+   */
+  resync(target: TargetRef, collections?: readonly string[]): void {
+    for (const [key, watch] of this.watches.get(targetKey(target)) ?? []) {
+      if (!collections || collections.includes(key)) watch.resync();
+    }
+  }
+
   serves(target: TargetRef): boolean {
     return this.served.has(targetKey(target));
   }

@@ -40,6 +40,13 @@ export class SourceContexts implements Runnable {
     this.streamListeners.push(listener);
   }
 
+  /** Replays a target's collections in whichever context serves it. */
+  resync(target: TargetRef, collections?: readonly string[]): void {
+    for (const { context } of this.contexts.values()) {
+      if (context.watchManager.serves(target)) context.watchManager.resync(target, collections);
+    }
+  }
+
   get(key: string): SourceContext | undefined {
     return this.contexts.get(key)?.context;
   }

@@ -19,13 +19,20 @@ export interface DesiredObject {
 }
 
 /**
- * What a GitTarget's branch worker receives, in order: a collection's complete current state
- * (after a watch initialized), or one object's upsert or delete.
+ * What a GitTarget's branch worker receives, in order: that a collection began replaying its
+ * current state, that complete state (after a watch initialized), one object's upsert or
+ * delete, or that the collection is no longer watched. The render-vs-live gate follows the
+ * replaying and removed markers.
  */
 export type StreamItem =
+  | { type: "replaying"; collection: Collection }
+  | { type: "removed"; collection: Collection }
   | { type: "snapshot"; collection: Collection; objects: DesiredObject[] }
   | ({ type: "upsert"; collection: Collection } & DesiredObject)
   | { type: "delete"; collection: Collection; identity: ResourceIdentity };
+
+/** An item about objects, as opposed to a marker of a collection's replay. */
+export type ObjectItem = Extract<StreamItem, { type: "snapshot" | "upsert" | "delete" }>;
 
 /**
  * The ordered stream of one GitTarget's items. Each collection's watch pushes in its own order;

@@ -6,7 +6,11 @@ const execFileAsync = promisify(execFile);
 /** Runs the real `git` CLI with a clean, predictable environment, and returns its trimmed stdout. */
 export async function git(
   args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+  options: {
+    cwd?: string;
+    env?: NodeJS.ProcessEnv;
+    /** Keep the output's bytes, trailing newline included. */ raw?: boolean;
+  } = {},
 ): Promise<string> {
   const { stdout } = await execFileAsync("git", args, {
     cwd: options.cwd,
@@ -19,5 +23,5 @@ export async function git(
     },
     maxBuffer: 64 * 1024 * 1024,
   });
-  return stdout.trim();
+  return options.raw ? stdout : stdout.trim();
 }

@@ -133,6 +133,13 @@ export class GitServer {
     return git(args, { cwd: this.repositoryPath(repository) });
   }
 
+  /** A file's exact bytes at `ref`, or undefined where the ref or the file does not exist. */
+  async fileAt(repository: string, ref: string, path: string): Promise<string | undefined> {
+    return git(["show", `${ref}:${path}`], { cwd: this.repositoryPath(repository), raw: true }).catch(
+      () => undefined,
+    );
+  }
+
   /**
    * Pushes a commit made by somebody else, with the real git CLI over HTTP, the way a person
    * or CI would, and returns its hash.

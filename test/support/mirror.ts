@@ -21,6 +21,8 @@ export interface MirrorTarget {
   idleTimeout?: string;
   /** The commit window's maximum duration; 10s by default. */
   maxDuration?: string;
+  /** spec.placement. */
+  placement?: GitTarget["spec"]["placement"];
 }
 
 /** The field manager the fixture applies as; a later apply of the same fields must use it too. */
@@ -38,14 +40,16 @@ export function mirrorGitTarget(namespace: string, t: MirrorTarget): GitTarget {
       path: t.path,
       commit: { window: { idleTimeout: t.idleTimeout ?? "1s", maxDuration: t.maxDuration ?? "10s" } },
       ...(t.prune ? { prune: { mode: t.prune } } : {}),
+      ...(t.placement ? { placement: t.placement } : {}),
     },
   };
 }
 
 /**
  * Applies what a namespace needs to mirror into a repository: the credential Secret, a
- * GitProvider "state" granting branch main to the namespace, the GitBranch "main", an inCluster
- * KubeProvider "self", and per target a GitTarget and a WatchRule of the same name.
+ * GitProvider "state" granting the branch (main unless named) to the namespace, the GitBranch
+ * "main" holding it, an inCluster KubeProvider "self", and per target a GitTarget and a
+ * WatchRule of the same name.
  */
 export async function applyMirror(
   kc: KubeConfig,
@@ -53,6 +57,7 @@ export async function applyMirror(
   url: string,
   user: { username: string; password: string },
   targets: MirrorTarget[],
+  branch = "main",
 ): Promise<void> {
   const apiVersion = "configbutler.ai/v1alpha3" as const;
   const [providers, branches, gitTargetClient, rules] = [
@@ -72,7 +77,7 @@ export async function applyMirror(
       spec: {
         url,
         secretRef: { name: "git" },
-        allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main"] }],
+        allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: [branch] }],
       },
     },
     mirrorFieldManager,
@@ -82,7 +87,7 @@ export async function applyMirror(
       apiVersion,
       kind: "GitBranch",
       metadata: { name: "main", namespace },
-      spec: { gitProviderRef: { name: "state" }, branch: "main" },
+      spec: { gitProviderRef: { name: "state" }, branch },
     },
     mirrorFieldManager,
   );

@@ -1,11 +1,14 @@
-import type { GitTargetEventStream, StreamItem } from "../../internal/watch/stream.ts";
+import type { GitTargetEventStream, ObjectItem } from "../../internal/watch/stream.ts";
 
-/** The next item, or a failure naming what was awaited once the deadline passes. */
+/**
+ * The next item about objects, past the markers of a replay starting or a collection removed,
+ * or a failure naming what was awaited once the deadline passes.
+ */
 export async function nextItem(
   stream: GitTargetEventStream,
   what: string,
   timeoutMs = 20_000,
-): Promise<StreamItem> {
+): Promise<ObjectItem> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
@@ -14,9 +17,11 @@ export async function nextItem(
     );
   });
   try {
-    const result = await Promise.race([stream.next(), timeout]);
-    if (result.done) throw new Error(`the stream ended while waiting for ${what}`);
-    return result.value;
+    for (;;) {
+      const result = await Promise.race([stream.next(), timeout]);
+      if (result.done) throw new Error(`the stream ended while waiting for ${what}`);
+      if (result.value.type !== "replaying" && result.value.type !== "removed") return result.value;
+    }
   } finally {
     clearTimeout(timer);
   }

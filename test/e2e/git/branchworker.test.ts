@@ -60,6 +60,12 @@ describe("the BranchWorker writes a GitTarget's stream to Git", () => {
         onRefused: (_w: DecidedWrite, identity) => refused.push(`${identity.resource}/${identity.name}`),
         message: commitMessageFor(committer, quiet),
       },
+      folders: {
+        onReport: () => undefined,
+        onDropped: () => undefined,
+        onPlaced: () => undefined,
+        onResyncRequested: () => undefined,
+      },
       logger: quiet,
     });
     worker.start();

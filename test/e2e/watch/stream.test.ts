@@ -12,7 +12,7 @@ import { gitTargets, type WatchRule } from "../../../generated/v1alpha3/index.ts
 import { compileWatchRule } from "../../../internal/rulestore/compile.ts";
 import { RuleStore } from "../../../internal/rulestore/store.ts";
 import { WatchManager } from "../../../internal/watch/manager.ts";
-import type { StreamItem } from "../../../internal/watch/stream.ts";
+import type { ObjectItem } from "../../../internal/watch/stream.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { nextItem } from "../../support/streams.ts";
@@ -21,7 +21,7 @@ import { eventually } from "../../support/wait.ts";
 const quiet = { info: () => undefined, error: () => undefined };
 
 /** A one-line picture of an item, for exact assertions on order. */
-function describeItem(item: StreamItem): string {
+function describeItem(item: ObjectItem): string {
   if (item.type === "snapshot") {
     return `snapshot ${item.collection.resource} [${item.objects.map((o) => o.identity.name).join(",")}]`;
   }
@@ -80,10 +80,14 @@ describe("the watch plane streams desired state per GitTarget", () => {
   });
 
   it("delivers the objects that existed before it started as the initial snapshot, sanitized", async () => {
-    const item = await nextItem(
-      manager.streamFor({ namespace: "snap", name: "snap" }),
-      "the initial snapshot",
+    const stream = manager.streamFor({ namespace: "snap", name: "snap" });
+    const marker = await stream.next();
+    assert.equal(
+      marker.value?.type,
+      "replaying",
+      "the render gate hears that a replay began, before its snapshot",
     );
+    const item = await nextItem(stream, "the initial snapshot");
     assert.equal(describeItem(item), "snapshot configmaps [a,b]");
     assert.ok(item.type === "snapshot");
     const first = item.objects[0]!;

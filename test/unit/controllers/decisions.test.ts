@@ -95,6 +95,42 @@ describe("GitTarget decisions", () => {
     assert.equal(validate(world()), undefined);
   });
 
+  it("is Stalled by a folder the acceptance gate refuses, or a render that does not match live: only a person can fix those", () => {
+    const readyStatus = {
+      conditions: ["Ready", "SourceClusterReachable"].map((type) => ({
+        type,
+        status: "True" as const,
+        reason: "Succeeded",
+        message: "",
+        lastTransitionTime: "",
+      })),
+    };
+    const ok = world({
+      provider: { ...provider(), status: readyStatus },
+      branch: { ...branch, status: readyStatus },
+    });
+    const running = { total: 1, running: 1, replaying: 0, blocked: 0 };
+    const clean = { status: "True" as const, reason: "Succeeded", message: "" };
+    const refused = targetConditions(ok, undefined, running, {
+      attached: true,
+      refused: [],
+      renderGate: clean,
+      folderRefusal: "clusters/a/kustomization.yaml has secretGenerator",
+    });
+    const accepted = refused.find((c) => c.type === "GitPathAccepted");
+    assert.deepEqual([accepted?.status, accepted?.reason], ["False", "UnsupportedContent"]);
+    assert.equal(refused.find((c) => c.type === "Stalled")?.status, "True");
+    assert.match(refused.find((c) => c.type === "Ready")?.message ?? "", /secretGenerator/);
+
+    const diverged = targetConditions(ok, undefined, running, {
+      attached: true,
+      refused: [],
+      renderGate: { status: "False", reason: "RenderDoesNotMatchLive", message: "ConfigMap a data.x" },
+    });
+    assert.equal(diverged.find((c) => c.type === "Stalled")?.reason, "RenderDoesNotMatchLive");
+    assert.equal(diverged.find((c) => c.type === "Ready")?.status, "False");
+  });
+
   it("is Ready only when the references hold, both are Ready and every collection streams", () => {
     const holds = (type: string) => ({
       type,
@@ -109,7 +145,8 @@ describe("GitTarget decisions", () => {
       branch: { ...branch, status: readyStatus },
     });
     const running = { total: 2, running: 2, replaying: 0, blocked: 0 };
-    const writing = { attached: true, refused: [] };
+    const measuredClean = { status: "True" as const, reason: "Succeeded", message: "" };
+    const writing = { attached: true, refused: [], renderGate: measuredClean };
     assert.equal(
       targetConditions(ok, undefined, running, writing).find((c) => c.type === "Ready")?.status,
       "True",
@@ -121,16 +158,18 @@ describe("GitTarget decisions", () => {
       "no worker writes it yet",
     );
     assert.equal(unattached.find((c) => c.type === "Ready")?.status, "Unknown");
-    const refusing = targetConditions(ok, undefined, running, {
-      attached: true,
-      refused: ["secrets apps/db"],
-    });
+    const refusing = targetConditions(ok, undefined, running, { ...writing, refused: ["secrets apps/db"] });
     assert.equal(
       refusing.find((c) => c.type === "Ready")?.status,
       "True",
       "the rest of the folder is written",
     );
     assert.match(refusing.find((c) => c.type === "EncryptionConfigured")?.message ?? "", /secrets apps\/db/);
+    const rechecking = targetConditions(ok, undefined, running, {
+      ...writing,
+      renderGate: { status: "Unknown", reason: "Rechecking", message: "1 of 2 collections still replaying" },
+    });
+    assert.equal(rechecking.find((c) => c.type === "Ready")?.status, "Unknown", "live writes are held");
     const replaying = targetConditions(ok, undefined, { ...running, running: 1, replaying: 1 }, writing);
     assert.equal(replaying.find((c) => c.type === "Ready")?.status, "Unknown");
     assert.equal(replaying.find((c) => c.type === "StreamsRunning")?.reason, "InitialReplay");

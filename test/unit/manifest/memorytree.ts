@@ -1,12 +1,21 @@
 import type { WorkTree } from "../../../internal/git/materialize.ts";
 
-/** An in-memory worktree: the commit boundary is recorded, not made, since these tests are about files. */
+/**
+ * An in-memory worktree: the commit boundary is recorded, not made, since these tests are about
+ * files. It cannot name the paths between two commits, so an inventory reads it whole when it
+ * moves, and `reads` counts every file read.
+ */
 export class MemoryTree implements WorkTree {
   readonly files = new Map<string, string>();
   readonly commits: { paths: string[]; message: string }[] = [];
+  reads = 0;
 
   constructor(files: Record<string, string> = {}) {
     for (const [path, content] of Object.entries(files)) this.files.set(path, content);
+  }
+
+  get headCommit(): string | undefined {
+    return this.commits.length === 0 ? undefined : `commit-${this.commits.length}`;
   }
 
   list(folder: string): Promise<string[]> {
@@ -15,6 +24,7 @@ export class MemoryTree implements WorkTree {
   }
 
   read(path: string): Promise<string | undefined> {
+    this.reads++;
     return Promise.resolve(this.files.get(path));
   }
 
@@ -34,6 +44,6 @@ export class MemoryTree implements WorkTree {
 
   commit(paths: Iterable<string>, message: string): Promise<string | undefined> {
     this.commits.push({ paths: [...paths].sort(), message });
-    return Promise.resolve(`commit-${this.commits.length}`);
+    return Promise.resolve(this.headCommit);
   }
 }

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { materialize, type AppliedChange } from "../../../internal/git/materialize.ts";
 import type { DecidedWrite, PruneMode } from "../../../internal/git/writes.ts";
-import { identityOfObject, scanFolder } from "../../../internal/manifest/folder.ts";
+import { identityOfObject } from "../../../internal/manifest/folder.ts";
+import { FolderInventory } from "../../../internal/manifest/inventory.ts";
 import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
 import { MemoryTree } from "./memorytree.ts";
 
@@ -40,14 +41,20 @@ function write(
   };
 }
 
-async function apply(tree: MemoryTree, w: DecidedWrite, refused: string[] = []) {
-  return materialize(tree, w, {
+async function apply(
+  tree: MemoryTree,
+  w: DecidedWrite,
+  refused: string[] = [],
+  inventory = new FolderInventory("clusters/dev"),
+) {
+  const result = await materialize(tree, inventory, w, {
     committer,
     additionalSensitive: [],
     message: (_w: DecidedWrite, applied: AppliedChange[]) =>
       applied.map((a) => `${a.operation} ${a.identity.name}`).join(", "),
     onRefused: (_w, identity) => refused.push(identity.name),
   });
+  return result.commit;
 }
 
 const collection = {
@@ -61,20 +68,20 @@ const collection = {
   labelSelector: "",
 };
 
-describe("the first writer", () => {
+describe("the manifest-aware writer", () => {
   it("finds documents by identity in every manifest of the folder, multi-document files included", async () => {
     const tree = new MemoryTree({
       "clusters/dev/bundle.yaml": `${"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\n"}---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: apps\n`,
       "clusters/dev/README.md": "not a manifest",
     });
-    const inventory = await scanFolder(tree, "clusters/dev");
-    assert.deepEqual(
-      [...inventory.entries()],
-      [
-        ["/ConfigMap/apps/a", { path: "clusters/dev/bundle.yaml", index: 0 }],
-        ["apps/Deployment/apps/api", { path: "clusters/dev/bundle.yaml", index: 1 }],
-      ],
-    );
+    const inventory = new FolderInventory("clusters/dev");
+    await inventory.refresh(tree);
+    assert.deepEqual(inventory.locate("/ConfigMap/apps/a"), { path: "clusters/dev/bundle.yaml", index: 0 });
+    assert.deepEqual(inventory.locate("apps/Deployment/apps/api"), {
+      path: "clusters/dev/bundle.yaml",
+      index: 1,
+    });
+    assert.equal(inventory.documentCount, 2);
     assert.equal(
       identityOfObject({
         apiVersion: "apps/v1",
@@ -199,5 +206,99 @@ describe("the first writer", () => {
         assert.ok(tree.files.has("clusters/dev/apps/configmaps/gone.yaml"));
       });
     }
+  });
+});
+
+describe("the writer in a kustomize folder", () => {
+  const kustomization = "# the root\nresources:\n  - settings.yaml\n";
+  const settings =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  level: info\n";
+
+  it("places a new object beside the one kustomization and lists it; deleting it takes the entry out again", async () => {
+    const tree = new MemoryTree({
+      "clusters/dev/kustomization.yaml": kustomization,
+      "clusters/dev/settings.yaml": settings,
+    });
+    const inventory = new FolderInventory("clusters/dev");
+    await apply(
+      tree,
+      write([{ op: "upsert", identity: id("fresh"), object: configMap("fresh", "apps", { a: "b" }) }]),
+      [],
+      inventory,
+    );
+    assert.ok(tree.files.get("clusters/dev/fresh-configmap.yaml")?.includes("a: b"));
+    assert.equal(
+      tree.files.get("clusters/dev/kustomization.yaml"),
+      `${kustomization}  - fresh-configmap.yaml\n`,
+    );
+
+    await apply(tree, write([{ op: "delete", identity: id("fresh") }]), [], inventory);
+    assert.equal(tree.files.has("clusters/dev/fresh-configmap.yaml"), false);
+    assert.equal(tree.files.get("clusters/dev/kustomization.yaml"), kustomization);
+  });
+
+  it("writes a live image back into the images override, and leaves the manifest alone", async () => {
+    const deployment = (image: string) => ({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "api", namespace: "apps" },
+      spec: { template: { spec: { containers: [{ name: "api", image }] } } },
+    });
+    const base =
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: apps\nspec:\n  template:\n    spec:\n      containers:\n        - name: api\n          image: nginx:1.24\n";
+    const tree = new MemoryTree({
+      "clusters/dev/kustomization.yaml":
+        'resources:\n  - deployment.yaml\nimages:\n  - name: nginx\n    newTag: "1.25" # pinned\n',
+      "clusters/dev/deployment.yaml": base,
+    });
+    const identity = { ...id("api", "apps", "deployments", "Deployment"), group: "apps" };
+    await apply(tree, write([{ op: "upsert", identity, object: deployment("nginx:1.27") }]));
+    assert.equal(tree.files.get("clusters/dev/deployment.yaml"), base);
+    assert.match(tree.files.get("clusters/dev/kustomization.yaml")!, /newTag: "1\.27" # pinned/);
+  });
+
+  it("refuses the whole folder and writes nothing when it holds a secretGenerator", async () => {
+    const tree = new MemoryTree({
+      "clusters/dev/kustomization.yaml":
+        "resources: []\nsecretGenerator:\n  - name: db\n    literals: [a=b]\n",
+    });
+    const inventory = new FolderInventory("clusters/dev");
+    const result = await materialize(
+      tree,
+      inventory,
+      write([{ op: "upsert", identity: id("app"), object: configMap("app", "apps", {}) }]),
+      { committer, additionalSensitive: [], message: () => "", onRefused: () => undefined },
+    );
+    assert.equal(result.refusal?.feature, "secretGenerator");
+    assert.equal(result.commit, undefined);
+    assert.equal(tree.files.size, 1);
+  });
+
+  it("keeps a ${VAR} token in place, and a snapshot measures it against live", async () => {
+    const source =
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: info\n  namespace: apps\ndata:\n  cluster: ${CLUSTER}\n  region: eu\n";
+    const tree = new MemoryTree({ "clusters/dev/info.yaml": source });
+    const result = await materialize(
+      tree,
+      new FolderInventory("clusters/dev"),
+      write(
+        [
+          {
+            op: "upsert",
+            identity: id("info"),
+            object: configMap("info", "apps", { cluster: "prod", region: "us" }),
+          },
+        ],
+        {
+          reason: "reconcile",
+          sweep: { collection, present: new Set(["apps/info"]) },
+        },
+      ),
+      { committer, additionalSensitive: [], message: () => "", onRefused: () => undefined },
+    );
+    assert.deepEqual(result.divergences, [
+      { document: "ConfigMap apps/info", path: "data.cluster", rendered: "${CLUSTER}", live: "prod" },
+    ]);
+    assert.equal(tree.files.get("clusters/dev/info.yaml"), source.replace("region: eu", "region: us"));
   });
 });

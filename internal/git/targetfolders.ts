@@ -1,0 +1,184 @@
+// What a branch worker keeps per GitTarget folder besides its writes: the folder's inventory,
+// the acceptance gate's last verdict, the render-vs-live gate that holds, releases or drops live
+// events, and where new documents were last placed. The worker asks it what to do with each
+// live item and tells it what each write found; it reports every change to the target's status.
+import type { Refusal } from "../manifest/acceptance.ts";
+import { FolderInventory } from "../manifest/inventory.ts";
+import type { PlacementSource } from "../manifest/ladder.ts";
+import type { StreamItem } from "../watch/stream.ts";
+import type { MaterializeResult } from "./materialize.ts";
+import { RenderGate, type GateReport } from "./rendergate.ts";
+import type { DecidedWrite, TargetSettings } from "./writes.ts";
+
+/** A live item the worker took from a stream, with the target it came for. */
+export interface Intake {
+  target: TargetSettings;
+  item: StreamItem;
+  /** The render gate already let it through: it is not judged again. */
+  admitted?: boolean;
+}
+
+/** What the write side reports of one folder, for the GitTarget's status. */
+export interface FolderReport {
+  /** The acceptance gate refused the folder; undefined once it is accepted. */
+  refusal?: Refusal;
+  renderGate: GateReport;
+  placement?: {
+    source: PlacementSource;
+    kustomizeRoot?: string;
+    documents: number;
+    commit?: string;
+    observedAt?: Date;
+  };
+}
+
+/** Why a write or a live event was dropped, as git_writes_dropped_total's reason. */
+export type DropReason = "render_fidelity_pending" | "render_fidelity_diverged" | "unsupported_content";
+
+export interface TargetFolderCallbacks {
+  onReport(targetKey: string, report: FolderReport): void;
+  onDropped(targetKey: string, reason: DropReason, count: number): void;
+  onPlaced(
+    targetKey: string,
+    identity: { group: string; version: string; resource: string },
+    source: PlacementSource,
+  ): void;
+  /** A fresh snapshot is needed of these collections (all of the target's when undefined). */
+  onResyncRequested(targetKey: string, collections: string[] | undefined): void;
+}
+
+interface TargetFolder {
+  inventory: FolderInventory;
+  gate: RenderGate<Intake>;
+  refusal?: Refusal;
+  placedBy?: PlacementSource;
+}
+
+export class TargetFolders {
+  private readonly folders = new Map<string, TargetFolder>();
+
+  constructor(
+    private readonly limits: { holdMs: number; budgetBytes: number },
+    private readonly callbacks: TargetFolderCallbacks,
+  ) {}
+
+  /** The inventory of a target's folder, kept across commits. */
+  inventory(target: TargetSettings): FolderInventory {
+    return this.folder(target).inventory;
+  }
+
+  /**
+   * Judges a live item: true when it goes on to the commit window. Markers of a replay move the
+   * gate; a held item comes back later from `released`.
+   */
+  admit(intake: Intake, bytes: number, now: number): { pass: boolean; released: Intake[] } {
+    const { target, item } = intake;
+    const folder = this.folder(target);
+    if (item.type === "replaying") {
+      folder.gate.replayStarted(item.collection.key);
+      this.report(target);
+      return { pass: false, released: [] };
+    }
+    if (item.type === "removed") {
+      const released = folder.gate.collectionRemoved(item.collection.key);
+      this.report(target);
+      return { pass: false, released: released.map((i) => ({ ...i, admitted: true })) };
+    }
+    if (item.type === "snapshot" || intake.admitted) return { pass: true, released: [] };
+    const admission = folder.gate.admit(item.collection.key, intake, bytes, now);
+    if (admission === "pass") return { pass: true, released: [] };
+    if (admission !== "held") this.callbacks.onDropped(target.key, admission, 1);
+    return { pass: false, released: [] };
+  }
+
+  /**
+   * Takes what a write found: a refusal of the folder, a snapshot's measurement, the rungs that
+   * placed new documents. Returns the held items the gate released, to be written before anything
+   * later.
+   */
+  written(write: DecidedWrite, result: MaterializeResult): Intake[] {
+    const { target } = write;
+    const folder = this.folder(target);
+    const wasRefused = folder.refusal !== undefined;
+    folder.refusal = result.refusal;
+    if (result.refusal) this.callbacks.onDropped(target.key, "unsupported_content", 1);
+    // The writes dropped while the folder was refused come back as a fresh snapshot.
+    if (wasRefused && !result.refusal) this.callbacks.onResyncRequested(target.key, undefined);
+    for (const { identity, source } of result.placements) {
+      folder.placedBy = source;
+      this.callbacks.onPlaced(target.key, identity, source);
+    }
+    let released: Intake[] = [];
+    if (write.sweep && result.divergences) {
+      const change = folder.gate.replayMeasured(write.sweep.collection.key, result.divergences);
+      if (change.dropped.length > 0)
+        this.callbacks.onDropped(target.key, "render_fidelity_diverged", change.dropped.length);
+      released = change.released.map((i) => ({ ...i, admitted: true }));
+    }
+    this.report(target);
+    return released;
+  }
+
+  /** Re-reads a folder's verdict without writing: a refused folder learns it was fixed. */
+  checked(target: TargetSettings, refusal: Refusal | undefined): void {
+    const folder = this.folder(target);
+    const wasRefused = folder.refusal !== undefined;
+    folder.refusal = refusal;
+    if (wasRefused && !refusal) this.callbacks.onResyncRequested(target.key, undefined);
+    this.report(target);
+  }
+
+  isRefused(target: TargetSettings): boolean {
+    return this.folders.get(target.key)?.refusal !== undefined;
+  }
+
+  /** Gives up holds past their deadline or budget, and asks for the snapshots that restore them. */
+  expire(now: number): void {
+    for (const [key, folder] of this.folders) {
+      const { dropped, resync } = folder.gate.expire(now);
+      if (dropped.length > 0) this.callbacks.onDropped(key, "render_fidelity_pending", dropped.length);
+      if (resync.length > 0) this.callbacks.onResyncRequested(key, resync);
+    }
+  }
+
+  /** The earliest moment a hold gives up. */
+  dueAt(): number | undefined {
+    const due = [...this.folders.values()]
+      .map((f) => f.gate.dueAt())
+      .filter((d): d is number => d !== undefined);
+    return due.length > 0 ? Math.min(...due) : undefined;
+  }
+
+  private folder(target: TargetSettings): TargetFolder {
+    let folder = this.folders.get(target.key);
+    if (!folder) {
+      folder = { inventory: new FolderInventory(target.path), gate: new RenderGate(this.limits) };
+      this.folders.set(target.key, folder);
+    }
+    return folder;
+  }
+
+  private report(target: TargetSettings): void {
+    const folder = this.folder(target);
+    const { inventory } = folder;
+    const kustomizations = inventory.kustomizations();
+    const source: PlacementSource =
+      folder.placedBy ??
+      (target.placement?.default !== undefined
+        ? "Declared"
+        : kustomizations.length === 1
+          ? "KustomizeRoot"
+          : "BuiltIn");
+    this.callbacks.onReport(target.key, {
+      refusal: folder.refusal,
+      renderGate: folder.gate.report(),
+      placement: {
+        source,
+        kustomizeRoot: source === "KustomizeRoot" ? kustomizations[0] : undefined,
+        documents: inventory.documentCount,
+        commit: inventory.readAt,
+        observedAt: inventory.observedAt,
+      },
+    });
+  }
+}

@@ -1,0 +1,185 @@
+// What the acceptance gate needs to know about one file, from that file alone: a folder may hold
+// 10,000 documents, so the caller caches these facts and recomputes them only when the file
+// changes, and the folder-level decision never re-parses anything.
+import { isMap, isScalar, parseAllDocuments, visit, type Document } from "yaml";
+import { groupOf, identityKey } from "./folder.ts";
+import { analyseKustomization } from "./kustomizationfacts.ts";
+
+export type FileRole = "manifest" | "kustomization" | "auxiliary";
+
+/** One Kubernetes document of a manifest file. */
+export interface DocumentFacts {
+  /** The document's position in the multi-document file, empty documents counted. */
+  index: number;
+  apiVersion: string;
+  kind: string;
+  /** "" when the document names none. */
+  namespace: string;
+  name: string;
+  key: string;
+  /** Some string holds a Flux postBuild substitution token; `$${VAR}` is an escaped literal. */
+  hasTokens: boolean;
+}
+
+/** Something in one file that makes the folder unmanageable. */
+export interface Finding {
+  path: string;
+  feature: string;
+  message: string;
+}
+
+/** A kustomization's structure, as far as placement and edit-through need it. */
+export interface KustomizationFacts {
+  /** The resources: (and deprecated bases:) entries as written. */
+  resources: string[];
+  images: { index: number; name: string; newName?: string; newTag?: string; digest?: string }[];
+  replicas: { index: number; name: string; count: number }[];
+  /** Path-based strategic-merge patches: read-only build context, never written. */
+  patchPaths: string[];
+}
+
+export interface FileFacts {
+  path: string;
+  role: FileRole;
+  documents: DocumentFacts[];
+  kustomization?: KustomizationFacts;
+  findings: Finding[];
+}
+
+// kustomize looks for exactly these names in a directory.
+const kustomizationNames = new Set(["kustomization.yaml", "kustomization.yml", "Kustomization"]);
+
+// Non-KRM YAML a folder holds by design: SOPS finds its rules by this name, and the operator
+// writes the file itself. Kept small on purpose: a file on this list is never checked, so any
+// other non-KRM YAML is refused rather than guessed to be harmless.
+const auxiliaryNames = new Set([".sops.yaml"]);
+
+const baseName = (path: string) => path.slice(path.lastIndexOf("/") + 1);
+
+/** Whether the folder scan reads this file at all (a .yaml/.yml file, or a `Kustomization`). */
+export function isYamlPath(path: string): boolean {
+  return /\.ya?ml$/.test(path) || baseName(path) === "Kustomization";
+}
+
+/** Facts of one file from its path and content: pure, no I/O. */
+export function fileFacts(path: string, content: string): FileFacts {
+  const name = baseName(path);
+  if (auxiliaryNames.has(name)) return { path, role: "auxiliary", documents: [], findings: [] };
+  const role = kustomizationNames.has(name) ? "kustomization" : "manifest";
+  const documents = parseAllDocuments(content);
+  const error = documents.flatMap((doc) => doc.errors)[0];
+  if (error) return { path, role, documents: [], findings: [invalidYaml(path, error.message)] };
+  try {
+    return role === "kustomization"
+      ? kustomizationFileFacts(path, documents)
+      : manifestFacts(path, documents);
+  } catch (thrown) {
+    // toJS throws on what the parser lets through: an unresolved alias, an alias bomb.
+    return { path, role, documents: [], findings: [invalidYaml(path, String(thrown))] };
+  }
+}
+
+function manifestFacts(path: string, documents: Document.Parsed[]): FileFacts {
+  const facts: DocumentFacts[] = [];
+  const findings: Finding[] = [];
+  documents.forEach((doc, index) => {
+    if (isEmpty(doc)) return;
+    const identity = identityOf(doc.toJS());
+    if (!identity) {
+      findings.push(finding(path, "non-KRM document", `document ${index}`));
+      return;
+    }
+    const { apiVersion, kind, namespace, name } = identity;
+    const key = identityKey(groupOf(apiVersion), kind, namespace, name);
+    facts.push({ index, ...identity, key, hasTokens: hasTokens(doc) });
+  });
+  return { path, role: "manifest", documents: facts, findings };
+}
+
+function kustomizationFileFacts(path: string, documents: Document.Parsed[]): FileFacts {
+  const nonEmpty = documents.filter((doc) => !isEmpty(doc));
+  const base = { path, role: "kustomization" as const, documents: [] };
+  const [doc] = nonEmpty;
+  if (nonEmpty.length > 1 || (doc && !isMap(doc.contents))) {
+    return { ...base, findings: [finding(path, "invalid kustomization")] };
+  }
+  // An empty kustomization builds nothing, so there is nothing in it to refuse.
+  const root = doc ? (doc.toJS() as Record<string, unknown>) : {};
+  const { facts, problems } = analyseKustomization(root);
+  const findings = problems.map((problem) => finding(path, problem.feature, problem.detail));
+  return { ...base, kustomization: facts, findings };
+}
+
+// A trailing `---` or a comment-only document yields a null document, which no tool applies.
+function isEmpty(doc: Document.Parsed): boolean {
+  return doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null);
+}
+
+type Identity = Pick<DocumentFacts, "apiVersion" | "kind" | "namespace" | "name">;
+
+function identityOf(value: unknown): Identity | undefined {
+  if (!isRecord(value) || !isRecord(value.metadata)) return undefined;
+  const { apiVersion, kind } = value;
+  const { name } = value.metadata;
+  const namespace = value.metadata.namespace ?? "";
+  const valid = isText(apiVersion) && isText(kind) && isText(name) && typeof namespace === "string";
+  return valid ? { apiVersion, kind, namespace, name } : undefined;
+}
+
+const isText = (value: unknown): value is string => typeof value === "string" && value !== "";
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+// Flux's postBuild substitution (drone/envsubst) replaces ${VAR} and ${VAR<operator>default},
+// and turns $$ into a literal $, so $${VAR} survives as text. Matching `$$` first consumes each
+// escape, so only an unescaped ${ counts.
+const substitution = /\$\$|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[^A-Za-z0-9_}][^}]*)?\}/g;
+
+function hasTokens(doc: Document.Parsed): boolean {
+  let found = false;
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value !== "string") return undefined;
+      found = [...node.value.matchAll(substitution)].some(([match]) => match !== "$$");
+      return found ? visit.BREAK : undefined;
+    },
+  });
+  return found;
+}
+
+// What clears each finding, so whoever reads the condition knows the fix; anything not listed
+// is cleared by removing it.
+const remedies: Record<string, string> = {
+  "invalid YAML": "fix the YAML",
+  "non-KRM document": "give it apiVersion, kind and metadata.name, or remove it",
+  "invalid kustomization": "make it a single YAML map",
+  "unsupported kustomization kind": "make it apiVersion kustomize.config.k8s.io/v1beta1, kind Kustomization",
+  "configMapGenerator with a hash suffix":
+    "set options.disableNameSuffixHash: true on every configMapGenerator entry",
+  "merging configMapGenerator": "remove behavior: merge or replace from the configMapGenerator entry",
+  "inline patch": "move the patch into a file of its own and list it by path",
+  "JSON6902 patch": "rewrite it as a strategic-merge patch file listed by path",
+  "remote base": "copy the base into the repository and refer to it by relative path",
+  "malformed images entry":
+    "give it a string name and at least one of newName, newTag or digest, all strings",
+  "malformed replicas entry": "give it a string name and a non-negative integer count",
+  "duplicate identity": "keep the object in one document only",
+};
+
+/** A finding in `path`, with a message that names the file and the feature and says what clears it. */
+export function finding(path: string, feature: string, detail?: string): Finding {
+  const where = detail === undefined ? "" : ` (${detail})`;
+  const remedy = remedies[feature] ?? "remove it";
+  return {
+    path,
+    feature,
+    message: `${path} has ${feature}${where}, which the operator cannot manage safely; ${remedy} to let the operator write this folder`,
+  };
+}
+
+function invalidYaml(path: string, message: string): Finding {
+  // The parser's first line reads "<what> at line N, column M:", then a code excerpt.
+  return finding(path, "invalid YAML", message.split("\n")[0]?.replace(/:$/, ""));
+}

@@ -1,0 +1,194 @@
+// The inventory of a GitTarget's folder: what every file in it holds, by identity, without
+// keeping any file's bytes. A worker keeps one per folder across commits and refreshes it from
+// what changed between the commit it was read at and the one the worktree is at now, so a commit
+// to a folder of 10,000 documents re-reads only the files that commit or a fetch changed.
+import { posix } from "node:path";
+import ignore, { type Ignore } from "ignore";
+import { acceptFolder, type Refusal } from "./acceptance.ts";
+import { fileFacts, isYamlPath, type DocumentFacts, type FileFacts } from "./facts.ts";
+import type { DocumentLocation, FileTree } from "./folder.ts";
+import { chainOf } from "./kustomizechain.ts";
+
+/** A worktree the inventory can follow from commit to commit. */
+export interface VersionedTree extends Pick<FileTree, "list" | "read"> {
+  /** The commit the worktree is at; undefined on an empty branch. */
+  readonly headCommit: string | undefined;
+  /**
+   * Repository paths under `folder` that differ between two commits. A tree that cannot tell
+   * leaves this out, and the inventory reads the whole folder again instead.
+   */
+  changedPaths?(from: string, to: string, folder: string): Promise<string[]>;
+}
+
+const ignoreFile = ".gittargetignore";
+
+export class FolderInventory {
+  private readonly files = new Map<string, FileFacts>();
+  /** Where each identity's documents are: more than one only in a folder the gate refuses, or in a patch. */
+  private readonly byKey = new Map<string, DocumentLocation[]>();
+  private patches: Set<string> | null = null;
+  private ignored: Ignore = ignore();
+  /** The commit the inventory was read at; null until the first read. */
+  private commit: string | undefined | null = null;
+  private verdict: Refusal | undefined | null = null;
+  /** When the inventory was brought to its commit. */
+  observedAt: Date | undefined;
+  /** Files parsed by the last refresh: what a benchmark or a test counts. */
+  lastRefreshParsed = 0;
+
+  constructor(readonly folder: string) {}
+
+  private get prefix(): string {
+    return this.folder === "." ? "" : `${this.folder}/`;
+  }
+
+  /**
+   * Brings the inventory to the tree's current commit: nothing to do when it is already there,
+   * only the changed files when the tree can name them, and the whole folder otherwise.
+   */
+  async refresh(tree: VersionedTree): Promise<void> {
+    const head = tree.headCommit;
+    if (this.commit !== null && this.commit === head) {
+      this.lastRefreshParsed = 0;
+      return;
+    }
+    const from = this.commit;
+    const changed =
+      from && head && tree.changedPaths ? await tree.changedPaths(from, head, this.folder) : undefined;
+    if (changed && !changed.includes(`${this.prefix}${ignoreFile}`)) {
+      for (const path of changed) this.update(path, await tree.read(path));
+      this.lastRefreshParsed = changed.length;
+    } else {
+      await this.readAll(tree);
+    }
+    this.commit = head;
+    this.observedAt = new Date();
+  }
+
+  /** Forgets what was read, so the next refresh reads the whole folder: after a reset or a failed write. */
+  invalidate(): void {
+    this.commit = null;
+  }
+
+  /** Records that the worktree is now at `commit`, which the inventory's own updates describe. */
+  committed(commit: string | undefined): void {
+    if (!commit) return;
+    this.commit = commit;
+    this.observedAt = new Date();
+  }
+
+  /** Takes a file's new content (undefined when it was removed), as the writer just wrote it. */
+  update(path: string, content: string | undefined): void {
+    this.forget(path);
+    this.verdict = null;
+    this.patches = null;
+    if (content !== undefined && this.tracks(path)) this.record(fileFacts(path, content));
+  }
+
+  /**
+   * Where the document with this identity key lives. A strategic-merge patch repeats the
+   * identity of what it patches, and is build context, never the object's document.
+   */
+  locate(key: string): DocumentLocation | undefined {
+    const patches = this.patchFiles();
+    return this.byKey.get(key)?.find((l) => !patches.has(l.path));
+  }
+
+  /** Every managed document, for a sweep: patches are not among them. */
+  documents(): DocumentFacts[] {
+    const patches = this.patchFiles();
+    return [...this.files.values()].filter((f) => !patches.has(f.path)).flatMap((f) => f.documents);
+  }
+
+  /** The facts of one file, if the folder holds it. */
+  fileAt(path: string): FileFacts | undefined {
+    return this.files.get(path);
+  }
+
+  /** Whether a file exists in the folder, as far as the inventory knows. */
+  has(path: string): boolean {
+    return this.files.has(path);
+  }
+
+  /** Every file the inventory tracks, for placement to see which paths are taken. */
+  paths(): Set<string> {
+    return new Set(this.files.keys());
+  }
+
+  /** The folder's kustomization files. */
+  kustomizations(): string[] {
+    return [...this.files.values()].filter((f) => f.role === "kustomization").map((f) => f.path);
+  }
+
+  /** The kustomizations that build the file at `path`, innermost first. */
+  chainOf(path: string): string[] {
+    return chainOf(path, this.files);
+  }
+
+  /** The acceptance gate's verdict on the folder as it is now; cached until a file changes. */
+  accept(): Refusal | undefined {
+    if (this.verdict === null) this.verdict = acceptFolder(this.files.values());
+    return this.verdict;
+  }
+
+  get documentCount(): number {
+    return this.byKey.size;
+  }
+
+  private patchFiles(): Set<string> {
+    this.patches ??= new Set(
+      [...this.files.values()].flatMap((f) =>
+        (f.kustomization?.patchPaths ?? []).map((p) => posix.normalize(posix.join(posix.dirname(f.path), p))),
+      ),
+    );
+    return this.patches;
+  }
+
+  get readAt(): string | undefined {
+    return this.commit ?? undefined;
+  }
+
+  private async readAll(tree: VersionedTree): Promise<void> {
+    this.files.clear();
+    this.byKey.clear();
+    this.verdict = null;
+    this.patches = null;
+    const ignoreSource = await tree.read(`${this.prefix}${ignoreFile}`);
+    this.ignored = ignore().add(ignoreSource ?? "");
+    const paths = (await tree.list(this.folder === "." ? "" : this.folder)).sort();
+    let parsed = 0;
+    for (const path of paths) {
+      if (!this.tracks(path)) continue;
+      this.record(fileFacts(path, (await tree.read(path)) ?? ""));
+      parsed++;
+    }
+    this.lastRefreshParsed = parsed;
+  }
+
+  private tracks(path: string): boolean {
+    if (!path.startsWith(this.prefix) || !isYamlPath(path)) return false;
+    return !this.ignored.ignores(path.slice(this.prefix.length));
+  }
+
+  private record(facts: FileFacts): void {
+    this.files.set(facts.path, facts);
+    for (const doc of facts.documents) {
+      const locations = this.byKey.get(doc.key) ?? [];
+      locations.push({ path: facts.path, index: doc.index });
+      // Path order, so the document edited is the same whichever file was read first.
+      locations.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.index - b.index));
+      this.byKey.set(doc.key, locations);
+    }
+  }
+
+  private forget(path: string): void {
+    const facts = this.files.get(path);
+    if (!facts) return;
+    this.files.delete(path);
+    for (const doc of facts.documents) {
+      const locations = this.byKey.get(doc.key)?.filter((l) => l.path !== path) ?? [];
+      if (locations.length > 0) this.byKey.set(doc.key, locations);
+      else this.byKey.delete(doc.key);
+    }
+  }
+}

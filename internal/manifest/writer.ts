@@ -1,0 +1,148 @@
+// The manifest-aware writer: applies one object's upsert or delete to a GitTarget's folder the
+// way a careful person would. An existing document is patched in place wherever it lives, a
+// value a kustomize override produced is written back to that override, a token an applier
+// substitutes is kept, and a new object is placed by the ladder. Only the files it touches are
+// read; the inventory says where everything else is.
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { toStableYaml } from "../sanitize/stableyaml.ts";
+import type { ResourceIdentity } from "../watch/stream.ts";
+import { appendDocument, parseManifestFile, removeDocument, replaceDocument } from "./edit.ts";
+import { editThrough } from "./editthrough.ts";
+import { identityKey, type FileTree } from "./folder.ts";
+import type { FolderInventory } from "./inventory.ts";
+import { placeNew, type PlacementPolicy, type PlacementSource } from "./ladder.ts";
+import { isSensitive } from "./placement.ts";
+import { keepTokens, measureRender, type Divergence } from "./rendermeasure.ts";
+import { addResourceEntry, removeResourceEntry } from "./resources.ts";
+
+export interface WriterSettings {
+  targetPath: string;
+  placement?: PlacementPolicy;
+  /** resource.group names treated as sensitive besides core Secrets. */
+  additionalSensitive: readonly string[];
+}
+
+/** What one upsert did: where, whether it created the document, and which rung placed it. */
+export type UpsertOutcome =
+  | { path: string; created: boolean; changed: boolean; placedBy?: PlacementSource }
+  | { refused: string; reason: string; placedBy?: PlacementSource };
+
+export const identityKeyOf = (identity: ResourceIdentity) =>
+  identityKey(identity.group, identity.kind, identity.namespace, identity.name);
+
+const encryptionUnavailable =
+  "a sensitive resource is written only encrypted, and encryption is not available yet";
+
+export class FolderWriter {
+  /** Every path this writer wrote or removed, for the commit. */
+  readonly touched = new Set<string>();
+
+  constructor(
+    private readonly tree: FileTree,
+    private readonly inventory: FolderInventory,
+    private readonly settings: WriterSettings,
+  ) {}
+
+  async upsert(identity: ResourceIdentity, object: KubernetesObject): Promise<UpsertOutcome> {
+    if (isSensitive(identity, this.settings.additionalSensitive)) {
+      return { refused: encryptionUnavailable, reason: "encryption_unavailable" };
+    }
+    const location = this.inventory.locate(identityKeyOf(identity));
+    if (!location) return this.create(identity, object);
+
+    const source = (await this.tree.read(location.path)) ?? "";
+    const current = parseManifestFile(source)[location.index]?.toJS() as unknown;
+    let desired = keepTokens(current, object);
+    let changed = false;
+    const chain = this.inventory.chainOf(location.path);
+    if (chain.length > 0) {
+      const links = await Promise.all(
+        chain.map(async (path) => ({ path, source: (await this.tree.read(path)) ?? "" })),
+      );
+      const split = editThrough(current, desired, links);
+      desired = split.desired;
+      for (const edit of split.kustomizations) {
+        await this.put(edit.path, edit.source);
+        changed = true;
+      }
+    }
+    const next = replaceDocument(source, location.index, desired);
+    if (next !== source) {
+      await this.put(location.path, next);
+      changed = true;
+    }
+    return { path: location.path, created: false, changed };
+  }
+
+  /** Removes the object's document, its file once empty, and a kustomization's entry for that file. */
+  async remove(key: string): Promise<string | undefined> {
+    const location = this.inventory.locate(key);
+    if (!location) return undefined;
+    const next = removeDocument((await this.tree.read(location.path)) ?? "", location.index);
+    await this.put(location.path, next);
+    if (next === undefined) {
+      for (const kustomization of this.inventory.chainOf(location.path).slice(0, 1)) {
+        const source = (await this.tree.read(kustomization)) ?? "";
+        const edited = removeResourceEntry(source, relativeEntry(kustomization, location.path));
+        if (edited !== source) await this.put(kustomization, edited);
+      }
+    }
+    return location.path;
+  }
+
+  /**
+   * Where the folder's rendered token values disagree with the live object: only documents the
+   * inventory knows to hold a token are read.
+   */
+  async measure(identity: ResourceIdentity, live: KubernetesObject): Promise<Divergence[]> {
+    const location = this.inventory.locate(identityKeyOf(identity));
+    const facts = location && this.inventory.fileAt(location.path);
+    if (!location || !facts?.documents.some((d) => d.index === location.index && d.hasTokens)) return [];
+    const source = (await this.tree.read(location.path)) ?? "";
+    return measureRender(parseManifestFile(source)[location.index]?.toJS(), live);
+  }
+
+  private async create(identity: ResourceIdentity, object: KubernetesObject): Promise<UpsertOutcome> {
+    const placement = placeNew({ ...identity, sensitive: false }, this.settings.placement, {
+      targetPath: this.settings.targetPath,
+      kustomizations: this.inventory.kustomizations(),
+      existingFiles: this.inventory.paths(),
+    });
+    if ("refused" in placement) {
+      return { refused: placement.message, reason: placement.reason, placedBy: placement.source };
+    }
+    const existing = await this.tree.read(placement.path);
+    if (existing !== undefined && !placement.append) {
+      // A file the inventory does not track (ignored, or not YAML) is a person's: never overwritten.
+      return {
+        refused: `${placement.path} exists and is not a manifest the operator manages`,
+        reason: "path_taken",
+        placedBy: placement.source,
+      };
+    }
+    await this.put(
+      placement.path,
+      placement.append ? appendDocument(existing ?? "", object) : toStableYaml(object),
+    );
+    if (placement.kustomization) {
+      const { path, entry } = placement.kustomization;
+      const source = (await this.tree.read(path)) ?? "";
+      const edited = addResourceEntry(source, entry);
+      if (edited !== source) await this.put(path, edited);
+    }
+    return { path: placement.path, created: true, changed: true, placedBy: placement.source };
+  }
+
+  private async put(path: string, content: string | undefined): Promise<void> {
+    if (content === undefined) await this.tree.remove(path);
+    else await this.tree.write(path, content);
+    this.inventory.update(path, content);
+    this.touched.add(path);
+  }
+}
+
+/** A resources: entry naming `file`, relative to the kustomization's directory. */
+function relativeEntry(kustomization: string, file: string): string {
+  const dir = kustomization.slice(0, kustomization.lastIndexOf("/") + 1);
+  return file.startsWith(dir) ? file.slice(dir.length) : file;
+}

@@ -1,0 +1,149 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { FolderInventory } from "../../../internal/manifest/inventory.ts";
+import { MemoryTree } from "./memorytree.ts";
+
+const configMap = (name: string, namespace = "apps") =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\n`;
+
+/** A tree that keeps every commit's files, so it can name the paths two commits differ in, as a clone does. */
+class HistoryTree extends MemoryTree {
+  private readonly history = new Map<string, Map<string, string>>();
+
+  override async commit(paths: Iterable<string>, message: string): Promise<string | undefined> {
+    const commit = await super.commit(paths, message);
+    this.history.set(commit!, new Map(this.files));
+    return commit;
+  }
+
+  changedPaths(from: string, to: string, folder: string): Promise<string[]> {
+    const [a, b] = [this.history.get(from)!, this.history.get(to)!];
+    const paths = new Set([...a.keys(), ...b.keys()]);
+    return Promise.resolve(
+      [...paths].filter((p) => p.startsWith(`${folder}/`) && a.get(p) !== b.get(p)).sort(),
+    );
+  }
+}
+
+function folderOf(count: number): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < count; i++) files[`f/apps/configmaps/c${i}.yaml`] = configMap(`c${i}`);
+  return files;
+}
+
+describe("the folder inventory", () => {
+  it("reads a folder once, and a commit that changed two files costs two parses, not a rescan", async () => {
+    const tree = new HistoryTree(folderOf(50));
+    await tree.commit([], "seed");
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(tree);
+    assert.equal(inventory.lastRefreshParsed, 50);
+    assert.equal(inventory.documentCount, 50);
+
+    await inventory.refresh(tree);
+    assert.equal(inventory.lastRefreshParsed, 0, "the same commit reads nothing");
+
+    // Somebody else's commit, as a fetch brings it: one file changed, one added.
+    await tree.write("f/apps/configmaps/c1.yaml", configMap("renamed"));
+    await tree.write("f/extra.yaml", configMap("extra"));
+    await tree.commit(["f/apps/configmaps/c1.yaml", "f/extra.yaml"], "foreign");
+    await inventory.refresh(tree);
+    assert.equal(inventory.lastRefreshParsed, 2);
+    assert.equal(inventory.locate("/ConfigMap/apps/c1"), undefined);
+    assert.deepEqual(inventory.locate("/ConfigMap/apps/renamed"), {
+      path: "f/apps/configmaps/c1.yaml",
+      index: 0,
+    });
+    assert.deepEqual(inventory.locate("/ConfigMap/apps/extra"), { path: "f/extra.yaml", index: 0 });
+  });
+
+  it("follows the writer's own updates, and a commit of them needs no read", async () => {
+    const tree = new HistoryTree(folderOf(3));
+    await tree.commit([], "seed");
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(tree);
+    await tree.remove("f/apps/configmaps/c0.yaml");
+    inventory.update("f/apps/configmaps/c0.yaml", undefined);
+    inventory.committed(await tree.commit(["f/apps/configmaps/c0.yaml"], "delete"));
+    await inventory.refresh(tree);
+    assert.equal(inventory.lastRefreshParsed, 0);
+    assert.equal(inventory.documentCount, 2);
+  });
+
+  it("reads the whole folder again after it is invalidated, as after a failed write", async () => {
+    const tree = new HistoryTree(folderOf(4));
+    await tree.commit([], "seed");
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(tree);
+    inventory.invalidate();
+    await inventory.refresh(tree);
+    assert.equal(inventory.lastRefreshParsed, 4);
+  });
+
+  it("never reads what .gittargetignore names, and reads the folder again when that file changes", async () => {
+    const tree = new HistoryTree({
+      ...folderOf(2),
+      "f/.gittargetignore": "scratch/\n",
+      "f/scratch/notes.yaml": "not: [a manifest",
+    });
+    await tree.commit([], "seed");
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(tree);
+    assert.equal(inventory.has("f/scratch/notes.yaml"), false);
+    assert.equal(inventory.accept(), undefined, "an ignored file is never judged");
+
+    await tree.write("f/.gittargetignore", "\n");
+    await tree.commit(["f/.gittargetignore"], "stop ignoring");
+    await inventory.refresh(tree);
+    assert.equal(inventory.lastRefreshParsed, 3, "the whole folder, under the new rules");
+    assert.match(inventory.accept()?.message ?? "", /f\/scratch\/notes\.yaml/);
+  });
+
+  it("finds an object's document, never the strategic-merge patch that repeats its identity", async () => {
+    const tree = new MemoryTree({
+      "f/base/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n",
+      "f/a-patch.yaml":
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  replicas: 3\n",
+      "f/kustomization.yaml": "resources:\n  - base/deployment.yaml\npatches:\n  - path: a-patch.yaml\n",
+    });
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(tree);
+    assert.deepEqual(inventory.locate("apps/Deployment//api"), { path: "f/base/deployment.yaml", index: 0 });
+    assert.deepEqual(
+      inventory.documents().map((d) => d.key),
+      ["apps/Deployment//api"],
+      "a sweep never sees the patch",
+    );
+    assert.equal(inventory.accept(), undefined);
+  });
+
+  it("names the kustomizations that build a file, innermost first", async () => {
+    const tree = new MemoryTree({
+      "f/base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+      "f/base/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n",
+      "f/prod/kustomization.yaml": "resources:\n  - ../base\n",
+    });
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(tree);
+    assert.deepEqual(inventory.chainOf("f/base/deployment.yaml"), [
+      "f/base/kustomization.yaml",
+      "f/prod/kustomization.yaml",
+    ]);
+    assert.deepEqual(inventory.kustomizations().sort(), [
+      "f/base/kustomization.yaml",
+      "f/prod/kustomization.yaml",
+    ]);
+  });
+
+  it("stops the chain below two overlays that include one base: which one rendered live is ambiguous", async () => {
+    const tree = new MemoryTree({
+      "f/base/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+      "f/base/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n",
+      "f/prod/kustomization.yaml": "resources:\n  - ../base\n",
+      "f/staging/kustomization.yaml": "resources:\n  - ../base\n",
+    });
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(tree);
+    assert.deepEqual(inventory.chainOf("f/base/deployment.yaml"), ["f/base/kustomization.yaml"]);
+  });
+});
