@@ -1,6 +1,6 @@
 // Where a branch worker's time goes, measured from outside: the benchmark wraps, on the
 // instances alone, the worker's publish() and its clone's methods as each worker is created.
-// Nothing in the operator changes; the wrappers only time and count. publish() minus sync,
+// Nothing in the operator changes; the wrappers only time and count. publish() minus sync (fetch and reset),
 // commit and push is materialize: the folder scan and the document edits.
 import type { BranchWorker } from "../internal/git/branchworker.ts";
 import type { Clone } from "../internal/git/clone.ts";
@@ -10,7 +10,7 @@ export interface WorkerTimings {
   /** Publication cycles (publish() calls) and the time spent in them. */
   publishes: number;
   publishMs: number;
-  /** clone.sync(): fetch, then delete the worktree and check the tip out again. */
+  /** clone.fetchAndReset(): fetch, then delete the worktree and check the tip out again. */
   syncs: number;
   syncMs: number;
   /** Of syncMs, the reset: removing every worktree file and checking the tip out again. */
@@ -51,7 +51,7 @@ const zero = (): WorkerTimings => ({
 
 const counters = {
   publish: ["publishes", "publishMs"],
-  sync: ["syncs", "syncMs"],
+  fetchAndReset: ["syncs", "syncMs"],
   resetTo: ["resets", "resetMs"],
   commit: ["commits", "commitMs"],
   push: ["pushes", "pushMs"],
@@ -77,7 +77,9 @@ export class WorkerProbe {
   /** Attributes an RSS sample to the step the worker is in, if any. */
   observe(rss: number): void {
     const methods = new Set([...this.inFlight].map((call) => call.method));
-    const steps: Step[] = (["sync", "commit", "push"] as const).filter((m) => methods.has(m));
+    const steps: Step[] = (["sync", "commit", "push"] as const).filter((m) =>
+      methods.has(m === "sync" ? "fetchAndReset" : m),
+    );
     if (steps.length === 0 && methods.has("publish")) steps.push("materialize");
     const peaks = this.totals.peakRssBytes;
     for (const step of steps) peaks[step] = Math.max(peaks[step] ?? 0, rss);
@@ -103,7 +105,7 @@ export class WorkerProbe {
     const inside = worker as unknown as { publish: () => Promise<void>; options: { clone: Clone } };
     const clone = inside.options.clone as unknown as Methods;
     this.time(inside as unknown as Methods, "publish");
-    this.time(clone, "sync");
+    this.time(clone, "fetchAndReset");
     this.time(clone, "resetTo");
     this.time(clone, "commit");
     this.time(clone, "push");

@@ -81,7 +81,7 @@ export async function measureWriter(
       branch: "main",
       auth: user,
     });
-    await clone.sync();
+    await clone.fetchAndReset();
     const inventory = new FolderInventory(targetPath);
     const options = {
       committer,
@@ -102,7 +102,7 @@ export async function measureWriter(
         [`${targetPath}/${namespace}/configmaps/${configMapName(last)}.yaml`]: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${configMapName(last)}\n  namespace: ${namespace}\ndata:\n  alpha: foreign\n`,
       },
     });
-    await clone.sync();
+    await clone.fetchAndReset();
     const afterFetch = await timed(edit(namespace, 1, 3));
     return { documents: inventory.documentCount, cold, warm, afterFetch };
   } finally {

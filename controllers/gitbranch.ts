@@ -45,6 +45,8 @@ import {
   generationChanged,
   labelsChanged,
   readyTransition,
+  reconcileRequested,
+  requestedAtAnnotation,
   type UpdatePredicate,
 } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
@@ -59,6 +61,8 @@ export interface GitBranchDeps {
   /** How long one receive-pack advertisement may take. */
   probeTimeoutMs?: number;
   now?: () => Date;
+  /** Has the branch's worker prove where the branch is now: reconcile.configbutler.ai/requestedAt. */
+  onReconcileRequested?: (branchKey: string) => void;
 }
 
 export interface GitBranchInformers {
@@ -74,6 +78,8 @@ export class GitBranchReconciler implements Reconciler {
   private readonly now: () => Date;
   /** The last push session each GitBranch proved, by namespace/name. */
   private readonly proofs = new Map<string, Proof>();
+  /** The requestedAt each GitBranch last had handled. */
+  private readonly handledRequests = new Map<string, string>();
 
   constructor(
     private readonly core: CoreV1Api,
@@ -96,6 +102,11 @@ export class GitBranchReconciler implements Reconciler {
       return {};
     }
     if (found.metadata.deletionTimestamp) return this.finalize(found, key);
+    const requestedAt = found.metadata.annotations?.[requestedAtAnnotation];
+    if (requestedAt !== undefined && this.handledRequests.get(key) !== requestedAt) {
+      this.handledRequests.set(key, requestedAt);
+      this.deps.onReconcileRequested?.(key);
+    }
     const branch = await ensureFinalizer(this.client, found, gitBranchFinalizer);
 
     const ref = providerRefOf(branch);
@@ -240,7 +251,7 @@ export function setupGitBranchController(manager: Manager, deps: GitBranchDeps):
   const controller = new Controller("gitbranch", reconciler, manager.logger, {
     rateLimiter: recheckRateLimiter({ ...defaultRecheckIntervals, ...deps.intervals }),
   })
-    .for(branches)
+    .for(branches, anyOf(generationChanged, reconcileRequested))
     // A provider's spec (its grants) or its readiness (a fixed credential) re-runs the check.
     .watches(informers.providers, naming, anyOf(generationChanged, readyTransition))
     .watches(informers.targets, (target) => [branchRefOf(target)], never)

@@ -92,6 +92,12 @@ export class GitTargetReconciler implements Reconciler {
       refused: [...(writeState?.refused ?? [])].sort(),
       folderRefusal: folder?.refusal?.message,
       renderGate: folder?.renderGate,
+      outage: writeState?.branch?.outage && {
+        since: writeState.branch.outage.since,
+        error: writeState.branch.outage.error,
+        retainedWrites: writeState.branch.retainedWrites,
+        intakePaused: writeState.branch.intakePaused,
+      },
     });
     await this.status.write(gitTargets(this.manager.kubeConfig), target, {
       conditions,

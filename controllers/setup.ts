@@ -5,7 +5,15 @@ import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/git/branchclaim.ts";
 import { RemoteStatusPublisher } from "../internal/git/remotestatus.ts";
-import { placementRefusals, placements, writesDropped } from "../internal/telemetry/instruments.ts";
+import {
+  intakePaused,
+  nextRetry,
+  placementRefusals,
+  placements,
+  retainedBytes,
+  retainedWrites,
+  writesDropped,
+} from "../internal/telemetry/instruments.ts";
 import { WorkerManager, defaultWorkerRoot } from "../internal/git/workermanager.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
@@ -30,6 +38,8 @@ export interface OperatorSettings {
   pushCooldownMs?: number;
   /** How long the render gate holds live events before it gives up; 10 minutes. */
   renderHoldMs?: number;
+  /** --git-refresh-interval: how often an idle branch proves where its remote is; 10 minutes. */
+  gitRefreshInterval?: number;
 }
 
 /** The source label of gitopsreverser_placements_total, by rung. */
@@ -74,6 +84,18 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
   const workers = new WorkerManager({
     onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
+    onBranchProved: (branchKey, commit, by) => {
+      if (commit) remoteStatus.record(branchKey, commit, by);
+    },
+    onBranchState: (branchKey, state) => {
+      const { namespace, name } = targetRef(branchKey);
+      const labels = { gitbranch_namespace: namespace, gitbranch_name: name };
+      retainedWrites.set(labels, state.retainedWrites);
+      retainedBytes.set(labels, state.retainedBytes);
+      intakePaused.set(labels, state.intakePaused ? 1 : 0);
+      nextRetry.set(labels, state.outage ? state.outage.nextAttemptAt / 1000 : 0);
+    },
+    refreshIntervalMs: settings.gitRefreshInterval,
     root: settings.workerRoot ?? defaultWorkerRoot,
     bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
     pushCooldownMs: settings.pushCooldownMs,
@@ -105,7 +127,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   });
   manager.addRunnable(workers);
   setupGitProviderController(manager);
-  setupGitBranchController(manager, { claims });
+  setupGitBranchController(manager, { claims, onReconcileRequested: (key) => workers.refresh(key) });
   setupGitTargetController(manager, sourceContexts, { claims, workers });
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);

@@ -349,6 +349,8 @@ export const GitTargetReason = {
   EncryptionNotConfigured: "EncryptionNotConfigured",
   /** The source cluster's API cannot be reached. */
   SourceUnreachable: "SourceUnreachable",
+  /** The Git remote cannot be reached or refuses the push; every decided write is kept and retried. */
+  RemoteUnreachable: "RemoteUnreachable",
   /** A watch is replaying the current state of its collection. */
   InitialReplay: "InitialReplay",
   /** The folder holds content the operator cannot manage safely; a human must fix it. */

@@ -1,51 +1,82 @@
 // One BranchWorker per repository branch. Every GitTarget on the branch feeds its single FIFO
 // loop, so writes to the branch are serialized: live changes collect in the commit window,
-// snapshots become resync writes, and decided writes are committed and pushed, one commit each,
-// with a push cooldown that batches bursts. A decided write stays until a push lands.
+// snapshots become resync writes, and decided writes are retained until a push lands, committed
+// and pushed one commit each, with a push cooldown that batches bursts. A remote that cannot be
+// reached keeps every retained write and is retried on its own schedule; while it is, intake is
+// bounded by the branch budget.
 import type { Logger } from "../operator/informer.ts";
 import { sleep } from "../timing/sleep.ts";
 import type { StreamItem } from "../watch/stream.ts";
-import { RemoteMovedError, type Clone, type Signature } from "./clone.ts";
-import { materialize, type MaterializeOptions } from "./materialize.ts";
+import type { Repository, Signature } from "./clone.ts";
+import type { MaterializeOptions, WorkTree } from "./materialize.ts";
+import { Publication } from "./publication.ts";
+import { RetrySchedule, type Outage } from "./retry.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
 import type { Change, DecidedWrite, TargetSettings } from "./writes.ts";
 
 export interface BranchWorkerOptions {
-  clone: Clone;
+  clone: Repository & WorkTree;
   committer: Signature;
+  /** --branch-buffer-max-size: what the branch may hold accepted and unpublished. */
   bufferLimitBytes: number;
   pushCooldownMs?: number;
   /** Attempts of one publication when the remote keeps moving. */
   pushAttempts?: number;
+  /** How long an idle branch waits before it proves where its remote is again: 10 minutes. */
+  refreshIntervalMs?: number;
   materialize: MaterializeOptions;
   logger: Logger;
   /** Called after every push that landed, with the new tip. */
   onPublished?: (commit: string, writes: DecidedWrite[]) => void;
+  /** Called when a refresh proved where the branch is without a push of ours. */
+  onProved?: (commit: string | undefined, by: "Fetch" | "Advertisement") => void;
+  /** Called whenever the branch's backlog, intake or outage changes. */
+  onState?: (state: BranchState) => void;
   /** What each folder's gates and placement report, and what they drop. */
   folders: TargetFolderCallbacks;
   /** How long the render gate holds live events: 10 minutes unless a test shortens it. */
   renderHoldMs?: number;
 }
 
-type Event = Intake | { stop: true } | { recheck: TargetSettings };
+/** What every GitTarget on the branch reports of its worker, and what the metrics show. */
+export interface BranchState {
+  retainedWrites: number;
+  retainedBytes: number;
+  intakePaused: boolean;
+  outage?: Outage;
+}
 
-const retry = { baseMs: 10_000, maxMs: 5 * 60_000 };
+type Event = Intake | { stop: true } | { recheck: TargetSettings } | { refresh: true };
+
+/** Every accepted item costs this much besides its bytes, so many small ones count too. */
+const itemChargeBytes = 1024;
 
 const identityKeyOf = (c: Change) =>
   `${c.identity.group}/${c.identity.resource}/${c.identity.namespace}/${c.identity.name}`;
 
+const bytesOf = (item: StreamItem) =>
+  item.type === "upsert"
+    ? JSON.stringify(item.object).length
+    : item.type === "snapshot"
+      ? item.objects.reduce((sum, o) => sum + JSON.stringify(o.object).length, 0)
+      : 0;
+
 export class BranchWorker {
   private readonly events: Event[] = [];
   private readonly window: CommitWindow<Change & { target: TargetSettings }>;
-  private readonly pending: DecidedWrite[] = [];
+  private readonly pending: { write: DecidedWrite; bytes: number }[] = [];
   private wake: () => void = () => undefined;
   private lastPushAt = 0;
-  private retryAt = 0;
-  private retryDelay = retry.baseMs;
+  private lastProvedAt = Date.now();
+  private readonly retry = new RetrySchedule();
   private running: Promise<void> | undefined;
   private readonly abort = new AbortController();
   private readonly folders: TargetFolders;
+  private readonly publication: Publication;
+  private paused = false;
+  private intakeWaiters: (() => void)[] = [];
+  private lastState = "";
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
@@ -53,6 +84,13 @@ export class BranchWorker {
       { holdMs: options.renderHoldMs ?? 10 * 60_000, budgetBytes: options.bufferLimitBytes },
       options.folders,
     );
+    this.publication = new Publication({
+      repository: options.clone,
+      materialize: options.materialize,
+      folders: this.folders,
+      logger: options.logger,
+      attempts: options.pushAttempts,
+    });
   }
 
   /** Writes decided and not yet pushed. */
@@ -60,9 +98,23 @@ export class BranchWorker {
     return this.pending.length;
   }
 
+  /** Fetches the publication cycles have made: what the base-trust tests count. */
+  get fetches(): number {
+    return this.publication.fetches;
+  }
+
   enqueue(target: TargetSettings, item: StreamItem): void {
     this.events.push({ target, item });
     this.wake();
+  }
+
+  /**
+   * Resolves once the branch takes items again: at once, unless a retry is pending and the
+   * budget is spent, in which case a landed push reopens it.
+   */
+  intakeOpen(): Promise<void> {
+    if (!this.paused) return Promise.resolve();
+    return new Promise((resolve) => this.intakeWaiters.push(resolve));
   }
 
   /** Reads a refused folder again, so a fix in Git clears the refusal without a write. */
@@ -72,11 +124,17 @@ export class BranchWorker {
     this.wake();
   }
 
+  /** Proves where the remote branch is now, as the periodic refresh does; a requestedAt asks this. */
+  refresh(): void {
+    this.events.push({ refresh: true });
+    this.wake();
+  }
+
   start(): void {
     this.running ??= this.loop();
   }
 
-  /** Closes the window, publishes what is decided (one attempt), and stops. */
+  /** Closes the window, tries one publication of everything retained, and stops. */
   async stop(): Promise<void> {
     this.events.push({ stop: true });
     this.wake();
@@ -87,18 +145,22 @@ export class BranchWorker {
     for (;;) {
       const event = this.events.shift();
       if (event && "stop" in event) {
-        this.decide(this.window.close("shutdown"));
-        if (this.pending.length > 0) await this.publish();
-        this.abort.abort();
+        await this.shutdown();
         return;
       }
-      if (event && "recheck" in event) await this.readFolder(event.recheck);
+      if (event && "recheck" in event) await this.readFolders([event.recheck]);
+      else if (event && "refresh" in event) await this.refreshNow();
       else if (event) this.handle(event);
       this.folders.expire(Date.now());
       this.decide(this.window.tick(Date.now()));
+      this.updateIntake();
       if (this.events.length > 0) continue;
       if (this.pending.length > 0 && this.publishDueAt() <= Date.now()) {
         await this.publish();
+        continue;
+      }
+      if (this.idle() && Date.now() >= this.lastProvedAt + this.refreshInterval) {
+        await this.refreshNow();
         continue;
       }
       await this.sleepUntilWork();
@@ -107,7 +169,7 @@ export class BranchWorker {
 
   private handle(intake: Intake): void {
     const { target, item } = intake;
-    const bytes = item.type === "upsert" ? JSON.stringify(item.object).length : 0;
+    const bytes = bytesOf(item);
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
     this.events.unshift(...released);
     if (!pass || item.type === "replaying" || item.type === "removed") return;
@@ -118,15 +180,18 @@ export class BranchWorker {
     if (item.type === "snapshot") {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
-      this.pending.push({
-        target,
-        reason: "reconcile",
-        changes: item.objects.map((o) => ({ op: "upsert", identity: o.identity, object: o.object })),
-        sweep: {
-          collection: item.collection,
-          present: new Set(item.objects.map((o) => `${o.identity.namespace}/${o.identity.name}`)),
+      this.retain(
+        {
+          target,
+          reason: "reconcile",
+          changes: item.objects.map((o) => ({ op: "upsert", identity: o.identity, object: o.object })),
+          sweep: {
+            collection: item.collection,
+            present: new Set(item.objects.map((o) => `${o.identity.namespace}/${o.identity.name}`)),
+          },
         },
-      });
+        bytes,
+      );
       return;
     }
     const change: Change =
@@ -148,98 +213,135 @@ export class BranchWorker {
   private decide(closed: ClosedWindow<Change & { target: TargetSettings }> | undefined): void {
     if (!closed || closed.writes.length === 0) return;
     const target = closed.writes[0]!.target;
-    this.pending.push({
-      target,
-      reason: "live",
-      changes: closed.writes.map(({ target: _t, ...change }) => change),
-    });
+    const changes = closed.writes.map(({ target: _t, ...change }) => change);
+    const bytes = changes.reduce(
+      (sum, c) => sum + (c.op === "upsert" ? JSON.stringify(c.object).length : 0),
+      0,
+    );
+    this.retain({ target, reason: "live", changes }, bytes);
+  }
+
+  private retain(write: DecidedWrite, bytes: number): void {
+    this.pending.push({ write, bytes: bytes + itemChargeBytes * Math.max(1, write.changes.length) });
   }
 
   /** When the next publication may start: after the push cooldown, and after a failure's backoff. */
   private publishDueAt(): number {
-    return Math.max(this.lastPushAt + (this.options.pushCooldownMs ?? 5_000), this.retryAt);
+    return Math.max(this.lastPushAt + (this.options.pushCooldownMs ?? 5_000), this.retry.dueAt);
   }
 
-  /**
-   * Commits every decided write onto the remote tip and pushes, without force. A remote that
-   * moved is fetched again and the writes are made again on its new tip; any other failure keeps
-   * every write and retries on its own schedule, 10 s doubling to 5 min.
-   */
+  private get refreshInterval(): number {
+    return this.options.refreshIntervalMs ?? 10 * 60_000;
+  }
+
+  private idle(): boolean {
+    return this.pending.length === 0 && !this.window.isOpen;
+  }
+
+  /** Publishes every retained write; a failure keeps them all and waits out the retry schedule. */
   private async publish(): Promise<void> {
-    const { clone, logger } = this.options;
-    const writes = [...this.pending];
-    for (let attempt = 1; attempt <= (this.options.pushAttempts ?? 5); attempt++) {
-      try {
-        await clone.sync();
-        const committed = await this.commitAll(writes);
-        const tip = committed > 0 ? await clone.push() : clone.baseCommit;
-        this.pending.splice(0, writes.length);
-        this.lastPushAt = Date.now();
-        this.retryDelay = retry.baseMs;
-        this.retryAt = 0;
-        if (committed > 0 && tip) this.options.onPublished?.(tip, writes);
-        return;
-      } catch (err) {
-        if (err instanceof RemoteMovedError) {
-          logger.info("the remote moved; making the writes again on its new tip", { attempt });
-          continue;
-        }
-        logger.error("publication failed; the writes are kept", {
-          error: err instanceof Error ? err.message : String(err),
-          retryInMs: this.retryDelay,
-        });
-        this.retryAt = Date.now() + this.retryDelay;
-        this.retryDelay = Math.min(this.retryDelay * 2, retry.maxMs);
-        return;
-      }
+    const writes = this.pending.map((p) => p.write);
+    const outcome = await this.publication.cycle(writes, (released) => this.events.unshift(...released));
+    if (outcome.kind === "failed") {
+      const outage = this.retry.failed(outcome.error, Date.now());
+      this.options.logger.error("publication failed; the writes are kept", {
+        error: outcome.error,
+        retryAt: new Date(outage.nextAttemptAt).toISOString(),
+        retained: writes.length,
+      });
+      return;
     }
-    this.retryAt = Date.now() + this.retryDelay;
+    this.pending.splice(0, writes.length);
+    this.retry.succeeded();
+    this.lastPushAt = Date.now();
+    this.lastProvedAt = Date.now();
+    if (outcome.kind === "pushed") this.options.onPublished?.(outcome.commit, writes);
   }
 
   /**
-   * Makes each write in the clone, one commit each. What the render gate released on the way is
-   * queued ahead of every later event, even when a later write fails.
+   * Proves where the remote is without a write: one advertisement, and a fetch only when it moved.
+   * A moved branch is read again, so a folder somebody broke (or fixed) is reported.
    */
-  private async commitAll(writes: DecidedWrite[]): Promise<number> {
-    const released: Intake[] = [];
-    let committed = 0;
+  private async refreshNow(): Promise<void> {
+    this.lastProvedAt = Date.now();
+    if (!this.idle()) return;
     try {
-      for (const write of writes) {
-        const inventory = this.folders.inventory(write.target);
-        const result = await materialize(
-          this.options.clone,
-          inventory,
-          write,
-          this.options.materialize,
-        ).catch((err: unknown) => {
-          // What a failed write left in the worktree is not what the inventory says.
-          inventory.invalidate();
-          throw err;
-        });
-        if (result.commit) committed++;
-        released.push(...this.folders.written(write, result));
-      }
-    } finally {
-      this.events.unshift(...released);
-    }
-    return committed;
-  }
-
-  /** Fetches and reads a folder's verdict, when no write is waiting to do that anyway. */
-  private async readFolder(target: TargetSettings): Promise<void> {
-    if (this.pending.length > 0) return;
-    const { clone } = this.options;
-    const inventory = this.folders.inventory(target);
-    try {
-      await clone.sync();
-      await inventory.refresh(clone);
-      this.folders.checked(target, inventory.accept());
+      const by = await this.publication.refresh();
+      this.options.onProved?.(this.publication.tip, by);
+      if (by === "Fetch") await this.readFolders(this.folders.targets(), false);
     } catch (err) {
-      this.options.logger.error("reading the folder again failed", {
-        gitTarget: target.key,
+      this.options.logger.error("proving where the remote branch is failed", {
         error: err instanceof Error ? err.message : String(err),
       });
     }
+  }
+
+  /**
+   * Reads folders again and reports their verdicts, when no write is waiting to do that anyway;
+   * `fetch` first when somebody may have pushed a fix.
+   */
+  private async readFolders(targets: TargetSettings[], fetch = true): Promise<void> {
+    if (this.pending.length > 0) return;
+    const { clone } = this.options;
+    try {
+      if (fetch) {
+        this.publication.distrust();
+        await this.publication.refresh();
+      }
+      for (const target of targets) {
+        const inventory = this.folders.inventory(target);
+        await inventory.refresh(clone);
+        this.folders.checked(target, inventory.accept());
+      }
+    } catch (err) {
+      this.options.logger.error("reading the folders again failed", {
+        error: err instanceof Error ? err.message : String(err),
+      });
+    }
+  }
+
+  /**
+   * The intake budget: while a retry is pending, everything accepted and not published counts,
+   * and the first time it does not fit intake pauses until a push lands.
+   */
+  private updateIntake(): void {
+    const retained =
+      this.pending.reduce((sum, p) => sum + p.bytes, 0) +
+      this.events.reduce((sum, e) => sum + ("item" in e ? bytesOf(e.item) + itemChargeBytes : 0), 0) +
+      this.window.bytes;
+    if (this.retry.current && retained >= this.options.bufferLimitBytes) this.paused = true;
+    if (!this.retry.current && this.paused) {
+      this.paused = false;
+      for (const resolve of this.intakeWaiters.splice(0)) resolve();
+    }
+    const state: BranchState = {
+      retainedWrites: this.pending.length,
+      retainedBytes: retained,
+      intakePaused: this.paused,
+      outage: this.retry.current,
+    };
+    const key = JSON.stringify(state);
+    if (key !== this.lastState) {
+      this.lastState = key;
+      this.options.onState?.(state);
+    }
+  }
+
+  /** Shutdown: the open window is finalized, and everything retained gets one publication. */
+  private async shutdown(): Promise<void> {
+    this.decide(this.window.close("shutdown"));
+    if (this.pending.length > 0) {
+      const writes = this.pending.map((p) => p.write);
+      const outcome = await this.publication.cycle(writes, () => undefined);
+      if (outcome.kind === "failed") {
+        this.options.logger.error("shutting down with writes that could not be published", {
+          error: outcome.error,
+          unpublished: writes.map((w) => `${w.target.key}: ${w.changes.length} change(s)`),
+        });
+      }
+    }
+    this.abort.abort();
+    for (const resolve of this.intakeWaiters.splice(0)) resolve();
   }
 
   private async sleepUntilWork(): Promise<void> {
@@ -247,6 +349,7 @@ export class BranchWorker {
       this.window.dueAt(),
       this.pending.length > 0 ? this.publishDueAt() : undefined,
       this.folders.dueAt(),
+      this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
     ].filter((d): d is number => d !== undefined);
     const wait = deadlines.length > 0 ? Math.max(0, Math.min(...deadlines) - Date.now()) : 60_000;
     const woken = new Promise<void>((resolve) => (this.wake = resolve));

@@ -1,11 +1,14 @@
 // A branch worker's local clone, through isomorphic-git. Every repository operation of a worker
-// goes through here, on the worker's own loop. A checkout found on disk is never trusted: sync()
-// fetches, points the branch at the remote tip and discards everything else in the worktree.
+// goes through here, on the worker's own loop. A checkout found on disk is never trusted: the
+// worker's first cycle fetches and resets. After that the worker decides when to fetch (its base
+// trust); the clone only does what it is told, and every push checks first that the remote still
+// shows the root the commits were made on.
 import * as fs from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import * as git from "isomorphic-git";
-import http from "isomorphic-git/http/node";
+import { boundedHttp, type BoundedHttp } from "./bounded.ts";
+import { rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
 
 export interface Signature {
   name: string;
@@ -16,19 +19,39 @@ export interface CloneOptions {
   dir: string;
   url: string;
   branch: string;
+  /** The branch a missing write branch is created from; the remote's default branch when omitted. */
+  parentBranch?: string;
   auth: { username: string; password: string } | undefined;
+  /** How long one call to the Git server may take: two minutes unless a test shortens it. */
+  callTimeoutMs?: number;
 }
 
-/** Why a push did not land, when the remote refused it. */
+/** Why a push did not land: the remote no longer shows the root the commits were made on. */
 export class RemoteMovedError extends Error {}
 
-export class Clone {
-  /** The remote tip the worktree was reset to by the last sync; undefined for an empty branch. */
-  private base: string | undefined;
-  /** The commit the worktree is at: the base, or the last local commit on top of it. */
-  private head: string | undefined;
+/** What a branch worker needs of its repository; the clone is the real one. */
+export interface Repository {
+  readonly headCommit: string | undefined;
+  /** Reads the remote's refs: one ref advertisement. */
+  advertise(): Promise<Advertisement>;
+  /** Fetches where the branch starts and resets the worktree there, discarding everything else. */
+  fetchAndReset(advertisement?: Advertisement): Promise<Root>;
+  /** Pushes the branch without force, after checking the remote still shows `root`. */
+  push(root: Root): Promise<string>;
+  /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */
+  holds(root: Root): Promise<boolean>;
+  /** Bounds every remote call until the next call to this: a publication cycle's deadline. */
+  setCycleDeadline(signal: AbortSignal | undefined): void;
+}
 
-  constructor(private readonly options: CloneOptions) {}
+export class Clone implements Repository {
+  /** The commit the worktree is at: the root, or the last local commit on top of it. */
+  private head: string | undefined;
+  private readonly http: BoundedHttp;
+
+  constructor(private readonly options: CloneOptions) {
+    this.http = boundedHttp(options.callTimeoutMs ?? 2 * 60_000);
+  }
 
   get dir(): string {
     return this.options.dir;
@@ -39,12 +62,31 @@ export class Clone {
     return auth ? () => auth : undefined;
   }
 
+  get headCommit(): string | undefined {
+    return this.head;
+  }
+
+  setCycleDeadline(signal: AbortSignal | undefined): void {
+    this.http.setCycleDeadline(signal);
+  }
+
+  async advertise(): Promise<Advertisement> {
+    const info = await git.getRemoteInfo2({
+      http: this.http,
+      url: this.options.url,
+      onAuth: this.onAuth,
+      protocolVersion: 1,
+    });
+    const refs = new Map((info.refs ?? []).filter((r) => r.ref !== "HEAD").map((r) => [r.ref, r.oid]));
+    return { refs, head: info.refs?.find((r) => r.ref === "HEAD")?.target };
+  }
+
   /**
-   * Fetches the branch and resets the worktree to its tip, discarding local commits and untracked
-   * files. A branch the remote does not carry starts from the remote's default branch, or empty.
+   * Fetches the branch, or while it does not exist its parent, and resets the worktree to that
+   * tip, discarding local commits, untracked files and the directories they were in.
    */
-  async sync(): Promise<void> {
-    const { dir, url, branch } = this.options;
+  async fetchAndReset(advertisement?: Advertisement): Promise<Root> {
+    const { dir, url, branch, parentBranch } = this.options;
     await mkdir(dir, { recursive: true });
     if (!fs.existsSync(join(dir, ".git"))) {
       await git.init({ fs, dir, defaultBranch: branch });
@@ -56,35 +98,22 @@ export class Clone {
       path: "remote.origin.fetch",
       value: "+refs/heads/*:refs/remotes/origin/*",
     });
-    const info = await git.getRemoteInfo2({ http, url, onAuth: this.onAuth, protocolVersion: 1 });
-    const refs = new Map((info.refs ?? []).map((r) => [r.ref, r.oid]));
-    // The remote's default branch, as its HEAD symref names it.
-    const head = info.refs?.find((r) => r.ref === "HEAD")?.target;
-    const start = refs.has(`refs/heads/${branch}`)
-      ? branch
-      : head?.startsWith("refs/heads/")
-        ? head.slice("refs/heads/".length)
-        : undefined;
-    let tip: string | undefined;
-    if (start) {
+    const root = rootFrom(advertisement ?? (await this.advertise()), branch, parentBranch);
+    if (root.from !== "empty") {
+      const ref = root.from === "branch" ? branch : root.parent;
       await git.fetch({
         fs,
-        http,
+        http: this.http,
         dir,
         url,
-        ref: start,
+        ref,
         singleBranch: true,
         tags: false,
         onAuth: this.onAuth,
       });
-      tip = refs.get(`refs/heads/${start}`);
     }
-    await this.resetTo(tip);
-  }
-
-  /** The commit the branch was reset to, which the next push must still find on the remote. */
-  get baseCommit(): string | undefined {
-    return this.base;
+    await this.resetTo(root.from === "empty" ? undefined : root.commit);
+    return root;
   }
 
   private async resetTo(tip: string | undefined): Promise<void> {
@@ -94,6 +123,14 @@ export class Clone {
     }
     if (tip) {
       await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: tip, force: true });
+      await git.writeRef({
+        fs,
+        dir,
+        ref: "HEAD",
+        value: `refs/heads/${branch}`,
+        symbolic: true,
+        force: true,
+      });
       await git.checkout({ fs, dir, ref: branch, force: true });
     } else {
       // An empty branch: HEAD names it, with no commit yet, and the index is emptied.
@@ -108,12 +145,7 @@ export class Clone {
       await rm(join(dir, ".git", `refs/heads/${branch}`), { force: true });
       await rm(join(dir, ".git", "index"), { force: true });
     }
-    this.base = tip;
     this.head = tip;
-  }
-
-  get headCommit(): string | undefined {
-    return this.head;
   }
 
   /**
@@ -205,19 +237,28 @@ export class Clone {
     return this.head;
   }
 
-  /** Pushes the branch without force; a remote that moved is a RemoteMovedError. */
-  async push(): Promise<string> {
+  /**
+   * Pushes the branch without force, after one advertisement shows the remote still where the
+   * commits were made: the branch at the root, or while it is absent its parent. Anything else,
+   * and a push the server refuses, is a RemoteMovedError: fetch, reset and replay.
+   */
+  async holds(root: Root): Promise<boolean> {
+    return rootHolds(await this.advertise(), this.options.branch, root);
+  }
+
+  async push(root: Root): Promise<string> {
     const { dir, url, branch } = this.options;
+    if (!(await this.holds(root))) {
+      throw new RemoteMovedError(`the remote branch ${branch} is no longer where this cycle's commits start`);
+    }
     try {
-      await git.push({ fs, http, dir, url, ref: branch, remoteRef: branch, onAuth: this.onAuth });
+      await git.push({ fs, http: this.http, dir, url, ref: branch, remoteRef: branch, onAuth: this.onAuth });
     } catch (err) {
       if (err instanceof git.Errors.PushRejectedError || err instanceof git.Errors.GitPushError) {
         throw new RemoteMovedError(`the remote branch ${branch} moved: ${err.message}`);
       }
       throw err;
     }
-    const tip = await git.resolveRef({ fs, dir, ref: branch });
-    this.base = tip;
-    return tip;
+    return git.resolveRef({ fs, dir, ref: branch });
   }
 }

@@ -13,7 +13,7 @@ import { FolderWriter, identityKeyOf } from "../manifest/writer.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { Clone, Signature } from "./clone.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";
-import type { DecidedWrite } from "./writes.ts";
+import type { Change, DecidedWrite } from "./writes.ts";
 
 export interface MaterializeOptions {
   committer: Signature;
@@ -44,6 +44,8 @@ export interface MaterializeResult {
   divergences?: MeasuredDivergence[];
   /** Which rung placed each new document. */
   placements: { identity: ResourceIdentity; source: PlacementSource }[];
+  /** The actions this write decided: on a first materialization, what a replay will apply. */
+  decided: Change[];
 }
 
 export async function materialize(
@@ -54,7 +56,8 @@ export async function materialize(
 ): Promise<MaterializeResult> {
   await inventory.refresh(tree);
   const refusal = inventory.accept();
-  if (refusal) return { refusal, placements: [] };
+  if (refusal) return { refusal, placements: [], decided: [] };
+  const replay = write.decided !== undefined;
 
   const folder = write.target.path;
   const writer = new FolderWriter(tree, inventory, {
@@ -63,16 +66,20 @@ export async function materialize(
     additionalSensitive: options.additionalSensitive,
   });
   const applied: AppliedChange[] = [];
+  const decided: Change[] = [];
   const placements: MaterializeResult["placements"] = [];
   const remove = async (identity: ResourceIdentity, key: string) => {
     const path = await writer.remove(key);
-    if (path) applied.push({ operation: "delete", identity, path });
+    if (!path) return;
+    applied.push({ operation: "delete", identity, path });
+    decided.push({ op: "delete", identity });
   };
 
-  // The snapshot is measured before its own upserts change what it measures.
-  const divergences = write.sweep ? await measure(writer, write) : undefined;
+  // The snapshot is measured before its own upserts change what it measures; a replay measures
+  // nothing, as it decides nothing.
+  const divergences = write.sweep && !replay ? await measure(writer, write) : undefined;
 
-  for (const change of write.changes) {
+  for (const change of write.decided ?? write.changes) {
     const { identity } = change;
     if (change.op === "delete") {
       await remove(identity, identityKeyOf(identity));
@@ -86,10 +93,11 @@ export async function materialize(
     if (outcome.placedBy) placements.push({ identity, source: outcome.placedBy });
     if (outcome.changed) {
       applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });
+      decided.push(change);
     }
   }
 
-  if (write.sweep && write.target.prune === "Always") {
+  if (write.sweep && !replay && write.target.prune === "Always") {
     const { collection, present } = write.sweep;
     for (const doc of inventory.documents()) {
       const inScope =
@@ -106,7 +114,7 @@ export async function materialize(
     }
   }
 
-  if (writer.touched.size === 0) return { divergences, placements };
+  if (writer.touched.size === 0) return { divergences, placements, decided };
   for (const [path, content] of bootstrapFiles(folder)) {
     if (!tree.exists(path)) {
       await tree.write(path, content);
@@ -120,7 +128,7 @@ export async function materialize(
     options.committer,
   );
   inventory.committed(commit);
-  return { commit, divergences, placements };
+  return { commit, divergences, placements, decided };
 }
 
 async function measure(writer: FolderWriter, write: DecidedWrite): Promise<MeasuredDivergence[]> {

@@ -48,6 +48,7 @@ export interface TargetFolderCallbacks {
 }
 
 interface TargetFolder {
+  target: TargetSettings;
   inventory: FolderInventory;
   gate: RenderGate<Intake>;
   refusal?: Refusal;
@@ -128,6 +129,11 @@ export class TargetFolders {
     this.report(target);
   }
 
+  /** Every target whose folder this worker has seen. */
+  targets(): TargetSettings[] {
+    return [...this.folders.values()].map((f) => f.target);
+  }
+
   isRefused(target: TargetSettings): boolean {
     return this.folders.get(target.key)?.refusal !== undefined;
   }
@@ -152,9 +158,11 @@ export class TargetFolders {
   private folder(target: TargetSettings): TargetFolder {
     let folder = this.folders.get(target.key);
     if (!folder) {
-      folder = { inventory: new FolderInventory(target.path), gate: new RenderGate(this.limits) };
+      folder = { target, inventory: new FolderInventory(target.path), gate: new RenderGate(this.limits) };
       this.folders.set(target.key, folder);
     }
+    // The latest settings: a target's spec may have changed its prune mode or placement.
+    folder.target = target;
     return folder;
   }
 

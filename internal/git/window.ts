@@ -55,6 +55,11 @@ export class CommitWindow<T> {
     return this.open?.owner;
   }
 
+  /** The bytes the open window holds. */
+  get bytes(): number {
+    return this.open?.bytes ?? 0;
+  }
+
   /**
    * Adds one write. A write of another owner closes the open window first (returned as
    * `closed`); a second write to the same object replaces the first (last write wins). A window

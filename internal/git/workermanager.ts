@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { GitTargetEventStream } from "../watch/stream.ts";
-import { BranchWorker, type BranchWorkerOptions } from "./branchworker.ts";
+import { BranchWorker, type BranchState, type BranchWorkerOptions } from "./branchworker.ts";
 import { Clone, type Signature } from "./clone.ts";
 import type { MaterializeOptions } from "./materialize.ts";
 import { commitMessageFor } from "./message.ts";
@@ -24,6 +24,8 @@ export interface WorkerSpec {
   uid: string;
   url: string;
   branch: string;
+  /** GitBranch spec.parentBranch: where a missing branch is created from. */
+  parentBranch?: string;
   auth: { username: string; password: string } | undefined;
   committer: Signature;
   /** What the worker's trust belongs to: the provider's uid, its URL, the credential revision. */
@@ -41,6 +43,12 @@ export interface WorkerManagerOptions extends Omit<
   onRefused: MaterializeOptions["onRefused"];
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
   onBranchPublished?: (branchKey: string, commit: string) => void;
+  /** Called when a refresh proved where a GitBranch's branch is without a push. */
+  onBranchProved?: (branchKey: string, commit: string | undefined, by: "Fetch" | "Advertisement") => void;
+  /** Called when a branch's backlog, intake or outage changes, for its metrics. */
+  onBranchState?: (branchKey: string, state: BranchState) => void;
+  /** How long a call to the Git server may take; two minutes unless a test shortens it. */
+  callTimeoutMs?: number;
   /** Drops, placements and snapshot requests of every folder, for metrics and the watch side. */
   folders?: Partial<Omit<TargetFolderCallbacks, "onReport">>;
 }
@@ -52,6 +60,8 @@ export interface TargetWriteState {
   lastPushAt?: Date;
   /** The folder's gates and placement, once the worker has read it. */
   folder?: FolderReport;
+  /** The branch's worker, as every target on it reports it: its backlog, intake and outage. */
+  branch?: BranchState;
 }
 
 interface Attachment {
@@ -111,12 +121,22 @@ export class WorkerManager implements Runnable {
       additionalSensitive,
       onRefused,
       onBranchPublished,
+      onBranchProved,
+      onBranchState,
+      callTimeoutMs,
       folders,
       ...workerOptions
     } = this.options;
     const worker = new BranchWorker({
       ...workerOptions,
-      clone: new Clone({ dir: join(root, spec.uid), url: spec.url, branch: spec.branch, auth: spec.auth }),
+      clone: new Clone({
+        dir: join(root, spec.uid),
+        url: spec.url,
+        branch: spec.branch,
+        parentBranch: spec.parentBranch,
+        auth: spec.auth,
+        callTimeoutMs,
+      }),
       committer: spec.committer,
       // Configured-author mode: the author is the committer until attribution names an actor.
       materialize: {
@@ -135,6 +155,13 @@ export class WorkerManager implements Runnable {
         for (const key of new Set(writes.map((w) => w.target.key)))
           this.updateTarget(key, (s) => (s.lastPushAt = at));
         onBranchPublished?.(spec.key, commit);
+      },
+      onProved: (commit, by) => onBranchProved?.(spec.key, commit, by),
+      onState: (state) => {
+        onBranchState?.(spec.key, state);
+        for (const [key, attachment] of this.attachments) {
+          if (attachment.branchKey === spec.key) this.updateTarget(key, (s) => (s.branch = state));
+        }
       },
       folders: {
         onReport: (key, report) => this.updateTarget(key, (s) => (s.folder = report)),
@@ -164,12 +191,21 @@ export class WorkerManager implements Runnable {
     const attachment: Attachment = { branchKey, stream, settings: { current: settings } };
     this.attachments.set(key, attachment);
     void (async () => {
-      for await (const item of stream) {
+      for (;;) {
+        // A branch whose budget is spent while it waits out an outage takes nothing more.
+        await worker.intakeOpen();
+        const next = await stream.next();
+        if (next.done) return;
         // A detached or re-attached target stops feeding this worker.
         if (this.attachments.get(key) !== attachment) return;
-        worker.enqueue(attachment.settings.current, item);
+        worker.enqueue(attachment.settings.current, next.value);
       }
     })();
+  }
+
+  /** Has a GitBranch's worker prove where its branch is now, as reconcile.configbutler.ai/requestedAt asks. */
+  refresh(branchKey: string): void {
+    this.worker(branchKey)?.refresh();
   }
 
   /** Has a refused folder read again, so a fix pushed to Git clears the refusal. */

@@ -35,4 +35,10 @@ export interface DecidedWrite {
    * snapshot are swept under prune Always, and only those.
    */
   sweep?: { collection: Collection; present: Set<string> };
+  /**
+   * What the write's first commit decided: the upserts that changed the tree and the documents
+   * it removed, its sweep's included. A replay onto a newer tip applies these and plans nothing
+   * else, so it never sweeps again and never reverts what the newer tip changed.
+   */
+  decided?: Change[];
 }

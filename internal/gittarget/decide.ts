@@ -6,6 +6,7 @@ import {
   findCondition,
   progressingTrio,
   readyTrio,
+  retryingTrio,
   stalledTrio,
   type Condition,
   type ConditionUpdate,
@@ -114,6 +115,16 @@ export interface WriteFacts {
   folderRefusal?: string;
   /** The render-vs-live gate, once the worker has a view of the folder. */
   renderGate?: { status: "True" | "False" | "Unknown"; reason: string; message: string };
+  /** The branch's remote cannot be reached: since when, what failed, and what is kept. */
+  outage?: { since: Date; error: string; retainedWrites: number; intakePaused: boolean };
+}
+
+function outageMessage(outage: NonNullable<WriteFacts["outage"]>): string {
+  return (
+    `The Git remote has failed since ${outage.since.toISOString()}: ${outage.error}. ` +
+    `${outage.retainedWrites} decided write(s) are kept and retried` +
+    (outage.intakePaused ? "; intake is paused until a push lands." : ".")
+  );
 }
 
 /** Reasons only a person can clear: the target is Stalled until they do. */
@@ -250,16 +261,18 @@ export function targetConditions(
   const stalled = domain.find((c) => c.status === "False" && humanFixes.includes(c.reason));
   const trio = stalled
     ? stalledTrio(stalled.reason, `${stalled.type}: ${stalled.message}`, g)
-    : blocker
-      ? progressingTrio(
-          blocker.type === C.KubeProviderReady
-            ? R.KubeProviderNotReady
-            : blocker.type === C.GitBranchReady
-              ? R.GitBranchNotReady
-              : blocker.reason,
-          `${blocker.type}: ${blocker.message}`,
-          g,
-        )
-      : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
+    : write.outage
+      ? retryingTrio(R.RemoteUnreachable, outageMessage(write.outage), g)
+      : blocker
+        ? progressingTrio(
+            blocker.type === C.KubeProviderReady
+              ? R.KubeProviderNotReady
+              : blocker.type === C.GitBranchReady
+                ? R.GitBranchNotReady
+                : blocker.reason,
+            `${blocker.type}: ${blocker.message}`,
+            g,
+          )
+        : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
   return [...trio, ...domain];
 }

@@ -45,6 +45,7 @@ export function workerSpec(
     uid: branch.metadata.uid!,
     url: provider.spec.url,
     branch: branch.spec.branch,
+    ...(branch.spec.parentBranch ? { parentBranch: branch.spec.parentBranch } : {}),
     auth,
     committer: {
       name: committer?.name ?? defaultCommitter.name,

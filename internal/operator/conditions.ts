@@ -73,6 +73,22 @@ export function progressingTrio(
   ];
 }
 
+/**
+ * The kstatus trio for work that failed and is retried on its own schedule: not Ready, still
+ * reconciling, and not stalled, because nobody has to do anything for it to recover.
+ */
+export function retryingTrio(
+  reason: string,
+  message: string,
+  generation: number | undefined,
+): ConditionUpdate[] {
+  return [
+    { type: "Ready", status: "False", reason, message, observedGeneration: generation },
+    { type: "Reconciling", status: "True", reason, message, observedGeneration: generation },
+    { type: "Stalled", status: "False", reason, message: "", observedGeneration: generation },
+  ];
+}
+
 /** The kstatus trio for a block only a human can clear. */
 export function stalledTrio(
   reason: string,

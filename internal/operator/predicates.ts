@@ -9,7 +9,11 @@ export interface ObjectFacts {
   labels: Record<string, string>;
   ready: string | undefined;
   deleting: boolean;
+  /** The reconcile.configbutler.ai/requestedAt annotation: a person asking for a re-check now. */
+  requestedAt: string | undefined;
 }
+
+export const requestedAtAnnotation = "reconcile.configbutler.ai/requestedAt";
 
 export function factsOf(object: KubernetesObject & { status?: unknown }): ObjectFacts {
   const conditions = (object as { status?: { conditions?: Condition[] } }).status?.conditions;
@@ -18,6 +22,7 @@ export function factsOf(object: KubernetesObject & { status?: unknown }): Object
     labels: object.metadata?.labels ?? {},
     ready: findCondition(conditions, "Ready")?.status,
     deleting: object.metadata?.deletionTimestamp !== undefined,
+    requestedAt: object.metadata?.annotations?.[requestedAtAnnotation],
   };
 }
 
@@ -33,6 +38,9 @@ export const labelsChanged: UpdatePredicate = (before, after) => {
   for (const key of keys) if (before.labels[key] !== after.labels[key]) return true;
   return false;
 };
+
+/** Somebody set reconcile.configbutler.ai/requestedAt to a new value: re-check now. */
+export const reconcileRequested: UpdatePredicate = (before, after) => before.requestedAt !== after.requestedAt;
 
 /** The Ready condition's status moved, such as a dependency becoming Ready. */
 export const readyTransition: UpdatePredicate = (before, after) => before.ready !== after.ready;

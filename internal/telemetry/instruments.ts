@@ -1,6 +1,6 @@
 // The operator's own instruments. Each is created unregistered, and registerInstruments puts
 // them on the process registry, so a test can build its own registry without duplicates.
-import { Counter, type Registry } from "prom-client";
+import { Counter, Gauge, type Metric, type Registry } from "prom-client";
 import { metricPrefix } from "./metrics.ts";
 
 /**
@@ -33,6 +33,49 @@ export const writesDropped = new Counter({
   registers: [],
 });
 
+const branchLabels = ["gitbranch_namespace", "gitbranch_name"] as const;
+
+/** Decided writes a branch holds until a push lands. */
+export const retainedWrites = new Gauge({
+  name: `${metricPrefix}git_retained_writes`,
+  help: "Decided writes a branch worker retains until a push lands.",
+  labelNames: branchLabels,
+  registers: [],
+});
+
+/** What a branch holds accepted and unpublished, with the per-item charge: what the intake budget counts. */
+export const retainedBytes = new Gauge({
+  name: `${metricPrefix}git_retained_bytes`,
+  help: "Bytes a branch worker holds accepted and unpublished, as the intake budget counts them.",
+  labelNames: branchLabels,
+  registers: [],
+});
+
+/** 1 while a branch's intake is paused: its budget is spent while a retry is pending. */
+export const intakePaused = new Gauge({
+  name: `${metricPrefix}git_intake_paused`,
+  help: "1 while a branch's intake is paused because its budget is spent while it waits out an outage.",
+  labelNames: branchLabels,
+  registers: [],
+});
+
+/** When a failing branch tries its remote again; 0 while nothing is failing. */
+export const nextRetry = new Gauge({
+  name: `${metricPrefix}git_next_retry_timestamp_seconds`,
+  help: "When a branch worker next tries a remote it could not reach, as Unix seconds; 0 while none is failing.",
+  labelNames: branchLabels,
+  registers: [],
+});
+
 export function registerInstruments(registry: Registry): void {
-  for (const metric of [placementRefusals, placements, writesDropped]) registry.registerMetric(metric);
+  const metrics: Metric[] = [
+    placementRefusals,
+    placements,
+    writesDropped,
+    retainedWrites,
+    retainedBytes,
+    intakePaused,
+    nextRetry,
+  ];
+  for (const metric of metrics) registry.registerMetric(metric);
 }

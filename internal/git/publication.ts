@@ -1,0 +1,142 @@
+// The publication cycle of a branch worker: bring the checkout to the projection of the retained
+// writes, and push it without force. Two pieces of state decide whether the cycle fetches first,
+// and they are kept apart on purpose. baseTrusted says the worker can vouch for where the remote
+// is (its last fetch, or its last push); anything that can no longer prove it drops it.
+// checkoutApplied counts the retained writes whose commits the checkout holds on top of its root;
+// a write that failed part-way makes it unknown, which only a reset clears. Either doubt costs
+// one fetch, a reset, and a replay of every retained write's decided actions. A stale "trusted"
+// is caught by the push, which checks the advertisement before it sends anything.
+import type { Logger } from "../operator/informer.ts";
+import { RemoteMovedError, type Repository } from "./clone.ts";
+import { materialize, type MaterializeOptions, type WorkTree } from "./materialize.ts";
+import type { Root } from "./root.ts";
+import type { Intake, TargetFolders } from "./targetfolders.ts";
+import type { DecidedWrite } from "./writes.ts";
+
+export interface PublicationOptions {
+  repository: Repository & WorkTree;
+  materialize: MaterializeOptions;
+  folders: TargetFolders;
+  logger: Logger;
+  /** Attempts of one cycle while the remote keeps moving. */
+  attempts?: number;
+  /** How long one cycle may take, every call to the server included: 5 minutes. */
+  cycleDeadlineMs?: number;
+}
+
+export type CycleOutcome =
+  /** The retained writes are on the remote at `commit`. */
+  | { kind: "pushed"; commit: string }
+  /** No retained write changed anything on the current tip: nothing to push. */
+  | { kind: "settled" }
+  /** The remote could not be reached or kept moving: every write is kept. */
+  | { kind: "failed"; error: string };
+
+const rootCommit = (root: Root | undefined) => (root && root.from !== "empty" ? root.commit : undefined);
+
+export class Publication {
+  private baseTrusted = false;
+  private checkoutApplied: number | "unknown" = 0;
+  private root: Root | undefined;
+  /** Fetches made so far: what the base-trust tests count. */
+  fetches = 0;
+
+  constructor(private readonly options: PublicationOptions) {}
+
+  /** Where the worker believes the branch is, once it has fetched or pushed. */
+  get tip(): string | undefined {
+    return this.baseTrusted ? rootCommit(this.root) : undefined;
+  }
+
+  /** Drops base trust: the next cycle fetches. */
+  distrust(): void {
+    this.baseTrusted = false;
+  }
+
+  /**
+   * Proves where the remote branch is with one advertisement, and fetches only when it is not
+   * where the worker believed: what proved it. Only for an idle branch, with nothing retained.
+   */
+  async refresh(): Promise<"Fetch" | "Advertisement"> {
+    const { repository } = this.options;
+    repository.setCycleDeadline(AbortSignal.timeout(this.options.cycleDeadlineMs ?? 5 * 60_000));
+    try {
+      if (this.baseTrusted && this.root && (await repository.holds(this.root))) return "Advertisement";
+      this.baseTrusted = false;
+      await this.ensureBase();
+      return "Fetch";
+    } finally {
+      repository.setCycleDeadline(undefined);
+    }
+  }
+
+  /**
+   * Makes the retained writes on the remote's current tip and pushes them. `onReleased` gets
+   * the live items a snapshot's measurement released, to be written before anything later.
+   */
+  async cycle(retained: DecidedWrite[], onReleased: (items: Intake[]) => void): Promise<CycleOutcome> {
+    const { repository, logger } = this.options;
+    repository.setCycleDeadline(AbortSignal.timeout(this.options.cycleDeadlineMs ?? 5 * 60_000));
+    try {
+      const attempts = this.options.attempts ?? 5;
+      for (let attempt = 1; attempt <= attempts; attempt++) {
+        try {
+          await this.ensureBase();
+          await this.applyRetained(retained, onReleased);
+          if (repository.headCommit === rootCommit(this.root)) {
+            this.checkoutApplied = 0;
+            return { kind: "settled" };
+          }
+          const commit = await repository.push(this.root!);
+          this.root = { from: "branch", commit };
+          this.checkoutApplied = 0;
+          return { kind: "pushed", commit };
+        } catch (err) {
+          if (!(err instanceof RemoteMovedError)) throw err;
+          logger.info("the remote moved; replaying the retained writes on its new tip", { attempt });
+          this.baseTrusted = false;
+        }
+      }
+      return { kind: "failed", error: `the remote branch kept moving through ${attempts} attempts` };
+    } catch (err) {
+      // The remote may have moved while it could not be reached: the next cycle proves it again.
+      this.baseTrusted = false;
+      return { kind: "failed", error: err instanceof Error ? err.message : String(err) };
+    } finally {
+      repository.setCycleDeadline(undefined);
+    }
+  }
+
+  /** A trusted base with a checkout that is the projection of the retained writes needs no fetch. */
+  private async ensureBase(): Promise<void> {
+    if (this.baseTrusted && this.checkoutApplied !== "unknown" && this.root) return;
+    this.fetches++;
+    this.root = await this.options.repository.fetchAndReset();
+    this.baseTrusted = true;
+    this.checkoutApplied = 0;
+  }
+
+  /** Commits each retained write the checkout does not hold yet: planned the first time, replayed after. */
+  private async applyRetained(
+    retained: DecidedWrite[],
+    onReleased: (items: Intake[]) => void,
+  ): Promise<void> {
+    const { repository, folders } = this.options;
+    for (let i = this.checkoutApplied as number; i < retained.length; i++) {
+      const write = retained[i]!;
+      const inventory = folders.inventory(write.target);
+      this.checkoutApplied = "unknown";
+      let result;
+      try {
+        result = await materialize(repository, inventory, write, this.options.materialize);
+      } catch (err) {
+        // What a failed write left in the worktree is not what the inventory says.
+        inventory.invalidate();
+        throw err;
+      }
+      write.decided ??= result.decided;
+      onReleased(folders.written(write, result));
+      this.checkoutApplied = i + 1;
+    }
+  }
+}

@@ -1,0 +1,46 @@
+// One retry schedule per branch: after a failure to reach the remote, the next publication is due
+// 10 s later, doubling to 5 minutes, without waiting for another edit. It also remembers since
+// when the branch has been failing and why, which every GitTarget on the branch reports.
+
+export interface Outage {
+  /** When the first failure of this run of failures happened. */
+  since: Date;
+  /** What the last attempt failed on. */
+  error: string;
+  /** When the next attempt is due, in milliseconds since the epoch. */
+  nextAttemptAt: number;
+}
+
+export const retryBounds = { baseMs: 10_000, maxMs: 5 * 60_000 };
+
+export class RetrySchedule {
+  private outage: Outage | undefined;
+  private delayMs = retryBounds.baseMs;
+
+  /** Records a failed attempt at `now`; the next one is due after the current delay, which doubles. */
+  failed(error: string, now: number): Outage {
+    this.outage = {
+      since: this.outage?.since ?? new Date(now),
+      error,
+      nextAttemptAt: now + this.delayMs,
+    };
+    this.delayMs = Math.min(this.delayMs * 2, retryBounds.maxMs);
+    return this.outage;
+  }
+
+  /** A publication landed (or had nothing to publish): the outage, if any, is over. */
+  succeeded(): void {
+    this.outage = undefined;
+    this.delayMs = retryBounds.baseMs;
+  }
+
+  /** The current run of failures, if the branch is in one. */
+  get current(): Outage | undefined {
+    return this.outage;
+  }
+
+  /** When the next attempt may start; 0 when nothing is waiting out a failure. */
+  get dueAt(): number {
+    return this.outage?.nextAttemptAt ?? 0;
+  }
+}
