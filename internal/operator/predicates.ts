@@ -40,7 +40,8 @@ export const labelsChanged: UpdatePredicate = (before, after) => {
 };
 
 /** Somebody set reconcile.configbutler.ai/requestedAt to a new value: re-check now. */
-export const reconcileRequested: UpdatePredicate = (before, after) => before.requestedAt !== after.requestedAt;
+export const reconcileRequested: UpdatePredicate = (before, after) =>
+  before.requestedAt !== after.requestedAt;
 
 /** The Ready condition's status moved, such as a dependency becoming Ready. */
 export const readyTransition: UpdatePredicate = (before, after) => before.ready !== after.ready;

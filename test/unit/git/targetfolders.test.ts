@@ -69,7 +69,11 @@ function folders() {
   return { subject, seen };
 }
 
-const result = (extra: Partial<MaterializeResult> = {}): MaterializeResult => ({ placements: [], decided: [], ...extra });
+const result = (extra: Partial<MaterializeResult> = {}): MaterializeResult => ({
+  placements: [],
+  decided: [],
+  ...extra,
+});
 
 describe("a branch worker's view of its target folders", () => {
   it("passes live items while no collection is replaying", () => {
