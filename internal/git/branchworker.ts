@@ -25,6 +25,8 @@ export interface BranchWorkerOptions {
   pushAttempts?: number;
   /** How long an idle branch waits before it proves where its remote is again: 10 minutes. */
   refreshIntervalMs?: number;
+  /** How long shutdown's one publication may take, inside the pod's termination grace: 20 s. */
+  shutdownGraceMs?: number;
   materialize: MaterializeOptions;
   logger: Logger;
   /** Called after every push that landed, with the new tip. */
@@ -320,7 +322,8 @@ export class BranchWorker {
       intakePaused: this.paused,
       outage: this.retry.current,
     };
-    const key = JSON.stringify(state);
+    // Bytes move with every item; the targets' status follows what a person acts on.
+    const key = JSON.stringify({ ...state, retainedBytes: undefined });
     if (key !== this.lastState) {
       this.lastState = key;
       this.options.onState?.(state);
@@ -332,7 +335,11 @@ export class BranchWorker {
     this.decide(this.window.close("shutdown"));
     if (this.pending.length > 0) {
       const writes = this.pending.map((p) => p.write);
-      const outcome = await this.publication.cycle(writes, () => undefined);
+      const outcome = await this.publication.cycle(
+        writes,
+        () => undefined,
+        this.options.shutdownGraceMs ?? 20_000,
+      );
       if (outcome.kind === "failed") {
         this.options.logger.error("shutting down with writes that could not be published", {
           error: outcome.error,

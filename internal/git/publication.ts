@@ -71,12 +71,17 @@ export class Publication {
   }
 
   /**
-   * Makes the retained writes on the remote's current tip and pushes them. `onReleased` gets
-   * the live items a snapshot's measurement released, to be written before anything later.
+   * Makes the retained writes on the remote's current tip and pushes them, within `deadlineMs`.
+   * `onReleased` gets the live items a snapshot's measurement released, to be written before
+   * anything later.
    */
-  async cycle(retained: DecidedWrite[], onReleased: (items: Intake[]) => void): Promise<CycleOutcome> {
+  async cycle(
+    retained: DecidedWrite[],
+    onReleased: (items: Intake[]) => void,
+    deadlineMs = this.options.cycleDeadlineMs ?? 5 * 60_000,
+  ): Promise<CycleOutcome> {
     const { repository, logger } = this.options;
-    repository.setCycleDeadline(AbortSignal.timeout(this.options.cycleDeadlineMs ?? 5 * 60_000));
+    repository.setCycleDeadline(AbortSignal.timeout(deadlineMs));
     try {
       const attempts = this.options.attempts ?? 5;
       for (let attempt = 1; attempt <= attempts; attempt++) {

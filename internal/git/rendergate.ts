@@ -95,17 +95,24 @@ export class RenderGate<E> {
   }
 
   /**
+   * A collection's snapshot arrived: it holds the current state of every object the events of
+   * this collection held so far were about, so it supersedes them; they are discarded and
+   * counted nowhere. Events held after it are newer than it, and stay.
+   */
+  snapshotArrived(collection: string): void {
+    this.held = this.held.filter((h) => h.collection !== collection);
+  }
+
+  /**
    * The collection's replay measured the folder; `divergences` describes what disagreed
-   * (empty when clean). The applied snapshot supersedes the events of this collection held
-   * before it: they are discarded and counted nowhere. Then the gate settles: opening releases
-   * every held event, going False drops them.
+   * (empty when clean). Then the gate settles: opening releases every held event, going False
+   * drops them.
    */
   replayMeasured(collection: string, divergences: MeasuredDivergence[]): GateChange<E> {
     this.collections.set(
       collection,
       divergences.length === 0 ? { kind: "clean" } : { kind: "diverged", divergences: [...divergences] },
     );
-    this.held = this.held.filter((h) => h.collection !== collection);
     return this.settle();
   }
 

@@ -85,7 +85,11 @@ export class TargetFolders {
       this.report(target);
       return { pass: false, released: released.map((i) => ({ ...i, admitted: true })) };
     }
-    if (item.type === "snapshot" || intake.admitted) return { pass: true, released: [] };
+    if (item.type === "snapshot") {
+      folder.gate.snapshotArrived(item.collection.key);
+      return { pass: true, released: [] };
+    }
+    if (intake.admitted) return { pass: true, released: [] };
     const admission = folder.gate.admit(item.collection.key, intake, bytes, now);
     if (admission === "pass") return { pass: true, released: [] };
     if (admission !== "held") this.callbacks.onDropped(target.key, admission, 1);

@@ -160,7 +160,11 @@ export class WorkerManager implements Runnable {
       onState: (state) => {
         onBranchState?.(spec.key, state);
         for (const [key, attachment] of this.attachments) {
-          if (attachment.branchKey === spec.key) this.updateTarget(key, (s) => (s.branch = state));
+          if (attachment.branchKey !== spec.key) continue;
+          // A paused branch's watches stop reading, with their cursors kept, until a push lands.
+          if (state.intakePaused) attachment.stream.pause();
+          else attachment.stream.resume();
+          this.updateTarget(key, (s) => (s.branch = state));
         }
       },
       folders: {

@@ -105,6 +105,13 @@ export class CollectionWatch {
         this.resourceVersion = undefined;
         continue;
       }
+      if (this.stream.paused) {
+        await Promise.race([
+          this.stream.whenResumed(),
+          new Promise((resolve) => this.abort.signal.addEventListener("abort", resolve, { once: true })),
+        ]);
+        continue;
+      }
       if (outcome.gone) {
         this.logger.info("watch history expired; initializing again", { collection: this.collection.key });
         this.resourceVersion = undefined;
@@ -189,6 +196,12 @@ export class CollectionWatch {
           (phase: string, object: KubernetesObject & { code?: number }) => {
             if (phase === "ERROR") {
               if (object.code === 410) gone = true;
+              return;
+            }
+            if (!snapshotPending && this.stream.paused) {
+              // The branch takes nothing more: the cursor stays at the last event pushed, and
+              // the loop reconnects from it once the stream resumes.
+              controller?.abort();
               return;
             }
             if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;

@@ -42,6 +42,7 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
   private readonly items: StreamItem[] = [];
   private readonly readers: ((item: IteratorResult<StreamItem, undefined>) => void)[] = [];
   private closed = false;
+  private resumers: (() => void)[] | undefined;
 
   constructor(readonly target: { namespace: string; name: string }) {}
 
@@ -67,6 +68,32 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
   close(): void {
     this.closed = true;
     for (const reader of this.readers.splice(0)) reader({ value: undefined, done: true });
+    this.resume();
+  }
+
+  /**
+   * Asks the watches feeding this stream to stop reading: the branch's budget is spent. A watch
+   * that sees this leaves its cursor at the last event it pushed, and waits to be woken.
+   */
+  pause(): void {
+    this.resumers ??= [];
+  }
+
+  resume(): void {
+    const resumers = this.resumers;
+    this.resumers = undefined;
+    for (const resolve of resumers ?? []) resolve();
+  }
+
+  get paused(): boolean {
+    return this.resumers !== undefined;
+  }
+
+  /** Resolves once the stream is not paused. */
+  whenResumed(): Promise<void> {
+    const resumers = this.resumers;
+    if (!resumers) return Promise.resolve();
+    return new Promise((resolve) => resumers.push(resolve));
   }
 
   [Symbol.asyncIterator](): AsyncIterator<StreamItem, undefined> {

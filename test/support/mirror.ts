@@ -58,6 +58,7 @@ export async function applyMirror(
   user: { username: string; password: string },
   targets: MirrorTarget[],
   branch = "main",
+  parentBranch?: string,
 ): Promise<void> {
   const apiVersion = "configbutler.ai/v1alpha3" as const;
   const [providers, branches, gitTargetClient, rules] = [
@@ -87,7 +88,7 @@ export async function applyMirror(
       apiVersion,
       kind: "GitBranch",
       metadata: { name: "main", namespace },
-      spec: { gitProviderRef: { name: "state" }, branch },
+      spec: { gitProviderRef: { name: "state" }, branch, ...(parentBranch ? { parentBranch } : {}) },
     },
     mirrorFieldManager,
   );

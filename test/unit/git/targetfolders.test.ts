@@ -86,10 +86,18 @@ describe("a branch worker's view of its target folders", () => {
     subject.admit({ target, item: { type: "replaying", collection } }, 0, 0);
     assert.equal(seen.reports.at(-1)?.renderGate.status, "Unknown");
     assert.equal(subject.admit(upsert("a"), 10, 1).pass, false);
-    assert.equal(subject.admit(upsert("b"), 10, 2).pass, false);
+    // The snapshot supersedes what its own collection held before it arrived; what comes after is newer.
+    assert.equal(
+      subject.admit({ target, item: { type: "snapshot", collection, objects: [] } }, 0, 2).pass,
+      true,
+    );
+    assert.equal(subject.admit(upsert("b"), 10, 3).pass, false);
+    assert.equal(subject.admit(upsert("c"), 10, 4).pass, false);
     const released = subject.written(snapshotWrite, result({ divergences: [] }));
-    // The snapshot supersedes what its own collection held: nothing to release, and nothing lost.
-    assert.deepEqual(released, []);
+    assert.deepEqual(
+      released.map((i) => i.item.type === "upsert" && i.item.identity.name),
+      ["b", "c"],
+    );
     assert.equal(seen.reports.at(-1)?.renderGate.status, "True");
     assert.deepEqual(seen.dropped, []);
   });

@@ -250,3 +250,23 @@ describe("GitTargetEventStream", () => {
     assert.equal((await stream.next()).done, true);
   });
 });
+
+describe("a paused GitTargetEventStream", () => {
+  it("tells its watches to stop reading until the branch resumes, and a close wakes them too", async () => {
+    const stream = new GitTargetEventStream({ namespace: "apps", name: "t" });
+    assert.equal(stream.paused, false);
+    await stream.whenResumed();
+    stream.pause();
+    assert.equal(stream.paused, true);
+    let woken = 0;
+    const waiting = [stream.whenResumed(), stream.whenResumed()].map((p) => p.then(() => woken++));
+    stream.resume();
+    await Promise.all(waiting);
+    assert.equal(woken, 2);
+    stream.pause();
+    const closing = stream.whenResumed();
+    stream.close();
+    await closing;
+    assert.equal(stream.paused, false);
+  });
+});

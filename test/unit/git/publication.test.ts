@@ -1,0 +1,149 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { Publication } from "../../../internal/git/publication.ts";
+import { TargetFolders } from "../../../internal/git/targetfolders.ts";
+import type { Change, DecidedWrite } from "../../../internal/git/writes.ts";
+import type { Collection } from "../../../internal/watch/watchedtypes.ts";
+import { FakeClone, FakeRemote } from "./fakeremote.ts";
+
+const quiet = { info: () => undefined, error: () => undefined };
+const target = {
+  key: "apps/t",
+  path: "f",
+  timers: { idleTimeoutMs: 0, maxDurationMs: 0 },
+  prune: "Always" as const,
+};
+const collection: Collection = {
+  key: "/configmaps@apps",
+  group: "",
+  version: "v1",
+  resource: "configmaps",
+  kind: "ConfigMap",
+  namespaced: true,
+  namespace: "apps",
+  labelSelector: "",
+};
+
+const identity = (name: string) => ({
+  group: "",
+  version: "v1",
+  resource: "configmaps",
+  kind: "ConfigMap",
+  namespace: "apps",
+  name,
+  uid: name,
+});
+const configMap = (name: string, value: string) => ({
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name, namespace: "apps" },
+  data: { value },
+});
+const document = (name: string, value: string) =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: apps\ndata:\n  value: ${value}\n`;
+const upsert = (name: string, value: string): Change => ({
+  op: "upsert",
+  identity: identity(name),
+  object: configMap(name, value),
+});
+const live = (...changes: Change[]): DecidedWrite => ({ target, reason: "live", changes });
+
+function setup() {
+  const remote = new FakeRemote();
+  remote.pushForeign((files) => files.set("f/README.md", "# folder\n"));
+  const clone = new FakeClone(remote);
+  const folders = new TargetFolders(
+    { holdMs: 60_000, budgetBytes: 1 << 20 },
+    {
+      onReport: () => undefined,
+      onDropped: () => undefined,
+      onPlaced: () => undefined,
+      onResyncRequested: () => undefined,
+    },
+  );
+  const publication = new Publication({
+    repository: clone,
+    folders,
+    logger: quiet,
+    materialize: {
+      committer: { name: "a", email: "b" },
+      additionalSensitive: [],
+      message: () => "m",
+      onRefused: () => undefined,
+    },
+  });
+  const cycle = (...writes: DecidedWrite[]) => publication.cycle(writes, () => undefined);
+  return { remote, clone, publication, cycle };
+}
+
+describe("the publication cycle's base trust", () => {
+  it("fetches once on the first cycle, never trusting a checkout found on disk, and not at all on a trusted base", async () => {
+    const { clone, cycle } = setup();
+    assert.equal((await cycle(live(upsert("a", "one")))).kind, "pushed");
+    assert.equal(clone.fetches, 1);
+    assert.equal((await cycle(live(upsert("a", "two")))).kind, "pushed");
+    assert.equal((await cycle(live(upsert("b", "one")))).kind, "pushed");
+    assert.equal(clone.fetches, 1, "a trusted base plans straight onto its own last push");
+  });
+
+  it("a write that failed part-way leaves the checkout unknown: the next cycle costs one fetch and a reset", async () => {
+    const { clone, remote, cycle } = setup();
+    await cycle(live(upsert("a", "one")));
+    clone.failNextWrite = true;
+    const failed = await cycle(live(upsert("b", "one")));
+    assert.equal(failed.kind, "failed");
+    assert.equal(clone.fetches, 1);
+    const retried = await cycle(live(upsert("b", "one")));
+    assert.equal(retried.kind, "pushed");
+    assert.equal(clone.fetches, 2);
+    assert.equal(
+      remote.files().get("f/apps/configmaps/b.yaml"),
+      document("b", "one"),
+      "the half-written file is gone",
+    );
+  });
+
+  it("a moved remote costs one fetch and a replay, and both changes end on the branch", async () => {
+    const { clone, remote, cycle } = setup();
+    await cycle(live(upsert("a", "one")));
+    remote.pushForeign((files) => files.set("f/hand.yaml", document("hand", "by-hand")));
+    const outcome = await cycle(live(upsert("b", "one")));
+    assert.equal(outcome.kind, "pushed");
+    assert.equal(clone.fetches, 2);
+    assert.equal(remote.files().get("f/hand.yaml"), document("hand", "by-hand"));
+    assert.equal(remote.files().get("f/apps/configmaps/b.yaml"), document("b", "one"));
+  });
+
+  it("a replay applies the decided actions only: a snapshot's sweep never runs again, so what the newer tip added survives", async () => {
+    const { remote, publication } = setup();
+    remote.pushForeign((files) => files.set("f/apps/configmaps/old.yaml", document("old", "x")));
+    const snapshot: DecidedWrite = {
+      target,
+      reason: "reconcile",
+      changes: [upsert("kept", "one")],
+      sweep: { collection, present: new Set(["apps/kept"]) },
+    };
+    // The first cycle decides: kept is written, old is swept.
+    const outcome = await publication.cycle([snapshot], () => undefined);
+    assert.equal(outcome.kind, "pushed");
+    assert.equal(remote.files().has("f/apps/configmaps/old.yaml"), false);
+    assert.deepEqual(
+      snapshot.decided?.map((c) => `${c.op} ${c.identity.name}`),
+      ["upsert kept", "delete old"],
+    );
+    remote.pushForeign((files) => files.set("f/apps/configmaps/newer.yaml", document("newer", "y")));
+    // The same write replayed onto the newer tip: nothing to do for kept, and newer is never swept.
+    publication.distrust();
+    const replay = await publication.cycle([snapshot], () => undefined);
+    assert.equal(replay.kind, "settled", "every decided action already holds on the new tip");
+    assert.equal(remote.files().get("f/apps/configmaps/newer.yaml"), document("newer", "y"));
+  });
+
+  it("a write whose actions change nothing on the current tip settles without a push", async () => {
+    const { clone, cycle } = setup();
+    await cycle(live(upsert("a", "one")));
+    const pushes = clone.pushes;
+    assert.equal((await cycle(live(upsert("a", "one")))).kind, "settled");
+    assert.equal(clone.pushes, pushes);
+  });
+});
