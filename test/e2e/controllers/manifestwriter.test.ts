@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type { CoreV1Api } from "@kubernetes/client-node";
 import {
   AppsV1Api,
-  CoreV1Api,
   PatchStrategy,
   setHeaderOptions,
   type KubeConfig,
@@ -10,30 +10,28 @@ import {
 } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { writesDropped } from "../../../internal/telemetry/instruments.ts";
-import { ControlPlane } from "../../support/controlplane.ts";
-import { GitServer } from "../../support/gitserver.ts";
-import { installCrds } from "../../support/manifests.ts";
+import type { GitServer } from "../../support/gitserver.ts";
 import { applyMirror, type MirrorTarget } from "../../support/mirror.ts";
-import { startOperator, type RunningOperator } from "../../support/operator.ts";
-import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import {
+  mirrorUser as user,
+  startMirrorEnvironment,
+  type MirrorEnvironment,
+} from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
 import * as fixtures from "./fixtures/manifestfolders.ts";
 import { clients, conditionOf } from "./helpers.ts";
 
-const user = { username: "gitops", password: "s3cret" };
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 // Each scenario mirrors its own namespace into its own branch of one repository, so the folders
 // and their commits never mix.
 const scenarios = ["hand", "bundle", "kustomized", "twokust", "declared", "images", "refused", "tokens"];
 
 describe("the manifest-aware writer edits a repository the way a careful person would", () => {
-  let plane: ControlPlane;
+  let env: MirrorEnvironment;
   let git: GitServer;
   let kc: KubeConfig;
   let core: CoreV1Api;
   let apps: AppsV1Api;
-  let operator: RunningOperator;
-  let workerRoot: string;
   let url: string;
 
   const show = (branch: string, path: string) => git.fileAt("state", branch, path);
@@ -74,29 +72,11 @@ describe("the manifest-aware writer edits a repository the way a careful person 
   };
 
   before(async () => {
-    [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
-    kc = plane.kubeConfig();
-    core = kc.makeApiClient(CoreV1Api);
+    env = await startMirrorEnvironment(scenarios);
+    ({ git, kc, core, url } = env);
     apps = kc.makeApiClient(AppsV1Api);
-    await installCrds(kc);
-    for (const ns of scenarios) await core.createNamespace({ body: { metadata: { name: ns } } });
-    url = await git.createRepository("state");
-    // isomorphic-git cannot fetch from a remote whose HEAD names a branch that does not exist,
-    // so the default branch exists, as it does on every hosted repository.
-    await git.pushForeignCommit("state", { files: { "README.md": "# State\n" }, message: "Start" });
-    workerRoot = makeOwnedTempDir("workers");
-    operator = startOperator(kc, {
-      inClusterKubeProviders: scenarios.map((ns) => `${ns}/self`),
-      workerRoot,
-      pushCooldownMs: 0,
-    });
   });
-  after(async () => {
-    await operator?.stop();
-    await git?.close();
-    await plane?.stop();
-    if (workerRoot) removeOwnedTempDir(workerRoot);
-  });
+  after(() => env?.stop());
 
   it("editing one field of a commented, hand-formatted Deployment changes exactly one line in git diff", async () => {
     const path = "clusters/dev/hand/deployment.yaml";

@@ -1,58 +1,41 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { CoreV1Api } from "@kubernetes/client-node";
+import { type KubeConfig } from "@kubernetes/client-node";
 import { intakePaused } from "../../../internal/telemetry/instruments.ts";
-import { ControlPlane } from "../../support/controlplane.ts";
-import { GitServer } from "../../support/gitserver.ts";
-import { installCrds } from "../../support/manifests.ts";
+import type { GitServer } from "../../support/gitserver.ts";
 import { applyMirror } from "../../support/mirror.ts";
-import { startOperator, type RunningOperator } from "../../support/operator.ts";
-import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import {
+  mirrorUser as user,
+  startMirrorEnvironment,
+  type MirrorEnvironment,
+} from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
 import { clients, conditionOf } from "../controllers/helpers.ts";
 
-const user = { username: "gitops", password: "s3cret" };
 const namespace = "budget";
 
 describe("the intake budget of a branch that cannot reach its remote", () => {
-  let plane: ControlPlane;
+  let env: MirrorEnvironment;
   let git: GitServer;
   let kc: KubeConfig;
   let core: CoreV1Api;
-  let operator: RunningOperator;
-  let workerRoot: string;
   const paused = async () =>
     (await intakePaused.get()).values.find((v) => v.labels.gitbranch_namespace === namespace)?.value;
 
   before(async () => {
-    [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
-    kc = plane.kubeConfig();
-    core = kc.makeApiClient(CoreV1Api);
-    await installCrds(kc);
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
-    const url = await git.createRepository("state");
+    // A tiny budget: a few ConfigMaps of 2 KiB each fill it.
+    env = await startMirrorEnvironment([namespace], { branchBufferMaxSize: 16 * 1024 });
+    ({ git, kc, core } = env);
     await core.createNamespacedConfigMap({
       namespace,
       body: { metadata: { name: "first" }, data: { a: "b" } },
     });
-    await applyMirror(kc, namespace, url, user, [
+    await applyMirror(kc, namespace, env.url, user, [
       { name: "configs", path: "clusters/budget", rules: [{ apiGroups: [""], resources: ["configmaps"] }] },
     ]);
-    workerRoot = makeOwnedTempDir("workers");
-    // A tiny budget: a few ConfigMaps of 2 KiB each fill it.
-    operator = startOperator(kc, {
-      inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
-      branchBufferMaxSize: 16 * 1024,
-    });
   });
-  after(async () => {
-    await operator?.stop();
-    await git?.close();
-    await plane?.stop();
-    if (workerRoot) removeOwnedTempDir(workerRoot);
-  });
+  after(() => env?.stop());
 
   it("with a tiny budget, intake pauses and resumes with nothing lost", async () => {
     const path = (name: string) => `clusters/budget/budget/configmaps/${name}.yaml`;
@@ -95,5 +78,34 @@ describe("the intake budget of a branch that cannot reach its remote", () => {
       });
     }
     assert.equal(await paused(), 0, "intake resumed once a push landed");
+  });
+
+  it("reconcile.configbutler.ai/requestedAt on the GitBranch re-reads the branch now, long before the refresh interval", async () => {
+    await git.pushForeignCommit("state", {
+      files: { "clusters/budget/kustomization.yaml": "resources: []\nnamePrefix: prod-\n" },
+      message: "Prefix every name",
+    });
+    const { branches } = clients(kc);
+    const branch = (await branches.get(namespace, "main"))!;
+    await branches.jsonPatch(branch, [
+      {
+        op: "add",
+        path: "/metadata/annotations",
+        value: { "reconcile.configbutler.ai/requestedAt": new Date().toISOString() },
+      },
+    ]);
+    const refused = await conditionOf(
+      clients(kc).targets,
+      namespace,
+      "configs",
+      "GitPathAccepted",
+      "False",
+      "UnsupportedContent",
+      30_000,
+    );
+    assert.match(
+      refused.status?.conditions?.find((c) => c.type === "GitPathAccepted")?.message ?? "",
+      /namePrefix/,
+    );
   });
 });

@@ -1,16 +1,17 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
-import { ControlPlane } from "../../support/controlplane.ts";
-import { GitServer } from "../../support/gitserver.ts";
-import { installCrds } from "../../support/manifests.ts";
+import type { CoreV1Api } from "@kubernetes/client-node";
+import { PatchStrategy, setHeaderOptions, type KubeConfig } from "@kubernetes/client-node";
+import type { GitServer } from "../../support/gitserver.ts";
 import { applyMirror } from "../../support/mirror.ts";
-import { startOperator, type RunningOperator } from "../../support/operator.ts";
-import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import {
+  mirrorUser as user,
+  startMirrorEnvironment,
+  type MirrorEnvironment,
+} from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
 import { clients, conditionOf } from "../controllers/helpers.ts";
 
-const user = { username: "gitops", password: "s3cret" };
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 // One namespace, one branch and one folder per scenario, in one repository.
 const scenarios = ["conflict", "samefile", "deleted", "child", "outage", "refresh"];
@@ -21,12 +22,10 @@ const configMap = (name: string, namespace: string, data: Record<string, string>
     .join("")}`;
 
 describe("Git robustness: other authors' commits are never overwritten, and the API's edits are never lost", () => {
-  let plane: ControlPlane;
+  let env: MirrorEnvironment;
   let git: GitServer;
   let kc: KubeConfig;
   let core: CoreV1Api;
-  let operator: RunningOperator;
-  let workerRoot: string;
   let url: string;
 
   const show = (branch: string, path: string) => git.fileAt("state", branch, path);
@@ -61,27 +60,10 @@ describe("Git robustness: other authors' commits are never overwritten, and the 
     );
 
   before(async () => {
-    [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
-    kc = plane.kubeConfig();
-    core = kc.makeApiClient(CoreV1Api);
-    await installCrds(kc);
-    for (const ns of scenarios) await core.createNamespace({ body: { metadata: { name: ns } } });
-    url = await git.createRepository("state");
-    await git.pushForeignCommit("state", { files: { "README.md": "# State\n" }, message: "Start" });
-    workerRoot = makeOwnedTempDir("workers");
-    operator = startOperator(kc, {
-      inClusterKubeProviders: scenarios.map((ns) => `${ns}/self`),
-      workerRoot,
-      pushCooldownMs: 0,
-      gitRefreshInterval: 2_000,
-    });
+    env = await startMirrorEnvironment(scenarios, { gitRefreshInterval: 2_000 });
+    ({ git, kc, core, url } = env);
   });
-  after(async () => {
-    await operator?.stop();
-    await git?.close();
-    await plane?.stop();
-    if (workerRoot) removeOwnedTempDir(workerRoot);
-  });
+  after(() => env?.stop());
 
   it("a foreign commit pushed between our commit and our push ends with both changes on the branch, and no force-push", async () => {
     const folder = "clusters/conflict";

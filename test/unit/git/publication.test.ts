@@ -3,8 +3,8 @@ import { describe, it } from "node:test";
 import { Publication } from "../../../internal/git/publication.ts";
 import { TargetFolders } from "../../../internal/git/targetfolders.ts";
 import type { Change, DecidedWrite } from "../../../internal/git/writes.ts";
-import type { Collection } from "../../../internal/watch/watchedtypes.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
+import { configMapIdentity, configMaps } from "./fixtures.ts";
 
 const quiet = { info: () => undefined, error: () => undefined };
 const target = {
@@ -13,26 +13,9 @@ const target = {
   timers: { idleTimeoutMs: 0, maxDurationMs: 0 },
   prune: "Always" as const,
 };
-const collection: Collection = {
-  key: "/configmaps@apps",
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespaced: true,
-  namespace: "apps",
-  labelSelector: "",
-};
+const collection = configMaps;
 
-const identity = (name: string) => ({
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespace: "apps",
-  name,
-  uid: name,
-});
+const identity = configMapIdentity;
 const configMap = (name: string, value: string) => ({
   apiVersion: "v1",
   kind: "ConfigMap",

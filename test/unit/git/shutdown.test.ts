@@ -2,17 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { BranchWorker } from "../../../internal/git/branchworker.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
+import { configMapIdentity, configMaps } from "./fixtures.ts";
 
-const collection = {
-  key: "/configmaps@apps",
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespaced: true,
-  namespace: "apps",
-  labelSelector: "",
-};
+const collection = configMaps;
 // Timers long enough that only shutdown can close the window.
 const target = {
   key: "apps/t",
@@ -46,15 +38,7 @@ function worker(clone: FakeClone, errors: string[]) {
 const upsert = {
   type: "upsert" as const,
   collection,
-  identity: {
-    group: "",
-    version: "v1",
-    resource: "configmaps",
-    kind: "ConfigMap",
-    namespace: "apps",
-    name: "late",
-    uid: "u",
-  },
+  identity: configMapIdentity("late"),
   object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "late", namespace: "apps" } },
 };
 

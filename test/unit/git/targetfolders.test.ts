@@ -3,19 +3,9 @@ import { describe, it } from "node:test";
 import type { MaterializeResult } from "../../../internal/git/materialize.ts";
 import { TargetFolders, type FolderReport, type Intake } from "../../../internal/git/targetfolders.ts";
 import type { DecidedWrite, TargetSettings } from "../../../internal/git/writes.ts";
-import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
-import type { Collection } from "../../../internal/watch/watchedtypes.ts";
+import { configMapIdentity, configMaps } from "./fixtures.ts";
 
-const collection: Collection = {
-  key: "/configmaps@apps",
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespaced: true,
-  namespace: "apps",
-  labelSelector: "",
-};
+const collection = configMaps;
 
 const target: TargetSettings = {
   key: "apps/t",
@@ -24,15 +14,7 @@ const target: TargetSettings = {
   prune: "OnEvent",
 };
 
-const identityOf = (name: string): ResourceIdentity => ({
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespace: "apps",
-  name,
-  uid: name,
-});
+const identityOf = configMapIdentity;
 
 const upsert = (name: string): Intake => ({
   target,
