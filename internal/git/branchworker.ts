@@ -66,6 +66,8 @@ const bytesOf = (item: StreamItem) =>
 
 export class BranchWorker {
   private readonly events: Event[] = [];
+  /** What the queued items weigh, each with its charge: kept as they come and go, for the budget. */
+  private queuedBytes = 0;
   private readonly window: CommitWindow<Change & { target: TargetSettings }>;
   private readonly pending: { write: DecidedWrite; bytes: number }[] = [];
   private wake: () => void = () => undefined;
@@ -106,8 +108,15 @@ export class BranchWorker {
   }
 
   enqueue(target: TargetSettings, item: StreamItem): void {
-    this.events.push({ target, item });
+    this.queue([{ target, item, bytes: bytesOf(item) }], "back");
     this.wake();
+  }
+
+  /** Queues items at the back, or (released by the render gate) at the front, counting their weight. */
+  private queue(items: Intake[], end: "front" | "back"): void {
+    for (const item of items) this.queuedBytes += (item.bytes ?? 0) + itemChargeBytes;
+    if (end === "front") this.events.unshift(...items);
+    else this.events.push(...items);
   }
 
   /**
@@ -146,6 +155,7 @@ export class BranchWorker {
   private async loop(): Promise<void> {
     for (;;) {
       const event = this.events.shift();
+      if (event && "item" in event) this.queuedBytes -= (event.bytes ?? 0) + itemChargeBytes;
       if (event && "stop" in event) {
         await this.shutdown();
         return;
@@ -171,9 +181,9 @@ export class BranchWorker {
 
   private handle(intake: Intake): void {
     const { target, item } = intake;
-    const bytes = bytesOf(item);
+    const bytes = intake.bytes ?? bytesOf(item);
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
-    this.events.unshift(...released);
+    this.queue(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;
     const owner = {
       author: `${this.options.committer.name} <${this.options.committer.email}>`,
@@ -243,7 +253,7 @@ export class BranchWorker {
   /** Publishes every retained write; a failure keeps them all and waits out the retry schedule. */
   private async publish(): Promise<void> {
     const writes = this.pending.map((p) => p.write);
-    const outcome = await this.publication.cycle(writes, (released) => this.events.unshift(...released));
+    const outcome = await this.publication.cycle(writes, (released) => this.queue(released, "front"));
     if (outcome.kind === "failed") {
       const outage = this.retry.failed(outcome.error, Date.now());
       this.options.logger.error("publication failed; the writes are kept", {
@@ -307,10 +317,7 @@ export class BranchWorker {
    * and the first time it does not fit intake pauses until a push lands.
    */
   private updateIntake(): void {
-    const retained =
-      this.pending.reduce((sum, p) => sum + p.bytes, 0) +
-      this.events.reduce((sum, e) => sum + ("item" in e ? bytesOf(e.item) + itemChargeBytes : 0), 0) +
-      this.window.bytes;
+    const retained = this.pending.reduce((sum, p) => sum + p.bytes, 0) + this.queuedBytes + this.window.bytes;
     if (this.retry.current && retained >= this.options.bufferLimitBytes) this.paused = true;
     if (!this.retry.current && this.paused) {
       this.paused = false;

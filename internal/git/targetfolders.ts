@@ -16,6 +16,8 @@ export interface Intake {
   item: StreamItem;
   /** The render gate already let it through: it is not judged again. */
   admitted?: boolean;
+  /** Its serialized size, measured once when it was taken. */
+  bytes?: number;
 }
 
 /** What the write side reports of one folder, for the GitTarget's status. */
