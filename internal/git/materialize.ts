@@ -90,6 +90,8 @@ export async function materialize(
       options.onRefused(write, identity, outcome.reason, outcome.refused);
       continue;
     }
+    if (outcome.unwritten)
+      options.onRefused(write, identity, outcome.unwritten.reason, outcome.unwritten.refused);
     if (outcome.placedBy) placements.push({ identity, source: outcome.placedBy });
     if (outcome.changed) {
       applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });

@@ -144,6 +144,9 @@ export class WorkerManager implements Runnable {
         additionalSensitive,
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);
+          // EncryptionConfigured reports what encryption would have let through; a write that
+          // had nowhere to land is logged and counted by its reason.
+          if (reason !== "encryption_unavailable") return;
           this.updateTarget(write.target.key, (s) =>
             s.refused.add(`${identity.resource} ${identity.namespace}/${identity.name}`),
           );

@@ -3,6 +3,7 @@
 // value a kustomize override produced is written back to that override, a token an applier
 // substitutes is kept, and a new object is placed by the ladder. Only the files it touches are
 // read; the inventory says where everything else is.
+import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { toStableYaml } from "../sanitize/stableyaml.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
@@ -14,6 +15,7 @@ import { placeNew, type PlacementPolicy, type PlacementSource } from "./ladder.t
 import { isSensitive } from "./placement.ts";
 import { keepTokens, measureRender, type Divergence } from "./rendermeasure.ts";
 import { addResourceEntry, removeResourceEntry } from "./resources.ts";
+import { readContext, type ContextDocument } from "./context.ts";
 
 export interface WriterSettings {
   targetPath: string;
@@ -24,7 +26,14 @@ export interface WriterSettings {
 
 /** What one upsert did: where, whether it created the document, and which rung placed it. */
 export type UpsertOutcome =
-  | { path: string; created: boolean; changed: boolean; placedBy?: PlacementSource }
+  | {
+      path: string;
+      created: boolean;
+      changed: boolean;
+      placedBy?: PlacementSource;
+      /** Part of the change had nowhere to land: why, as a refusal does. */
+      unwritten?: { refused: string; reason: string };
+    }
   | { refused: string; reason: string; placedBy?: PlacementSource };
 
 export const identityKeyOf = (identity: ResourceIdentity) =>
@@ -36,6 +45,8 @@ const encryptionUnavailable =
 export class FolderWriter {
   /** Every path this writer wrote or removed, for the commit. */
   readonly touched = new Set<string>();
+  /** What the folder's kustomizations read from outside it; read once, when first needed. */
+  private context: Promise<Map<string, ContextDocument>> | undefined;
 
   constructor(
     private readonly tree: FileTree,
@@ -48,7 +59,11 @@ export class FolderWriter {
       return { refused: encryptionUnavailable, reason: "encryption_unavailable" };
     }
     const location = this.inventory.locate(identityKeyOf(identity));
-    if (!location) return this.create(identity, object);
+    if (!location) {
+      this.context ??= readContext(this.tree, this.inventory);
+      const outside = (await this.context).get(identityKeyOf(identity));
+      return outside ? this.throughOverrides(identity, object, outside) : this.create(identity, object);
+    }
 
     const source = (await this.tree.read(location.path)) ?? "";
     const current = parseManifestFile(source)[location.index]?.toJS() as unknown;
@@ -100,6 +115,44 @@ export class FolderWriter {
     if (!location || !facts?.documents.some((d) => d.index === location.index && d.hasTokens)) return [];
     const source = (await this.tree.read(location.path)) ?? "";
     return measureRender(parseManifestFile(source)[location.index]?.toJS(), live);
+  }
+
+  /**
+   * A live change to a document the folder only reads (an overlay's base): written back through
+   * the folder's images:/replicas: overrides when they can express all of it, refused otherwise.
+   */
+  private async throughOverrides(
+    identity: ResourceIdentity,
+    object: KubernetesObject,
+    outside: ContextDocument,
+  ): Promise<UpsertOutcome> {
+    const current = parseManifestFile((await this.tree.read(outside.path)) ?? "")[
+      outside.index
+    ]?.toJS() as unknown;
+    const links = await Promise.all(
+      outside.including.map(async (path) => ({ path, source: (await this.tree.read(path)) ?? "" })),
+    );
+    const split =
+      outside.including.length === 1 ? editThrough(current, keepTokens(current, object), links) : undefined;
+    const { kind, namespace, name } = identity;
+    const refusal = {
+      refused:
+        `${kind} ${namespace ? `${namespace}/` : ""}${name} lives in ${outside.path}, outside ${this.settings.targetPath}, ` +
+        "which the operator reads and never writes; only an images: or replicas: override in this folder can change it",
+      reason: "read_only_context",
+    };
+    if (!split || split.kustomizations.length === 0) {
+      return split && isDeepStrictEqual(split.desired, current)
+        ? { path: outside.path, created: false, changed: false }
+        : refusal;
+    }
+    for (const edit of split.kustomizations) await this.put(edit.path, edit.source);
+    return {
+      path: outside.including[0]!,
+      created: false,
+      changed: true,
+      ...(isDeepStrictEqual(split.desired, current) ? {} : { unwritten: refusal }),
+    };
   }
 
   private async create(identity: ResourceIdentity, object: KubernetesObject): Promise<UpsertOutcome> {

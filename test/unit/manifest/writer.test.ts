@@ -302,3 +302,68 @@ describe("the writer in a kustomize folder", () => {
     assert.equal(tree.files.get("clusters/dev/info.yaml"), source.replace("region: eu", "region: us"));
   });
 });
+
+describe("the writer in an overlay that reads its base from outside the folder", () => {
+  const base =
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: podinfo\n  namespace: apps\nspec:\n  template:\n    spec:\n      containers:\n        - name: podinfo\n          image: ghcr.io/stefanprodan/podinfo:6.5.0\n";
+  const overlay =
+    'resources:\n  - ../base/podinfo\nimages:\n  - name: ghcr.io/stefanprodan/podinfo\n    newTag: "6.6.0" # the release train\n';
+  const tree = () =>
+    new MemoryTree({
+      "apps/base/podinfo/kustomization.yaml": "resources:\n  - deployment.yaml\n",
+      "apps/base/podinfo/deployment.yaml": base,
+      "apps/production/kustomization.yaml": overlay,
+    });
+  const podinfo = (image: string, replicas?: number) => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "podinfo", namespace: "apps" },
+    spec: {
+      ...(replicas === undefined ? {} : { replicas }),
+      template: { spec: { containers: [{ name: "podinfo", image }] } },
+    },
+  });
+  const identity = { ...id("podinfo", "apps", "deployments", "Deployment"), group: "apps" };
+  const overlayWrite = (object: ReturnType<typeof podinfo>): DecidedWrite => ({
+    target: {
+      key: "apps/prod",
+      path: "apps/production",
+      timers: { idleTimeoutMs: 0, maxDurationMs: 0 },
+      prune: "OnEvent",
+    },
+    reason: "live",
+    changes: [{ op: "upsert", identity, object }],
+  });
+  const run = async (files: MemoryTree, w: DecidedWrite, refused: string[]) =>
+    materialize(files, new FolderInventory("apps/production"), w, {
+      committer,
+      additionalSensitive: [],
+      message: () => "m",
+      onRefused: (_w, _identity, reason) => refused.push(reason),
+    });
+
+  it("writes a new image through the overlay's override, never into the base, and never places a copy in the folder", async () => {
+    const files = tree();
+    const refused: string[] = [];
+    await run(files, overlayWrite(podinfo("ghcr.io/stefanprodan/podinfo:6.7.1")), refused);
+    assert.equal(
+      files.files.get("apps/production/kustomization.yaml"),
+      overlay.replace('"6.6.0"', '"6.7.1"'),
+    );
+    assert.equal(files.files.get("apps/base/podinfo/deployment.yaml"), base);
+    assert.deepEqual(
+      [...files.files.keys()].filter((p) => p.startsWith("apps/production/")),
+      ["apps/production/kustomization.yaml", "apps/production/README.md", "apps/production/.gittargetignore"],
+    );
+    assert.deepEqual(refused, []);
+  });
+
+  it("refuses, and writes nothing, a change no override of the folder can express", async () => {
+    const files = tree();
+    const refused: string[] = [];
+    const result = await run(files, overlayWrite(podinfo("ghcr.io/stefanprodan/podinfo:6.6.0", 5)), refused);
+    assert.deepEqual(refused, ["read_only_context"]);
+    assert.equal(result.commit, undefined);
+    assert.equal(files.files.get("apps/production/kustomization.yaml"), overlay);
+  });
+});
