@@ -27,6 +27,7 @@ export class FolderInventory {
   /** Where each identity's documents are: more than one only in a folder the gate refuses, or in a patch. */
   private readonly byKey = new Map<string, DocumentLocation[]>();
   private patches: Set<string> | null = null;
+  private kustomizationPaths: string[] | null = null;
   private ignored: Ignore = ignore();
   /** The commit the inventory was read at; null until the first read. */
   private commit: string | undefined | null = null;
@@ -79,10 +80,16 @@ export class FolderInventory {
 
   /** Takes a file's new content (undefined when it was removed), as the writer just wrote it. */
   update(path: string, content: string | undefined): void {
+    const wasKustomization = this.files.get(path)?.role === "kustomization";
     this.forget(path);
     this.verdict = null;
-    this.patches = null;
     if (content !== undefined && this.tracks(path)) this.record(fileFacts(path, content));
+    // Only a kustomization changes which files are patches and which kustomizations exist; a
+    // snapshot of 10,000 new files must not rebuild either 10,000 times.
+    if (wasKustomization || this.files.get(path)?.role === "kustomization") {
+      this.kustomizationPaths = null;
+      this.patches = null;
+    }
   }
 
   /**
@@ -110,14 +117,17 @@ export class FolderInventory {
     return this.files.has(path);
   }
 
-  /** Every file the inventory tracks, for placement to see which paths are taken. */
-  paths(): Set<string> {
-    return new Set(this.files.keys());
+  /** The files the inventory tracks, for placement to see which paths are taken: a view, not a copy. */
+  paths(): Pick<ReadonlySet<string>, "has"> {
+    return { has: (path) => this.files.has(path) };
   }
 
-  /** The folder's kustomization files. */
+  /** The folder's kustomization files; kept until one of them changes, as every new object asks. */
   kustomizations(): string[] {
-    return [...this.files.values()].filter((f) => f.role === "kustomization").map((f) => f.path);
+    this.kustomizationPaths ??= [...this.files.values()]
+      .filter((f) => f.role === "kustomization")
+      .map((f) => f.path);
+    return this.kustomizationPaths;
   }
 
   /** The kustomizations that build the file at `path`, innermost first. */
@@ -153,6 +163,7 @@ export class FolderInventory {
     this.byKey.clear();
     this.verdict = null;
     this.patches = null;
+    this.kustomizationPaths = null;
     const ignoreSource = await tree.read(`${this.prefix}${ignoreFile}`);
     this.ignored = ignore().add(ignoreSource ?? "");
     const paths = (await tree.list(this.folder === "." ? "" : this.folder)).sort();

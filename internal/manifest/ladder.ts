@@ -24,7 +24,7 @@ export interface FolderShape {
   /** Repository-relative paths of the kustomization files inside the target path. */
   kustomizations: string[];
   /** Repository-relative paths of the files in the folder now, to detect a shared file. */
-  existingFiles: ReadonlySet<string>;
+  existingFiles: Pick<ReadonlySet<string>, "has">;
 }
 
 export type Placement =
