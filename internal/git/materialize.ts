@@ -42,7 +42,7 @@ export interface MaterializeResult {
   refusal?: Refusal;
   /** A snapshot's measurement of the folder's tokens against live: empty when clean. */
   divergences?: MeasuredDivergence[];
-  /** Which rung placed each new document. */
+  /** Which rung placed each new document; none on a replay. */
   placements: { identity: ResourceIdentity; source: PlacementSource }[];
   /** The actions this write decided: on a first materialization, what a replay will apply. */
   decided: Change[];
@@ -92,7 +92,8 @@ export async function materialize(
     }
     if (outcome.unwritten)
       options.onRefused(write, identity, outcome.unwritten.reason, outcome.unwritten.refused);
-    if (outcome.placedBy) placements.push({ identity, source: outcome.placedBy });
+    // A replay places again what its first commit placed: counted once, on that first commit.
+    if (outcome.placedBy && !replay) placements.push({ identity, source: outcome.placedBy });
     if (outcome.changed) {
       applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });
       decided.push(change);

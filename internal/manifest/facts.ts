@@ -4,6 +4,7 @@
 import { isMap, isScalar, parseAllDocuments, visit, type Document } from "yaml";
 import { groupOf, identityKey } from "./folder.ts";
 import { analyseKustomization } from "./kustomizationfacts.ts";
+import { hasToken, tokenPaths } from "./rendermeasure.ts";
 
 export type FileRole = "manifest" | "kustomization" | "auxiliary";
 
@@ -79,6 +80,20 @@ export function fileFacts(path: string, content: string): FileFacts {
   }
 }
 
+/**
+ * Facts of a manifest file the writer has just rendered from `objects`, one document each: what
+ * fileFacts would read from it, without parsing the text again.
+ */
+export function renderedFacts(path: string, objects: readonly unknown[]): FileFacts {
+  const documents = objects.map((object, index): DocumentFacts => {
+    const identity = identityOf(object);
+    if (!identity) throw new Error(`a rendered document of ${path} is not a Kubernetes object`);
+    const key = identityKey(groupOf(identity.apiVersion), identity.kind, identity.namespace, identity.name);
+    return { index, ...identity, key, hasTokens: tokenPaths(object).length > 0 };
+  });
+  return { path, role: "manifest", documents, findings: [] };
+}
+
 function manifestFacts(path: string, documents: Document.Parsed[]): FileFacts {
   const facts: DocumentFacts[] = [];
   const findings: Finding[] = [];
@@ -132,17 +147,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-// Flux's postBuild substitution (drone/envsubst) replaces ${VAR} and ${VAR<operator>default},
-// and turns $$ into a literal $, so $${VAR} survives as text. Matching `$$` first consumes each
-// escape, so only an unescaped ${ counts.
-const substitution = /\$\$|\$\{[A-Za-z_][A-Za-z0-9_]*(?:[^A-Za-z0-9_}][^}]*)?\}/g;
-
 function hasTokens(doc: Document.Parsed): boolean {
   let found = false;
   visit(doc, {
     Scalar(_key, node) {
       if (typeof node.value !== "string") return undefined;
-      found = [...node.value.matchAll(substitution)].some(([match]) => match !== "$$");
+      found = hasToken(node.value);
       return found ? visit.BREAK : undefined;
     },
   });

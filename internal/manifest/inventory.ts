@@ -78,12 +78,15 @@ export class FolderInventory {
     this.observedAt = new Date();
   }
 
-  /** Takes a file's new content (undefined when it was removed), as the writer just wrote it. */
-  update(path: string, content: string | undefined): void {
+  /**
+   * Takes a file's new content (undefined when it was removed), as the writer just wrote it;
+   * `facts` when the writer already knows them, so a new file is not parsed again.
+   */
+  update(path: string, content: string | undefined, facts?: FileFacts): void {
     const wasKustomization = this.files.get(path)?.role === "kustomization";
     this.forget(path);
     this.verdict = null;
-    if (content !== undefined && this.tracks(path)) this.record(fileFacts(path, content));
+    if (content !== undefined && this.tracks(path)) this.record(facts ?? fileFacts(path, content));
     // Only a kustomization changes which files are patches and which kustomizations exist; a
     // snapshot of 10,000 new files must not rebuild either 10,000 times.
     if (wasKustomization || this.files.get(path)?.role === "kustomization") {

@@ -14,9 +14,11 @@ export interface Divergence {
   live: unknown;
 }
 
-// ${NAME}, ${NAME:=default} or ${NAME:-default}. "$$" is an escaped "$", so the "$" opening a
-// token must end an odd run of "$": "$${X}" is the literal text ${X}, "$$${X}" is "$" then a token.
-const token = /(?<!\$)(?:\$\$)*\$\{[A-Za-z_][A-Za-z0-9_]*(?:(?::=|:-)[^}]*)?\}/;
+// ${NAME}, or ${NAME<operator>...} such as ${NAME:=default} or ${NAME:-default}: Flux's
+// postBuild substitution (drone/envsubst) takes any of its operators there. "$$" is an escaped
+// "$", so the "$" opening a token must end an odd run of "$": "$${X}" is the literal text ${X},
+// "$$${X}" is "$" then a token.
+const token = /(?<!\$)(?:\$\$)*\$\{[A-Za-z_][A-Za-z0-9_]*(?:[^A-Za-z0-9_}][^}]*)?\}/;
 
 /** Whether a string holds an unescaped substitution token. */
 export function hasToken(value: string): boolean {

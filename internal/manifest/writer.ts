@@ -9,6 +9,7 @@ import { toStableYaml } from "../sanitize/stableyaml.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import { appendDocument, parseManifestFile, removeDocument, replaceDocument } from "./edit.ts";
 import { editThrough } from "./editthrough.ts";
+import { renderedFacts, type FileFacts } from "./facts.ts";
 import { identityKey, type FileTree } from "./folder.ts";
 import type { FolderInventory } from "./inventory.ts";
 import { placeNew, type PlacementPolicy, type PlacementSource } from "./ladder.ts";
@@ -173,10 +174,8 @@ export class FolderWriter {
         placedBy: placement.source,
       };
     }
-    await this.put(
-      placement.path,
-      placement.append ? appendDocument(existing ?? "", object) : toStableYaml(object),
-    );
+    if (placement.append) await this.put(placement.path, appendDocument(existing ?? "", object));
+    else await this.put(placement.path, toStableYaml(object), renderedFacts(placement.path, [object]));
     if (placement.kustomization) {
       const { path, entry } = placement.kustomization;
       const source = (await this.tree.read(path)) ?? "";
@@ -186,10 +185,10 @@ export class FolderWriter {
     return { path: placement.path, created: true, changed: true, placedBy: placement.source };
   }
 
-  private async put(path: string, content: string | undefined): Promise<void> {
+  private async put(path: string, content: string | undefined, facts?: FileFacts): Promise<void> {
     if (content === undefined) await this.tree.remove(path);
     else await this.tree.write(path, content);
-    this.inventory.update(path, content);
+    this.inventory.update(path, content, facts);
     this.touched.add(path);
   }
 }

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Publication } from "../../../internal/git/publication.ts";
-import { TargetFolders } from "../../../internal/git/targetfolders.ts";
+import { TargetFolders, type TargetFolderCallbacks } from "../../../internal/git/targetfolders.ts";
 import type { Change, DecidedWrite } from "../../../internal/git/writes.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";
@@ -31,7 +31,7 @@ const upsert = (name: string, value: string): Change => ({
 });
 const live = (...changes: Change[]): DecidedWrite => ({ target, reason: "live", changes });
 
-function setup() {
+function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined) {
   const remote = new FakeRemote();
   remote.pushForeign((files) => files.set("f/README.md", "# folder\n"));
   const clone = new FakeClone(remote);
@@ -40,7 +40,7 @@ function setup() {
     {
       onReport: () => undefined,
       onDropped: () => undefined,
-      onPlaced: () => undefined,
+      onPlaced,
       onResyncRequested: () => undefined,
     },
   );
@@ -128,5 +128,21 @@ describe("the publication cycle's base trust", () => {
     const pushes = clone.pushes;
     assert.equal((await cycle(live(upsert("a", "one")))).kind, "settled");
     assert.equal(clone.pushes, pushes);
+  });
+});
+
+describe("placement counts", () => {
+  it("counts a new document's placement once, on its first commit, not again on a replay", async () => {
+    const placed: string[] = [];
+    const { remote, publication } = setup((_key, identity, source) =>
+      placed.push(`${identity.resource} ${source}`),
+    );
+    const write = live(upsert("fresh", "one"));
+    await publication.cycle([write], () => undefined);
+    // Somebody removes the document again, and the retained write is replayed onto their tip.
+    remote.tip = remote.store(new Map([...remote.files()].filter(([path]) => !path.includes("fresh"))));
+    publication.distrust();
+    await publication.cycle([write], () => undefined);
+    assert.deepEqual(placed, ["configmaps BuiltIn"]);
   });
 });

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fileFacts, isYamlPath } from "../../../internal/manifest/facts.ts";
+import fc from "fast-check";
+import { fileFacts, isYamlPath, renderedFacts } from "../../../internal/manifest/facts.ts";
+import { toStableYaml } from "../../../internal/sanitize/stableyaml.ts";
 
 const configMap = (name: string, extra = "") =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: apps\n${extra}`;
@@ -260,5 +262,31 @@ patchesStrategicMerge:
       patchPaths: [],
     });
     assert.deepEqual(kustomization("").findings, []);
+  });
+});
+
+describe("the facts of a file the writer rendered", () => {
+  it("are the facts a parse of the rendered text finds, so a new file is never parsed again", () => {
+    const value = fc.oneof(
+      fc.string(),
+      fc.constantFrom("${CLUSTER}", "prefix-${ENV:=dev}", "$${ESCAPED}", "yes", "0777", "a: b"),
+      fc.integer(),
+      fc.boolean(),
+    );
+    const object = fc.record({
+      apiVersion: fc.constantFrom("v1", "apps/v1", "example.com/v1alpha1"),
+      kind: fc.constantFrom("ConfigMap", "Deployment", "Widget"),
+      metadata: fc.record(
+        { name: fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/), namespace: fc.constantFrom("apps", "team-a") },
+        { requiredKeys: ["name"] },
+      ),
+      data: fc.dictionary(fc.stringMatching(/^[a-z]{1,8}$/), value),
+    });
+    fc.assert(
+      fc.property(object, (o) => {
+        assert.deepEqual(renderedFacts("f/x.yaml", [o]), fileFacts("f/x.yaml", toStableYaml(o)));
+      }),
+      { numRuns: 300 },
+    );
   });
 });
