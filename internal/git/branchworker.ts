@@ -226,11 +226,8 @@ export class BranchWorker {
     if (!closed || closed.writes.length === 0) return;
     const target = closed.writes[0]!.target;
     const changes = closed.writes.map(({ target: _t, ...change }) => change);
-    const bytes = changes.reduce(
-      (sum, c) => sum + (c.op === "upsert" ? JSON.stringify(c.object).length : 0),
-      0,
-    );
-    this.retain({ target, reason: "live", changes }, bytes);
+    // The window weighed each write as it came in: no second serialization on the worker's loop.
+    this.retain({ target, reason: "live", changes }, closed.bytes);
   }
 
   private retain(write: DecidedWrite, bytes: number): void {

@@ -121,27 +121,13 @@ export class Clone implements Repository {
     for (const entry of await readdir(dir)) {
       if (entry !== ".git") await rm(join(dir, entry), { recursive: true, force: true });
     }
+    // HEAD names the write branch whether or not it has a commit yet.
+    await git.writeRef({ fs, dir, ref: "HEAD", value: `refs/heads/${branch}`, symbolic: true, force: true });
     if (tip) {
       await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: tip, force: true });
-      await git.writeRef({
-        fs,
-        dir,
-        ref: "HEAD",
-        value: `refs/heads/${branch}`,
-        symbolic: true,
-        force: true,
-      });
       await git.checkout({ fs, dir, ref: branch, force: true });
     } else {
-      // An empty branch: HEAD names it, with no commit yet, and the index is emptied.
-      await git.writeRef({
-        fs,
-        dir,
-        ref: "HEAD",
-        value: `refs/heads/${branch}`,
-        symbolic: true,
-        force: true,
-      });
+      // An empty branch: no commit yet, and the index is emptied.
       await rm(join(dir, ".git", `refs/heads/${branch}`), { force: true });
       await rm(join(dir, ".git", "index"), { force: true });
     }

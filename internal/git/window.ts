@@ -29,6 +29,8 @@ export interface ClosedWindow<T> {
   openedAt: number;
   /** The writes, one per object, in the order each object was first written. */
   writes: T[];
+  /** What the writes weigh, as they were added. */
+  bytes: number;
 }
 
 interface OpenWindow<T> {
@@ -123,6 +125,7 @@ export class CommitWindow<T> {
       reason,
       openedAt: window.openedAt,
       writes: [...window.writes.values()].map((w) => w.write),
+      bytes: window.bytes,
     };
   }
 }

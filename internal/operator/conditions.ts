@@ -47,17 +47,39 @@ export function setConditions(
   return updates.reduce<Condition[]>((all, update) => setCondition(all, update, now), [...conditions]);
 }
 
+/**
+ * The kstatus trio: Ready with the given status, and Reconciling and Stalled true or false.
+ * Ready always carries the message; the other two carry it only while they are true.
+ */
+function trio(
+  ready: ConditionUpdate["status"],
+  reconciling: boolean,
+  stalled: boolean,
+  reason: string,
+  message: string,
+  generation: number | undefined,
+): ConditionUpdate[] {
+  const condition = (type: string, status: ConditionUpdate["status"], carries: boolean): ConditionUpdate => ({
+    type,
+    status,
+    reason,
+    message: carries ? message : "",
+    observedGeneration: generation,
+  });
+  return [
+    condition("Ready", ready, true),
+    condition("Reconciling", reconciling ? "True" : "False", reconciling),
+    condition("Stalled", stalled ? "True" : "False", stalled),
+  ];
+}
+
 /** The kstatus trio for a reconcile that reached its goal. */
 export function readyTrio(
   reason: string,
   message: string,
   generation: number | undefined,
 ): ConditionUpdate[] {
-  return [
-    { type: "Ready", status: "True", reason, message, observedGeneration: generation },
-    { type: "Reconciling", status: "False", reason, message: "", observedGeneration: generation },
-    { type: "Stalled", status: "False", reason, message: "", observedGeneration: generation },
-  ];
+  return trio("True", false, false, reason, message, generation);
 }
 
 /** The kstatus trio for work still under way, which is expected to finish on its own. */
@@ -66,11 +88,7 @@ export function progressingTrio(
   message: string,
   generation: number | undefined,
 ): ConditionUpdate[] {
-  return [
-    { type: "Ready", status: "Unknown", reason, message, observedGeneration: generation },
-    { type: "Reconciling", status: "True", reason, message, observedGeneration: generation },
-    { type: "Stalled", status: "False", reason, message: "", observedGeneration: generation },
-  ];
+  return trio("Unknown", true, false, reason, message, generation);
 }
 
 /**
@@ -82,11 +100,7 @@ export function retryingTrio(
   message: string,
   generation: number | undefined,
 ): ConditionUpdate[] {
-  return [
-    { type: "Ready", status: "False", reason, message, observedGeneration: generation },
-    { type: "Reconciling", status: "True", reason, message, observedGeneration: generation },
-    { type: "Stalled", status: "False", reason, message: "", observedGeneration: generation },
-  ];
+  return trio("False", true, false, reason, message, generation);
 }
 
 /** The kstatus trio for a block only a human can clear. */
@@ -95,9 +109,5 @@ export function stalledTrio(
   message: string,
   generation: number | undefined,
 ): ConditionUpdate[] {
-  return [
-    { type: "Ready", status: "False", reason, message, observedGeneration: generation },
-    { type: "Reconciling", status: "False", reason, message: "", observedGeneration: generation },
-    { type: "Stalled", status: "True", reason, message, observedGeneration: generation },
-  ];
+  return trio("False", false, true, reason, message, generation);
 }

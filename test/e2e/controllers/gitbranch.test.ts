@@ -13,6 +13,7 @@ import {
 import { BranchClaims } from "../../../internal/git/branchclaim.ts";
 import { normalizeRepositoryUrl } from "../../../internal/git/repourl.ts";
 import type { Condition } from "../../../internal/operator/conditions.ts";
+import { condition } from "./helpers.ts";
 import { Manager } from "../../../internal/operator/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
@@ -225,7 +226,3 @@ describe("the GitBranch controller", () => {
     await countIs(1);
   });
 });
-
-function condition(object: GitBranch | undefined, type: string): Condition | undefined {
-  return object?.status?.conditions?.find((c) => c.type === type);
-}

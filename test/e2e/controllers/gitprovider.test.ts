@@ -4,6 +4,7 @@ import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { setupGitProviderController } from "../../../controllers/gitprovider.ts";
 import { gitProviders, type GitProvider } from "../../../generated/v1alpha3/index.ts";
 import type { Condition } from "../../../internal/operator/conditions.ts";
+import { condition } from "./helpers.ts";
 import { Manager } from "../../../internal/operator/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
@@ -185,7 +186,3 @@ describe("the GitProvider controller", () => {
     assert.ok(Date.parse(back.status!.lastVerifiedAt!) > Date.parse(before.status!.lastVerifiedAt!));
   });
 });
-
-function condition(object: GitProvider | undefined, type: string): Condition | undefined {
-  return object?.status?.conditions?.find((c) => c.type === type);
-}

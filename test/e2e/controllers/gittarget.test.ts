@@ -6,7 +6,7 @@ import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
 import { untilYoungerThan } from "../../support/wait.ts";
-import { clients, conditionOf } from "./helpers.ts";
+import { clients, condition, conditionOf } from "./helpers.ts";
 
 const namespace = "team-a";
 
@@ -49,11 +49,7 @@ describe("the GitTarget and WatchRule controllers", () => {
     const { targets, branches } = clients(kc);
     await targets.apply(target("first", "clusters/a"), "test");
     const waiting = await conditionOf(targets, namespace, "first", "Validated", "False", "GitBranchNotFound");
-    assert.equal(
-      waiting.status?.conditions?.find((c) => c.type === "Reconciling")?.status,
-      "True",
-      "a missing reference is waited for",
-    );
+    assert.equal(condition(waiting, "Reconciling")?.status, "True", "a missing reference is waited for");
     await branches.apply(
       {
         apiVersion: "configbutler.ai/v1alpha3",
@@ -78,7 +74,7 @@ describe("the GitTarget and WatchRule controllers", () => {
     await targets.apply(target("nested", "clusters/a/apps"), "test");
     const refused = await conditionOf(targets, namespace, "nested", "Stalled", "True", "PathOverlap");
     assert.match(
-      refused.status?.conditions?.find((c) => c.type === "Ready")?.message ?? "",
+      condition(refused, "Ready")?.message ?? "",
       /overlaps clusters\/a of the older GitTarget team-a\/first/,
     );
     assert.equal(
@@ -121,7 +117,7 @@ describe("the GitTarget and WatchRule controllers", () => {
       "SourceNamespaceNotAuthorized",
     );
     assert.match(
-      refused.status?.conditions?.find((c) => c.type === "SourceNamespaceAuthorized")?.message ?? "",
+      condition(refused, "SourceNamespaceAuthorized")?.message ?? "",
       /secrets in namespace kube-system/,
     );
     const resolved = await conditionOf(rules, namespace, "apps", "ResourcesResolved", "True");

@@ -2,11 +2,15 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { gitBranches, gitTargets, kubeProviders, watchRules } from "../../../generated/v1alpha3/index.ts";
 import type { ResourceClient } from "../../../internal/kube/resourceclient.ts";
+import { findCondition, type Condition } from "../../../internal/operator/conditions.ts";
 import { eventually } from "../../support/wait.ts";
 
-type WithConditions = {
-  status?: { conditions?: { type: string; status: string; reason: string; message: string }[] };
-};
+type WithConditions = { status?: { conditions?: Condition[] } };
+
+/** The object's condition of this type, if it has one. */
+export function condition(object: WithConditions | undefined, type: string): Condition | undefined {
+  return findCondition(object?.status?.conditions, type);
+}
 
 /** Waits until the object's condition has the status (and reason, if given), and returns the object. */
 export async function conditionOf<T extends WithConditions>(
@@ -22,9 +26,9 @@ export async function conditionOf<T extends WithConditions>(
   return eventually(
     async () => {
       const object = await client.get(namespace, name);
-      const condition = object?.status?.conditions?.find((c) => c.type === type);
-      last = JSON.stringify(condition);
-      return condition?.status === status && (reason === undefined || condition.reason === reason) && object;
+      const found = condition(object, type);
+      last = JSON.stringify(found);
+      return found?.status === status && (reason === undefined || found.reason === reason) && object;
     },
     { timeoutMs, description: `${name} ${type}=${status}${reason ? ` (${reason})` : ""}; last seen ${last}` },
   );

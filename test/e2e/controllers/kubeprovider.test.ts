@@ -7,7 +7,7 @@ import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
 import { nextItem } from "../../support/streams.ts";
 import { eventually } from "../../support/wait.ts";
-import { clients, conditionOf } from "./helpers.ts";
+import { clients, condition, conditionOf } from "./helpers.ts";
 
 describe("the KubeProvider controller", () => {
   let control: ControlPlane;
@@ -51,10 +51,7 @@ describe("the KubeProvider controller", () => {
       "True",
       "InClusterNotAuthorized",
     );
-    assert.match(
-      refused.status?.conditions?.find((c) => c.type === "Ready")?.message ?? "",
-      /--in-cluster-kube-providers/,
-    );
+    assert.match(condition(refused, "Ready")?.message ?? "", /--in-cluster-kube-providers/);
     assert.equal(
       operator.sourceContexts.get("team-a/in-cluster"),
       undefined,
@@ -217,10 +214,7 @@ describe("the KubeProvider controller", () => {
       );
     }
     const unsafe = await conditionOf(providers, "team-b", "unsafe", "Stalled", "True", "UnsafeKubeconfig");
-    assert.match(
-      unsafe.status?.conditions?.find((c) => c.type === "Ready")?.message ?? "",
-      /certificate-authority/,
-    );
+    assert.match(condition(unsafe, "Ready")?.message ?? "", /certificate-authority/);
     const missing = await conditionOf(
       providers,
       "team-b",
@@ -229,6 +223,6 @@ describe("the KubeProvider controller", () => {
       "True",
       "SecretNotFound",
     );
-    assert.equal(missing.status?.conditions?.find((c) => c.type === "Ready")?.status, "Unknown");
+    assert.equal(condition(missing, "Ready")?.status, "Unknown");
   });
 });

@@ -19,7 +19,7 @@ import {
 } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
 import * as fixtures from "./fixtures/manifestfolders.ts";
-import { clients, conditionOf } from "./helpers.ts";
+import { clients, condition, conditionOf } from "./helpers.ts";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 // Each scenario mirrors its own namespace into its own branch of one repository, so the folders
@@ -315,10 +315,10 @@ describe("the manifest-aware writer edits a repository the way a careful person 
       "UnsupportedContent",
       60_000,
     );
-    const message = refused.status?.conditions?.find((c) => c.type === "GitPathAccepted")?.message ?? "";
+    const message = condition(refused, "GitPathAccepted")?.message ?? "";
     assert.match(message, /clusters\/dev\/refused\/kustomization\.yaml/);
     assert.match(message, /secretGenerator/);
-    assert.equal(refused.status?.conditions?.find((c) => c.type === "Stalled")?.status, "True");
+    assert.equal(condition(refused, "Stalled")?.status, "True");
     assert.equal(await head("refused"), seeded, "nothing committed into a refused folder");
 
     await git.pushForeignCommit("state", {
@@ -360,10 +360,10 @@ describe("the manifest-aware writer edits a repository the way a careful person 
       60_000,
     );
     assert.match(
-      stalled.status?.conditions?.find((c) => c.type === "RenderMatchesLive")?.message ?? "",
+      condition(stalled, "RenderMatchesLive")?.message ?? "",
       /cluster-info data\.cluster: the folder renders "\$\{CLUSTER_NAME\}" but live holds "prod-eu"/,
     );
-    assert.equal(stalled.status?.conditions?.find((c) => c.type === "Stalled")?.status, "True");
+    assert.equal(condition(stalled, "Stalled")?.status, "True");
 
     const dropped = async () =>
       (await writesDropped.get()).values.find(

@@ -9,7 +9,7 @@ import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 import { placementRefusals } from "../../../internal/telemetry/instruments.ts";
 import { applyMirror } from "../../support/mirror.ts";
-import { clients, conditionOf } from "./helpers.ts";
+import { clients, condition, conditionOf } from "./helpers.ts";
 
 const namespace = "apps";
 const user = { username: "gitops", password: "s3cret" };
@@ -118,17 +118,17 @@ describe("the operator mirrors a cluster into Git", () => {
     const refused = await eventually(
       async () => {
         const t = await targets.get(namespace, "configs");
-        const condition = t?.status?.conditions?.find((c) => c.type === "EncryptionConfigured");
+        const encryption = condition(t, "EncryptionConfigured");
         return (
-          condition?.reason === "EncryptionNotConfigured" &&
-          condition.message.includes("secrets apps/db") &&
+          encryption?.reason === "EncryptionNotConfigured" &&
+          encryption.message.includes("secrets apps/db") &&
           t
         );
       },
       { description: "the refusal of secrets apps/db in EncryptionConfigured" },
     );
-    assert.equal(refused.status?.conditions?.find((c) => c.type === "EncryptionConfigured")?.status, "False");
-    assert.equal(refused.status?.conditions?.find((c) => c.type === "Ready")?.status, "True");
+    assert.equal(condition(refused, "EncryptionConfigured")?.status, "False");
+    assert.equal(condition(refused, "Ready")?.status, "True");
     const history = await git.gitIn("state", ["log", "--all", "-p"]);
     assert.equal(history.includes("never-in-git"), false);
     const metrics = await placementRefusals.get();

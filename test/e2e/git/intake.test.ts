@@ -11,7 +11,7 @@ import {
   type MirrorEnvironment,
 } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
-import { clients, conditionOf } from "../controllers/helpers.ts";
+import { clients, condition, conditionOf } from "../controllers/helpers.ts";
 
 const namespace = "budget";
 
@@ -65,10 +65,7 @@ describe("the intake budget of a branch that cannot reach its remote", () => {
       "RemoteUnreachable",
       30_000,
     );
-    assert.match(
-      reported.status?.conditions?.find((c) => c.type === "Ready")?.message ?? "",
-      /intake is paused/,
-    );
+    assert.match(condition(reported, "Ready")?.message ?? "", /intake is paused/);
 
     await git.start();
     for (const name of names) {
@@ -103,9 +100,6 @@ describe("the intake budget of a branch that cannot reach its remote", () => {
       "UnsupportedContent",
       30_000,
     );
-    assert.match(
-      refused.status?.conditions?.find((c) => c.type === "GitPathAccepted")?.message ?? "",
-      /namePrefix/,
-    );
+    assert.match(condition(refused, "GitPathAccepted")?.message ?? "", /namePrefix/);
   });
 });

@@ -10,7 +10,7 @@ import {
   type MirrorEnvironment,
 } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
-import { clients, conditionOf } from "../controllers/helpers.ts";
+import { clients, condition, conditionOf } from "../controllers/helpers.ts";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 // One namespace, one branch and one folder per scenario, in one repository.
@@ -211,10 +211,10 @@ describe("Git robustness: other authors' commits are never overwritten, and the 
       "RemoteUnreachable",
       60_000,
     );
-    const message = reported.status?.conditions?.find((c) => c.type === "Ready")?.message ?? "";
+    const message = condition(reported, "Ready")?.message ?? "";
     assert.match(message, /has failed since \d{4}-\d\d-\d\dT/);
     assert.match(message, /decided write\(s\) are kept and retried/);
-    assert.equal(reported.status?.conditions?.find((c) => c.type === "Stalled")?.status, "False");
+    assert.equal(condition(reported, "Stalled")?.status, "False");
 
     await git.start();
     for (const name of names) {
@@ -259,10 +259,7 @@ describe("Git robustness: other authors' commits are never overwritten, and the 
       "UnsupportedContent",
       30_000,
     );
-    assert.match(
-      refused.status?.conditions?.find((c) => c.type === "GitPathAccepted")?.message ?? "",
-      /helmCharts/,
-    );
+    assert.match(condition(refused, "GitPathAccepted")?.message ?? "", /helmCharts/);
 
     await git.pushForeignCommit("state", {
       branch: "refresh",

@@ -62,6 +62,7 @@ describe("the commit window", () => {
     assert.deepEqual(window.add(alice, timers, "cm/a", "bigger", 70, 1), [], "a rewrite replaces its bytes");
     const [closed] = window.add(alice, timers, "cm/b", "more", 30, 2);
     assert.deepEqual([closed?.reason, closed?.writes], ["buffer_full", ["bigger", "more"]]);
+    assert.equal(closed?.bytes, 100, "what the closed window weighs, the rewrite counted once");
     assert.equal(window.isOpen, false);
   });
 
