@@ -12,10 +12,14 @@ help: ## List the targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: setup
-setup: ## Set up a fresh machine: missing Debian packages, npm ci, and the test environment.
+setup: ## Optional: everything below in one go (missing Debian packages, npm ci, the test environment).
 	bash hack/setup.sh
 
-node_modules: package.json package-lock.json
+.PHONY: prerequisites
+prerequisites: ## Install the Debian packages the tests need (as root; otherwise print the apt-get line).
+	@bash hack/prerequisites.sh
+
+node_modules: package.json package-lock.json | prerequisites
 	npm ci
 	@touch node_modules
 
@@ -72,7 +76,7 @@ undeploy: ## Remove what deploy installed, the CRDs (and every object of their k
 	set -o pipefail; $(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: testenv
-testenv: ## Build kube-apiserver, kubectl and etcd from Go modules, or reuse the cached build.
+testenv: prerequisites ## Build kube-apiserver, kubectl and etcd from Go modules, or reuse the cached build.
 	bash hack/testenv/build.sh
 
 .PHONY: test

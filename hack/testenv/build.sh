@@ -21,16 +21,37 @@ if [[ "${1:-}" == "--print-dir" ]]; then
   exit 0
 fi
 
-if [[ -x "$dest/kube-apiserver" && -x "$dest/kubectl" && -x "$dest/etcd" ]]; then
+cached() { [[ -x "$dest/kube-apiserver" && -x "$dest/kubectl" && -x "$dest/etcd" ]]; }
+if cached; then
   echo "testenv: cached binaries in $dest"
   exit 0
 fi
 
-command -v go >/dev/null || { echo "testenv: go is required to build the test environment" >&2; exit 1; }
+# Two builds started at once (two terminals, two CI jobs) take turns on one lock: the second
+# waits, then finds the first one's binaries and builds nothing.
+mkdir -p "$cache_root"
+exec {lock}>"$cache_root/.build.lock"
+if ! flock -n "$lock"; then
+  echo "testenv: another build of the test environment is running; waiting for it"
+  flock "$lock"
+fi
+if cached; then
+  echo "testenv: cached binaries in $dest"
+  exit 0
+fi
 
+# Some machines keep Go outside the default PATH.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
+command -v go >/dev/null || { echo "testenv: Go 1.26 or newer is required to build the test environment" >&2; exit 1; }
+
+echo "testenv: building kube-apiserver, kubectl and etcd from Go modules (about 4 minutes on 2 cores, once per machine)"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-mkdir -p "$dest.partial"
+partial="$dest.partial"
+trap 'rm -rf "$work" "$partial"' EXIT
+rm -rf "$partial"
+mkdir -p "$partial"
 start=$(date +%s)
 
 # The staging modules k8s.io/kubernetes replaces with ./staging/... paths, as
@@ -61,7 +82,7 @@ build_kube() {
     go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" "k8s.io/kubernetes/cmd/kubectl@$KUBE_VERSION"
     for cmd in kube-apiserver kubectl; do
       echo "testenv: building $cmd $KUBE_VERSION"
-      go build -p "$jobs" -trimpath -ldflags "${ldflags_kube[*]}" -o "$dest.partial/$cmd" "k8s.io/kubernetes/cmd/$cmd"
+      go build -p "$jobs" -trimpath -ldflags "${ldflags_kube[*]}" -o "$partial/$cmd" "k8s.io/kubernetes/cmd/$cmd"
     done
   )
 }
@@ -74,7 +95,7 @@ build_etcd() {
     go mod init gitops-reverser.local/testenv/etcd >/dev/null 2>&1
     go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
     echo "testenv: building etcd $ETCD_VERSION"
-    go build -p "$jobs" -trimpath -ldflags "-s -w" -o "$dest.partial/etcd" go.etcd.io/etcd/server/v3
+    go build -p "$jobs" -trimpath -ldflags "-s -w" -o "$partial/etcd" go.etcd.io/etcd/server/v3
   )
 }
 
@@ -82,5 +103,5 @@ build_etcd
 build_kube
 
 rm -rf "$dest"
-mv "$dest.partial" "$dest"
+mv "$partial" "$dest"
 echo "testenv: built into $dest in $(( $(date +%s) - start ))s"

@@ -45,6 +45,9 @@ export class RedisServer {
             maxRetriesPerRequest: 0,
             retryStrategy: () => null,
           });
+          // Until the server listens, connecting fails: the probe's own failure says so, and
+          // without a listener ioredis would also print it as an unhandled error event.
+          client.on("error", () => undefined);
           try {
             await client.connect();
             return (await client.ping()) === "PONG";
