@@ -3,6 +3,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { parseDuration, parseQuantity } from "../internal/types/units.ts";
 import type { LogFormat, LogLevel } from "../internal/telemetry/logger.ts";
+import { defaultWorkerRoot } from "../internal/git/workerdirs.ts";
 
 export interface OperatorOptions {
   /** KubeProviders, as namespace/name, allowed to use the operator's own identity. */
@@ -19,6 +20,8 @@ export interface OperatorOptions {
   gitRefreshInterval: number;
   /** More resource types to treat as sensitive, as resource.group (core: resource). */
   additionalSensitiveResources: string[];
+  /** Where the branch workers keep their clones, one directory per GitBranch uid. */
+  workerRoot: string;
   metricsBindAddress: string;
   healthProbeBindAddress: string;
   leaderElect: boolean;
@@ -110,6 +113,11 @@ export function flagParser(): Command {
           throw new InvalidArgumentError(`"${item}" is not resource or resource.group`);
       }),
       [],
+    )
+    .option(
+      "--worker-root <dir>",
+      "where the branch workers keep their clones; each process sweeps only the directories it owns",
+      defaultWorkerRoot,
     )
     .option("--metrics-bind-address <address>", "where /metrics is served; 0 disables it", ":8080")
     .option(

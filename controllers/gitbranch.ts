@@ -4,7 +4,10 @@
 // takes part in the branch claim, which gives a repository branch to the oldest GitBranch that
 // proved one. It publishes the normalized repository and how many GitTargets write through it.
 // The claim lives in memory: deleting a GitBranch releases it behind a finalizer, so a younger
-// candidate takes the branch over at once.
+// candidate takes the branch over at once, and then stops its worker, which publishes what it
+// holds (or the finalizer reports what it could not) before the finalizer goes. While the
+// worker's publications fail, Ready says so, as every GitTarget on the branch does.
+import { hostname } from "node:os";
 import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import {
   gitBranches,
@@ -14,9 +17,16 @@ import {
   type GitTarget,
 } from "../generated/v1alpha3/index.ts";
 import type { BranchClaims, BranchKey, Candidate } from "../internal/git/branchclaim.ts";
+import type { WorkerManager } from "../internal/git/workermanager.ts";
 import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
 import { admitBranch, providerRefOf } from "../internal/gitbranch/admission.ts";
-import { decideBranch, proofIsFresh, type BranchFacts, type Proof } from "../internal/gitbranch/decide.ts";
+import {
+  decideBranch,
+  proofIsFresh,
+  workerReadyKey,
+  type BranchFacts,
+  type Proof,
+} from "../internal/gitbranch/decide.ts";
 import {
   defaultRecheckIntervals,
   nextPass,
@@ -37,6 +47,7 @@ import {
   type Request,
   type Result,
 } from "../internal/operator/controller.ts";
+import { EventRecorder } from "../internal/operator/events.ts";
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from "../internal/operator/finalizers.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
@@ -63,6 +74,10 @@ export interface GitBranchDeps {
   now?: () => Date;
   /** Has the branch's worker prove where the branch is now: reconcile.configbutler.ai/requestedAt. */
   onReconcileRequested?: (branchKey: string) => void;
+  /** The branch workers: what each reports, for Ready, and retiring one when its GitBranch goes. */
+  workers?: Pick<WorkerManager, "branchState" | "onBranchChanged" | "release">;
+  /** Called once a GitBranch's worker is retired, to forget what was published for it. */
+  onReleased?: (branchKey: string) => void;
 }
 
 export interface GitBranchInformers {
@@ -86,6 +101,8 @@ export class GitBranchReconciler implements Reconciler {
     private readonly client: ReturnType<typeof gitBranches>,
     private readonly informers: GitBranchInformers,
     private readonly deps: GitBranchDeps,
+    /** Where the finalizer reports writes it could not publish. */
+    private readonly events: EventRecorder,
   ) {
     this.intervals = { ...defaultRecheckIntervals, ...deps.intervals };
     this.now = deps.now ?? (() => new Date());
@@ -99,6 +116,7 @@ export class GitBranchReconciler implements Reconciler {
       // Gone without our finalizer running (removed by hand): it claims nothing any more.
       this.deps.claims.withdrawByName(request.namespace ?? "", request.name);
       this.proofs.delete(key);
+      await this.retireWorker(key);
       return {};
     }
     if (found.metadata.deletionTimestamp) return this.finalize(found, key);
@@ -155,18 +173,41 @@ export class GitBranchReconciler implements Reconciler {
       check,
       context: { url: provider.spec.url, provider: `${namespace}/${name}`, secret: secretOf(provider) },
       ...claimKey,
+      ...(branch.spec.parentBranch ? { parentBranch: branch.spec.parentBranch } : {}),
       self: { uid: branch.metadata.uid!, namespace: branch.metadata.namespace! },
       holder: this.deps.claims.holder(claimKey),
+      worker: this.deps.workers?.branchState(key),
     };
   }
 
-  /** The finalizer's work: release the claim, so the next candidate takes the branch, then let go. */
+  /**
+   * The finalizer's work: release the claim, so the next candidate takes the branch; stop the
+   * worker, whose one publication is bounded (20 s), and report what it could not publish; then
+   * let go. Nothing deletes the branch on the remote.
+   */
   private async finalize(branch: GitBranch, key: string): Promise<Result> {
     this.deps.claims.withdraw(branch.metadata.uid!);
     this.proofs.delete(key);
+    const unpublished = await this.retireWorker(key);
+    if (unpublished) {
+      await this.events.record(
+        branch,
+        "Warning",
+        "WritesNotPublished",
+        "Finalize",
+        `Deleted with ${unpublished.writes.length} decided write(s) its branch worker could not publish (${unpublished.error}): ${unpublished.writes.join("; ")}. The live objects are unchanged: a GitTarget that writes the folder again starts from a snapshot of them.`,
+      );
+    }
     if (hasFinalizer(branch, gitBranchFinalizer))
       await removeFinalizer(this.client, branch, gitBranchFinalizer);
     return {};
+  }
+
+  /** Stops the GitBranch's worker, if one runs: what it could not publish. */
+  private async retireWorker(key: string) {
+    const unpublished = await this.deps.workers?.release(key);
+    this.deps.onReleased?.(key);
+    return unpublished;
   }
 
   /** Reads the credential every time, and opens a push session only when the last proof is stale. */
@@ -247,7 +288,14 @@ export function setupGitBranchController(manager: Manager, deps: GitBranchDeps):
         return ref.namespace === provider.metadata.namespace && ref.name === provider.metadata.name;
       })
       .map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name! }));
-  const reconciler = new GitBranchReconciler(kc.makeApiClient(CoreV1Api), gitBranches(kc), informers, deps);
+  const events = new EventRecorder(kc, hostname(), manager.logger);
+  const reconciler = new GitBranchReconciler(
+    kc.makeApiClient(CoreV1Api),
+    gitBranches(kc),
+    informers,
+    deps,
+    events,
+  );
   const controller = new Controller("gitbranch", reconciler, manager.logger, {
     rateLimiter: recheckRateLimiter({ ...defaultRecheckIntervals, ...deps.intervals }),
   })
@@ -264,6 +312,17 @@ export function setupGitBranchController(manager: Manager, deps: GitBranchDeps):
           .map((b) => ({ namespace: b.metadata.namespace, name: b.metadata.name! })),
       labelsChanged,
     );
+  // A worker's outage starting, changing or ending changes Ready at once, as it does every
+  // GitTarget's; what Ready does not read wakes nothing.
+  const shown = new Map<string, string>();
+  const { workers } = deps;
+  workers?.onBranchChanged((key) => {
+    const ready = workerReadyKey(workers.branchState(key));
+    if ((shown.get(key) ?? "") === ready) return;
+    if (ready) shown.set(key, ready);
+    else shown.delete(key);
+    controller.queue.add(key);
+  });
   // A released or taken-over branch wakes its other candidates, so the conflict clears at once.
   deps.claims.onHolderChanged((_key, candidates) => {
     for (const c of candidates) controller.queue.add(requestKey({ namespace: c.namespace, name: c.name }));

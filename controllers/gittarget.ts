@@ -11,16 +11,30 @@ import {
 } from "../generated/v1alpha3/index.ts";
 import type { BranchClaims } from "../internal/git/branchclaim.ts";
 import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import { outageFacts } from "../internal/git/outage.ts";
 import type { FolderReport } from "../internal/git/targetfolders.ts";
-import type { WorkerManager } from "../internal/git/workermanager.ts";
+import type { TargetWriteState, WorkerManager } from "../internal/git/workermanager.ts";
 import { targetSettings, workerSpec } from "../internal/gittarget/worker.ts";
 import { statusCodeOf } from "../internal/kube/resourceclient.ts";
-import { refOf, targetConditions, validate, type TargetWorld } from "../internal/gittarget/decide.ts";
+import {
+  reconcileRequest,
+  refOf,
+  targetConditions,
+  validate,
+  type TargetWorld,
+} from "../internal/gittarget/decide.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
-import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
+import {
+  anyOf,
+  generationChanged,
+  labelsChanged,
+  readyTransition,
+  reconcileRequested,
+  requestedAtAnnotation,
+} from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { GitTargetEventStream } from "../internal/watch/stream.ts";
@@ -50,6 +64,8 @@ export class GitTargetReconciler implements Reconciler {
   private readonly status = new StatusWriter(fieldManager);
   /** Which provider's context serves each target, so a move or a refusal releases the old one. */
   private readonly servedBy = new Map<string, string>();
+  /** The requestedAt each target last asked its branch worker to read the folder again for. */
+  private readonly askedRequests = new Map<string, string>();
 
   constructor(
     private readonly manager: Manager,
@@ -63,6 +79,7 @@ export class GitTargetReconciler implements Reconciler {
     const target = this.informers.targets.get(request.name, request.namespace);
     if (!target) {
       await this.release(key);
+      this.askedRequests.delete(key);
       this.writeSide.workers.detach({ namespace: request.namespace ?? "", name: request.name });
       return {};
     }
@@ -85,29 +102,54 @@ export class GitTargetReconciler implements Reconciler {
     const streams = context?.watchManager.summary(ref);
     const writeState = this.writeSide.workers.targetState(key);
     const folder = writeState?.folder;
-    // A refused folder is read again on every tick, so a fix pushed to Git clears it.
-    if (folder?.refusal) this.writeSide.workers.recheck(ref, targetSettings(target));
+    const attached = this.writeSide.workers.isAttached(ref);
+    const lastHandledReconcileAt = this.recheckFolder(target, attached, writeState);
     const conditions = targetConditions(world, refusal, streams, {
-      attached: this.writeSide.workers.isAttached(ref),
+      attached,
       refused: [...(writeState?.refused ?? [])].sort(),
       folderRefusal: folder?.refusal?.message,
       renderGate: folder?.renderGate,
-      outage: writeState?.branch?.outage && {
-        since: writeState.branch.outage.since,
-        error: writeState.branch.outage.error,
-        retainedWrites: writeState.branch.retainedWrites,
-        intakePaused: writeState.branch.intakePaused,
-      },
+      outage: outageFacts(writeState?.branch),
     });
     await this.status.write(gitTargets(this.manager.kubeConfig), target, {
       conditions,
       fields: {
         ...(streams ? { streams } : {}),
         ...(folder?.placement ? { placement: placementStatus(folder.placement) } : {}),
+        ...(lastHandledReconcileAt ? { lastHandledReconcileAt } : {}),
       },
     });
-    const ready = conditions.find((c) => c.type === "Ready")?.status === "True";
-    return { requeueAfterMs: ready ? steadyRecheckMs : progressRecheckMs };
+    // A suspended target waits for a person, not for a dependency: no quick re-check.
+    const settled = target.spec.suspend || conditions.find((c) => c.type === "Ready")?.status === "True";
+    return { requeueAfterMs: settled ? steadyRecheckMs : progressRecheckMs };
+  }
+
+  /**
+   * Has the branch worker read the folder again where that is due: a refused folder on every
+   * tick, so a fix pushed to Git clears it, and any folder for a new requestedAt. Returns the
+   * requestedAt handled so far, for status.lastHandledReconcileAt.
+   */
+  private recheckFolder(
+    target: GitTarget,
+    attached: boolean,
+    writeState: TargetWriteState | undefined,
+  ): string | undefined {
+    const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
+    const key = `${ref.namespace}/${ref.name}`;
+    const { ask, handled } = reconcileRequest({
+      requested: target.metadata.annotations?.[requestedAtAnnotation],
+      lastHandled: target.status?.lastHandledReconcileAt,
+      asked: this.askedRequests.get(key),
+      attached,
+      folderRead: writeState?.handledRequest,
+    });
+    if (ask !== undefined) {
+      this.askedRequests.set(key, ask);
+      this.writeSide.workers.recheck(ref, targetSettings(target), ask);
+    } else if (writeState?.folder?.refusal) {
+      this.writeSide.workers.recheck(ref, targetSettings(target));
+    }
+    return handled;
   }
 
   /**
@@ -219,7 +261,7 @@ export function setupGitTargetController(
     new GitTargetReconciler(manager, informers, sourceContexts, writeSide),
     manager.logger,
   )
-    .for(informers.targets)
+    .for(informers.targets, anyOf(generationChanged, reconcileRequested))
     // A sibling's path or deletion decides an overlap, so every target on the branch looks again.
     .watches(
       informers.targets,

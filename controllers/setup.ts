@@ -1,5 +1,7 @@
 // Wires every controller and runnable into a manager. main.ts and the end-to-end tests both
 // call this, so the tests run the operator as it ships.
+import { resourceTypes, type GitBranch } from "../generated/v1alpha3/index.ts";
+import { informerSource } from "../internal/kube/sources.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
@@ -82,6 +84,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   });
   const claims = new BranchClaims();
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
+  const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
   const workers = new WorkerManager({
     onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
     onBranchProved: (branchKey, commit, by) => {
@@ -94,9 +97,11 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       retainedBytes.set(labels, state.retainedBytes);
       intakePaused.set(labels, state.intakePaused ? 1 : 0);
       nextRetry.set(labels, state.outage ? state.outage.nextAttemptAt / 1000 : 0);
+      remoteStatus.recordOutage(branchKey, state.outage);
     },
     refreshIntervalMs: settings.gitRefreshInterval,
     root: settings.workerRoot ?? defaultWorkerRoot,
+    namedByGitBranch: (uid) => branches.list().some((b) => b.metadata.uid === uid),
     bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
     pushCooldownMs: settings.pushCooldownMs,
     additionalSensitive: settings.additionalSensitiveResources ?? [],
@@ -127,7 +132,12 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   });
   manager.addRunnable(workers);
   setupGitProviderController(manager);
-  setupGitBranchController(manager, { claims, onReconcileRequested: (key) => workers.refresh(key) });
+  setupGitBranchController(manager, {
+    claims,
+    onReconcileRequested: (key) => workers.refresh(key),
+    workers,
+    onReleased: (key) => remoteStatus.forget(key),
+  });
   setupGitTargetController(manager, sourceContexts, { claims, workers });
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);

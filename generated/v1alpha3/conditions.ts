@@ -235,6 +235,10 @@ export const GitBranchReason = {
   BranchConflict: "BranchConflict",
   /** The write branch does not exist and its parent branch does not either. */
   ParentBranchNotFound: "ParentBranchNotFound",
+  /** The branch worker's pushes fail; it keeps every decided write and retries on its schedule. */
+  RemoteUnreachable: "RemoteUnreachable",
+  /** The branch worker's local clone failed (a file missing or unwritable, a corrupt repository), not the remote; the clone is reset and cloned afresh, and every decided write is kept and replayed. */
+  LocalWriteFailed: "LocalWriteFailed",
 } as const;
 export type GitBranchReasonType = (typeof GitBranchReason)[keyof typeof GitBranchReason];
 
@@ -351,6 +355,8 @@ export const GitTargetReason = {
   SourceUnreachable: "SourceUnreachable",
   /** The Git remote cannot be reached or refuses the push; every decided write is kept and retried. */
   RemoteUnreachable: "RemoteUnreachable",
+  /** Writing the local clone failed (a file missing or unwritable, a corrupt repository), not the remote; the clone is reset and cloned afresh, and every decided write is kept and replayed. */
+  LocalWriteFailed: "LocalWriteFailed",
   /** A watch is replaying the current state of its collection. */
   InitialReplay: "InitialReplay",
   /** The folder holds content the operator cannot manage safely; a human must fix it. */

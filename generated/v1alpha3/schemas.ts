@@ -198,6 +198,13 @@ export interface components {
                 commit?: string;
                 /**
                  * Format: date-time
+                 * @description Since when the branch worker's publications have failed; absent once a push lands.
+                 */
+                failingSince?: string;
+                /** @description What the last failed publication failed on; absent once a push lands. */
+                lastError?: string;
+                /**
+                 * Format: date-time
                  * @description When the branch worker last proved it.
                  */
                 lastVerifiedAt?: string;
@@ -387,6 +394,8 @@ export interface components {
         /** @description What the operator last observed about this target. */
         GitTargetStatus: {
             conditions?: components["schemas"]["Conditions"];
+            /** @description The reconcile.configbutler.ai/requestedAt value last handled: the references were read again and, once a branch worker writes the folder, the folder was fetched and read again. Compare it with the annotation to know the conditions answer that request. */
+            lastHandledReconcileAt?: string;
             observedGeneration?: components["schemas"]["ObservedGeneration"];
             /** @description How the folder places new documents, as last read from Git. */
             placement?: {

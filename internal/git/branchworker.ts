@@ -9,8 +9,9 @@ import { sleep } from "../timing/sleep.ts";
 import type { StreamItem } from "../watch/stream.ts";
 import type { Repository, Signature } from "./clone.ts";
 import type { MaterializeOptions, WorkTree } from "./materialize.ts";
-import { Publication } from "./publication.ts";
+import { Publication, type Unpublished } from "./publication.ts";
 import { RetrySchedule, type Outage } from "./retry.ts";
+import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
 import type { Change, DecidedWrite, TargetSettings } from "./writes.ts";
@@ -49,7 +50,12 @@ export interface BranchState {
   outage?: Outage;
 }
 
-type Event = Intake | { stop: true } | { recheck: TargetSettings } | { refresh: true };
+type Event =
+  | Intake
+  | { stop: true }
+  | { recheck: TargetSettings; done?: () => void }
+  | { refresh: true }
+  | { resumed: TargetSettings };
 
 /** Every accepted item costs this much besides its bytes, so many small ones count too. */
 const itemChargeBytes = 1024;
@@ -77,13 +83,16 @@ export class BranchWorker {
   private running: Promise<void> | undefined;
   private readonly abort = new AbortController();
   private readonly folders: TargetFolders;
+  private readonly suspensions: Suspensions;
   private readonly publication: Publication;
   private paused = false;
   private intakeWaiters: (() => void)[] = [];
   private lastState = "";
+  private unpublished: Unpublished | undefined;
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
+    this.suspensions = new Suspensions((key) => options.folders.onResyncRequested(key, undefined));
     this.folders = new TargetFolders(
       { holdMs: options.renderHoldMs ?? 10 * 60_000, budgetBytes: options.bufferLimitBytes },
       options.folders,
@@ -128,10 +137,16 @@ export class BranchWorker {
     return new Promise((resolve) => this.intakeWaiters.push(resolve));
   }
 
-  /** Reads a refused folder again, so a fix in Git clears the refusal without a write. */
-  recheck(target: TargetSettings): void {
-    if (!this.folders.isRefused(target)) return;
-    this.events.push({ recheck: target });
+  /** Reads a refused folder again, so a fix in Git clears it; with `done` (a requestedAt), any folder. */
+  recheck(target: TargetSettings, done?: () => void): void {
+    if (!done && !this.folders.isRefused(target)) return;
+    this.events.push({ recheck: target, done });
+    this.wake();
+  }
+
+  /** A suspended target resumed: its items after this are written again. */
+  resume(target: TargetSettings): void {
+    this.events.push({ resumed: target });
     this.wake();
   }
 
@@ -145,11 +160,12 @@ export class BranchWorker {
     this.running ??= this.loop();
   }
 
-  /** Closes the window, tries one publication of everything retained, and stops. */
-  async stop(): Promise<void> {
+  /** Closes the window, tries one publication of everything retained, and stops: what did not land. */
+  async stop(): Promise<Unpublished | undefined> {
     this.events.push({ stop: true });
     this.wake();
     await this.running;
+    return this.unpublished;
   }
 
   private async loop(): Promise<void> {
@@ -160,7 +176,10 @@ export class BranchWorker {
         await this.shutdown();
         return;
       }
-      if (event && "recheck" in event) await this.readFolders([event.recheck]);
+      if (event && "recheck" in event) {
+        await this.readFolders([event.recheck]);
+        event.done?.();
+      } else if (event && "resumed" in event) this.queue(this.suspensions.resumed(event.resumed), "front");
       else if (event && "refresh" in event) await this.refreshNow();
       else if (event) this.handle(event);
       this.folders.expire(Date.now());
@@ -182,6 +201,7 @@ export class BranchWorker {
   private handle(intake: Intake): void {
     const { target, item } = intake;
     const bytes = intake.bytes ?? bytesOf(item);
+    if (this.suspensions.take(intake)) return;
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
     this.queue(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;
@@ -252,9 +272,10 @@ export class BranchWorker {
     const writes = this.pending.map((p) => p.write);
     const outcome = await this.publication.cycle(writes, (released) => this.queue(released, "front"));
     if (outcome.kind === "failed") {
-      const outage = this.retry.failed(outcome.error, Date.now());
+      const outage = this.retry.failed(outcome.error, Date.now(), outcome);
       this.options.logger.error("publication failed; the writes are kept", {
         error: outcome.error,
+        fault: outcome.fault ?? "remote",
         retryAt: new Date(outage.nextAttemptAt).toISOString(),
         retained: writes.length,
       });
@@ -345,9 +366,11 @@ export class BranchWorker {
         this.options.shutdownGraceMs ?? 20_000,
       );
       if (outcome.kind === "failed") {
+        const unpublished = writes.map((w) => `${w.target.key}: ${w.changes.length} change(s)`);
+        this.unpublished = { error: outcome.error, writes: unpublished };
         this.options.logger.error("shutting down with writes that could not be published", {
           error: outcome.error,
-          unpublished: writes.map((w) => `${w.target.key}: ${w.changes.length} change(s)`),
+          unpublished,
         });
       }
     }

@@ -42,6 +42,8 @@ export interface Repository {
   holds(root: Root): Promise<boolean>;
   /** Bounds every remote call until the next call to this: a publication cycle's deadline. */
   setCycleDeadline(signal: AbortSignal | undefined): void;
+  /** Removes the local clone after a local fault: the next fetchAndReset clones afresh. */
+  discard(): Promise<void>;
 }
 
 export class Clone implements Repository {
@@ -114,6 +116,11 @@ export class Clone implements Repository {
     }
     await this.resetTo(root.from === "empty" ? undefined : root.commit);
     return root;
+  }
+
+  async discard(): Promise<void> {
+    await rm(this.options.dir, { recursive: true, force: true });
+    this.head = undefined;
   }
 
   private async resetTo(tip: string | undefined): Promise<void> {

@@ -2,18 +2,20 @@
 // worktree's commit first, and the acceptance gate runs on it before anything is planned: a
 // folder the operator cannot manage safely is refused whole, and nothing is written. A snapshot
 // also measures the folder's ${...} tokens against live, for the render-vs-live gate, and under
-// prune Always sweeps its own collection.
+// prune Always sweeps what it observed absent. Every removal asks the prune mode the target has
+// now, a replay's included (prune.ts).
 import { bootstrapFiles } from "../manifest/bootstrap.ts";
 import type { Refusal } from "../manifest/acceptance.ts";
-import { groupOf, type FileTree } from "../manifest/folder.ts";
+import type { FileTree } from "../manifest/folder.ts";
 import type { FolderInventory, VersionedTree } from "../manifest/inventory.ts";
 import type { PlacementSource } from "../manifest/ladder.ts";
 import { formatPath } from "../manifest/rendermeasure.ts";
 import { FolderWriter, identityKeyOf } from "../manifest/writer.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { Clone, Signature } from "./clone.ts";
+import { pruneRemoves, sweepReaches, type CollectionView } from "./prune.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";
-import type { Change, DecidedWrite } from "./writes.ts";
+import type { Change, DecidedWrite, PruneMode } from "./writes.ts";
 
 export interface MaterializeOptions {
   committer: Signature;
@@ -35,6 +37,14 @@ export interface AppliedChange {
 /** The worktree a write is made in: files, the commit it is at, and a commit of the paths it touched. */
 export type WorkTree = FileTree & VersionedTree & Pick<Clone, "exists" | "commit">;
 
+/** What a write to a folder is made by when it is made, besides the write itself. */
+export interface FolderState {
+  /** The target's prune mode now: a retained write may have been decided under another. */
+  prune: PruneMode;
+  /** The target's collections, for a sweep to leave alone what another one holds. */
+  collections: readonly CollectionView[];
+}
+
 export interface MaterializeResult {
   /** The new commit, when the write changed the folder. */
   commit?: string;
@@ -53,6 +63,7 @@ export async function materialize(
   inventory: FolderInventory,
   write: DecidedWrite,
   options: MaterializeOptions,
+  state: FolderState = { prune: write.target.prune, collections: [] },
 ): Promise<MaterializeResult> {
   await inventory.refresh(tree);
   const refusal = inventory.accept();
@@ -68,11 +79,12 @@ export async function materialize(
   const applied: AppliedChange[] = [];
   const decided: Change[] = [];
   const placements: MaterializeResult["placements"] = [];
-  const remove = async (identity: ResourceIdentity, key: string) => {
+  const remove = async (identity: ResourceIdentity, key: string, inferred: boolean) => {
+    if (!pruneRemoves(state.prune, inferred ? "inferred" : "observed")) return;
     const path = await writer.remove(key);
     if (!path) return;
     applied.push({ operation: "delete", identity, path });
-    decided.push({ op: "delete", identity });
+    decided.push({ op: "delete", identity, ...(inferred ? { inferred } : {}) });
   };
 
   // The snapshot is measured before its own upserts change what it measures; a replay measures
@@ -82,7 +94,7 @@ export async function materialize(
   for (const change of write.decided ?? write.changes) {
     const { identity } = change;
     if (change.op === "delete") {
-      await remove(identity, identityKeyOf(identity));
+      await remove(identity, identityKeyOf(identity), change.inferred === true);
       continue;
     }
     const outcome = await writer.upsert(identity, change.object);
@@ -100,20 +112,12 @@ export async function materialize(
     }
   }
 
-  if (write.sweep && !replay && write.target.prune === "Always") {
-    const { collection, present } = write.sweep;
+  if (write.sweep && !replay && pruneRemoves(state.prune, "inferred")) {
+    const { group, version, resource, kind } = write.sweep.collection;
     for (const doc of inventory.documents()) {
-      const inScope =
-        groupOf(doc.apiVersion) === collection.group &&
-        doc.kind === collection.kind &&
-        (collection.namespace === "" || doc.namespace === collection.namespace);
-      if (inScope && !present.has(`${doc.namespace}/${doc.name}`)) {
-        const { group, version, resource, kind } = collection;
-        await remove(
-          { group, version, resource, kind, namespace: doc.namespace, name: doc.name, uid: "" },
-          doc.key,
-        );
-      }
+      if (!sweepReaches(doc, write.sweep, state.collections)) continue;
+      const identity = { group, version, resource, kind, namespace: doc.namespace, name: doc.name, uid: "" };
+      await remove(identity, doc.key, true);
     }
   }
 

@@ -8,8 +8,9 @@
 // is caught by the push, which checks the advertisement before it sends anything.
 import type { Logger } from "../operator/informer.ts";
 import { RemoteMovedError, type Repository } from "./clone.ts";
+import { faultOf, type Fault } from "./fault.ts";
 import { materialize, type MaterializeOptions, type WorkTree } from "./materialize.ts";
-import type { Root } from "./root.ts";
+import { ParentMissingError, type Root } from "./root.ts";
 import type { Intake, TargetFolders } from "./targetfolders.ts";
 import type { DecidedWrite } from "./writes.ts";
 
@@ -30,7 +31,14 @@ export type CycleOutcome =
   /** No retained write changed anything on the current tip: nothing to push. */
   | { kind: "settled" }
   /** The remote could not be reached or kept moving: every write is kept. */
-  | { kind: "failed"; error: string };
+  | { kind: "failed"; error: string; parentMissing?: boolean; fault?: Fault };
+
+/** What a stopping worker's one publication could not land, and why. */
+export interface Unpublished {
+  error: string;
+  /** Per write, its GitTarget and how many changes it carries. */
+  writes: string[];
+}
 
 const rootCommit = (root: Root | undefined) => (root && root.from !== "empty" ? root.commit : undefined);
 
@@ -65,6 +73,9 @@ export class Publication {
       this.baseTrusted = false;
       await this.ensureBase();
       return "Fetch";
+    } catch (err) {
+      if (faultOf(err) === "local") await this.resetClone(err);
+      throw err;
     } finally {
       repository.setCycleDeadline(undefined);
     }
@@ -106,10 +117,33 @@ export class Publication {
     } catch (err) {
       // The remote may have moved while it could not be reached: the next cycle proves it again.
       this.baseTrusted = false;
-      return { kind: "failed", error: err instanceof Error ? err.message : String(err) };
+      const error = err instanceof Error ? err.message : String(err);
+      if (faultOf(err) === "local") {
+        await this.resetClone(err);
+        return { kind: "failed", error, fault: "local" };
+      }
+      return err instanceof ParentMissingError
+        ? { kind: "failed", error, parentMissing: true }
+        : { kind: "failed", error };
     } finally {
       repository.setCycleDeadline(undefined);
     }
+  }
+
+  /**
+   * A local fault (a damaged worktree or repository) is not repaired by waiting: the clone is
+   * removed, so the next cycle clones afresh and replays every retained write onto it, and each
+   * folder is read again from the new checkout.
+   */
+  private async resetClone(fault: unknown): Promise<void> {
+    const { repository, folders, logger } = this.options;
+    logger.error("the local clone failed; it is removed and cloned afresh", { error: String(fault) });
+    this.baseTrusted = false;
+    this.checkoutApplied = "unknown";
+    for (const target of folders.targets()) folders.inventory(target).invalidate();
+    await repository
+      .discard()
+      .catch((err: unknown) => logger.error("removing the local clone failed", { error: String(err) }));
   }
 
   /** A trusted base with a checkout that is the projection of the retained writes needs no fetch. */
@@ -133,7 +167,8 @@ export class Publication {
       this.checkoutApplied = "unknown";
       let result;
       try {
-        result = await materialize(repository, inventory, write, this.options.materialize);
+        const state = folders.state(write.target);
+        result = await materialize(repository, inventory, write, this.options.materialize, state);
       } catch (err) {
         // What a failed write left in the worktree is not what the inventory says.
         inventory.invalidate();

@@ -1,24 +1,41 @@
-// Publishes where each branch is on the remote, as GitBranch.status.remote. A status write
-// invalidates every watcher's copy of the object, so a busy branch writes at most once a
-// minute: the first observation at once, later ones as one trailing write.
+// Publishes where each branch is on the remote, as GitBranch.status.remote, and whether the
+// worker's publications are failing. A status write invalidates every watcher's copy of the
+// object, so a busy branch writes at most once a minute: the first observation at once, later
+// ones as one trailing write. An outage starting or ending is written at once, as a person
+// looking at the GitBranch acts on it.
 import type { KubeConfig } from "@kubernetes/client-node";
 import { gitBranches, type GitBranch } from "../../generated/v1alpha3/index.ts";
 import type { Logger } from "../operator/informer.ts";
+import type { Outage } from "./retry.ts";
 
 /** The branch worker's own field manager, so its fields never collide with the GitBranch controller's. */
 export const branchWorkerFieldManager = "gitops-reverser-branch-worker";
 
 export type ProvedBy = "Push" | "Fetch" | "Advertisement";
 
-interface Pending {
-  commit: string;
-  provedBy: ProvedBy;
-  at: Date;
+/** What the stanza says of one branch: the last proof, and the outage the worker is in. */
+interface Remote {
+  proof?: { commit: string; provedBy: ProvedBy; at: Date };
+  outage?: Pick<Outage, "since" | "error">;
+}
+
+type GitBranchRemote = NonNullable<NonNullable<GitBranch["status"]>["remote"]>;
+
+/** The stanza, as the branch worker's field manager applies it: what it omits, apply removes. */
+function remoteStanza(remote: Remote): GitBranchRemote {
+  const { proof, outage } = remote;
+  return {
+    ...(proof
+      ? { commit: proof.commit, lastVerifiedAt: proof.at.toISOString(), provedBy: proof.provedBy }
+      : {}),
+    ...(outage ? { failingSince: outage.since.toISOString(), lastError: outage.error } : {}),
+  };
 }
 
 export class RemoteStatusPublisher {
   private readonly lastWrite = new Map<string, number>();
-  private readonly pending = new Map<string, Pending>();
+  private readonly remotes = new Map<string, Remote>();
+  private readonly dirty = new Set<string>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
 
   constructor(
@@ -29,9 +46,39 @@ export class RemoteStatusPublisher {
 
   /** Records what a worker proved about its branch (namespace/name of the GitBranch). */
   record(branchKey: string, commit: string, provedBy: ProvedBy): void {
-    this.pending.set(branchKey, { commit, provedBy, at: new Date() });
+    const remote = this.remotes.get(branchKey);
+    const proof = { commit, provedBy, at: new Date() };
+    // A landed push ends the outage, so the stanza says both in one write.
+    this.remotes.set(branchKey, { proof, outage: provedBy === "Push" ? undefined : remote?.outage });
+    this.schedule(branchKey, provedBy === "Push" && remote?.outage !== undefined);
+  }
+
+  /** Records the worker's outage, or that it is over; its start and its end are written at once. */
+  recordOutage(branchKey: string, outage: Outage | undefined): void {
+    const remote = this.remotes.get(branchKey) ?? {};
+    const same = remote.outage?.since.getTime() === outage?.since.getTime();
+    if (same && remote.outage?.error === outage?.error) return;
+    const transition = (remote.outage === undefined) !== (outage === undefined);
+    this.remotes.set(branchKey, {
+      ...remote,
+      outage: outage && { since: outage.since, error: outage.error },
+    });
+    this.schedule(branchKey, transition);
+  }
+
+  /** Forgets a GitBranch that is gone, so one recreated under its name starts with no stanza. */
+  forget(branchKey: string): void {
+    clearTimeout(this.timers.get(branchKey));
+    this.timers.delete(branchKey);
+    this.remotes.delete(branchKey);
+    this.dirty.delete(branchKey);
+    this.lastWrite.delete(branchKey);
+  }
+
+  private schedule(branchKey: string, now: boolean): void {
+    this.dirty.add(branchKey);
     const due = (this.lastWrite.get(branchKey) ?? -Infinity) + this.minIntervalMs;
-    if (Date.now() >= due) {
+    if (now || Date.now() >= due) {
       void this.flush(branchKey);
     } else if (!this.timers.has(branchKey)) {
       const timer = setTimeout(() => void this.flush(branchKey), due - Date.now());
@@ -47,24 +94,15 @@ export class RemoteStatusPublisher {
   }
 
   private async flush(branchKey: string): Promise<void> {
+    clearTimeout(this.timers.get(branchKey));
     this.timers.delete(branchKey);
-    const observed = this.pending.get(branchKey);
-    if (!observed) return;
-    this.pending.delete(branchKey);
+    const remote = this.remotes.get(branchKey);
+    if (!remote || !this.dirty.delete(branchKey)) return;
     this.lastWrite.set(branchKey, Date.now());
     const [namespace = "", name = ""] = branchKey.split("/");
     try {
       await gitBranches(this.kubeConfig).applyStatus(
-        {
-          metadata: { name, namespace },
-          status: {
-            remote: {
-              commit: observed.commit,
-              lastVerifiedAt: observed.at.toISOString(),
-              provedBy: observed.provedBy,
-            },
-          },
-        } as GitBranch,
+        { metadata: { name, namespace }, status: { remote: remoteStanza(remote) } } as GitBranch,
         branchWorkerFieldManager,
       );
     } catch (err) {

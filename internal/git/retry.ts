@@ -1,6 +1,7 @@
 // One retry schedule per branch: after a failure to reach the remote, the next publication is due
 // 10 s later, doubling to 5 minutes, without waiting for another edit. It also remembers since
 // when the branch has been failing and why, which every GitTarget on the branch reports.
+import type { Fault } from "./fault.ts";
 
 export interface Outage {
   /** When the first failure of this run of failures happened. */
@@ -9,6 +10,10 @@ export interface Outage {
   error: string;
   /** When the next attempt is due, in milliseconds since the epoch. */
   nextAttemptAt: number;
+  /** The last attempt found no parent to create the write branch from: parent recovery. */
+  parentMissing?: boolean;
+  /** "local" when the last attempt failed on the local clone, which was reset; the remote's otherwise. */
+  fault?: Fault;
 }
 
 export const retryBounds = { baseMs: 10_000, maxMs: 5 * 60_000 };
@@ -18,11 +23,17 @@ export class RetrySchedule {
   private delayMs = retryBounds.baseMs;
 
   /** Records a failed attempt at `now`; the next one is due after the current delay, which doubles. */
-  failed(error: string, now: number): Outage {
+  failed(
+    error: string,
+    now: number,
+    { parentMissing, fault }: { parentMissing?: boolean; fault?: Fault } = {},
+  ): Outage {
     this.outage = {
       since: this.outage?.since ?? new Date(now),
       error,
       nextAttemptAt: now + this.delayMs,
+      ...(parentMissing ? { parentMissing } : {}),
+      ...(fault === "local" ? { fault } : {}),
     };
     this.delayMs = Math.min(this.delayMs * 2, retryBounds.maxMs);
     return this.outage;

@@ -6,9 +6,11 @@ import type { Refusal } from "../manifest/acceptance.ts";
 import { FolderInventory } from "../manifest/inventory.ts";
 import type { PlacementSource } from "../manifest/ladder.ts";
 import type { StreamItem } from "../watch/stream.ts";
-import type { MaterializeResult } from "./materialize.ts";
+import { TargetCollections } from "./collections.ts";
+import type { FolderState, MaterializeResult } from "./materialize.ts";
+import { deleteReaches } from "./prune.ts";
 import { RenderGate, type GateReport } from "./rendergate.ts";
-import type { DecidedWrite, TargetSettings } from "./writes.ts";
+import type { DecidedWrite, PruneMode, TargetSettings } from "./writes.ts";
 
 /** A live item the worker took from a stream, with the target it came for. */
 export interface Intake {
@@ -53,6 +55,9 @@ interface TargetFolder {
   target: TargetSettings;
   inventory: FolderInventory;
   gate: RenderGate<Intake>;
+  collections: TargetCollections;
+  /** The prune mode the target's latest item came with: what a write removes by when it is made. */
+  prune: PruneMode;
   refusal?: Refusal;
   placedBy?: PlacementSource;
 }
@@ -70,13 +75,24 @@ export class TargetFolders {
     return this.folder(target).inventory;
   }
 
+  /** What a write to the target's folder is made by now: its prune mode and its collections. */
+  state(target: TargetSettings): FolderState {
+    const folder = this.folder(target);
+    return { prune: folder.prune, collections: folder.collections.views() };
+  }
+
   /**
    * Judges a live item: true when it goes on to the commit window. Markers of a replay move the
-   * gate; a held item comes back later from `released`.
+   * gate; a held item comes back later from `released`. A selector exit that another collection
+   * still holds is no change at all.
    */
   admit(intake: Intake, bytes: number, now: number): { pass: boolean; released: Intake[] } {
     const { target, item } = intake;
     const folder = this.folder(target);
+    if (!intake.admitted) {
+      folder.collections.observe(item);
+      folder.prune = target.prune;
+    }
     if (item.type === "replaying") {
       folder.gate.replayStarted(item.collection.key);
       this.report(target);
@@ -91,6 +107,8 @@ export class TargetFolders {
       folder.gate.snapshotArrived(item.collection.key);
       return { pass: true, released: [] };
     }
+    if (item.type === "delete" && !deleteReaches(item, folder.collections.views()))
+      return { pass: false, released: [] };
     if (intake.admitted) return { pass: true, released: [] };
     const admission = folder.gate.admit(item.collection.key, intake, bytes, now);
     if (admission === "pass") return { pass: true, released: [] };
@@ -164,7 +182,13 @@ export class TargetFolders {
   private folder(target: TargetSettings): TargetFolder {
     let folder = this.folders.get(target.key);
     if (!folder) {
-      folder = { target, inventory: new FolderInventory(target.path), gate: new RenderGate(this.limits) };
+      folder = {
+        target,
+        inventory: new FolderInventory(target.path),
+        gate: new RenderGate(this.limits),
+        collections: new TargetCollections(),
+        prune: target.prune,
+      };
       this.folders.set(target.key, folder);
     }
     // The latest settings: a target's spec may have changed its prune mode or placement.

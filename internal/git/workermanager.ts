@@ -2,8 +2,9 @@
 // it, each with its clone under the root by GitBranch uid. GitTargets attach their streams to
 // their branch's worker. A worker whose repository identity changes (its GitProvider recreated,
 // its credential rotated) is replaced: the old one publishes what it decided, and takes its
-// clone with it.
-import { readdir, rm } from "node:fs/promises";
+// clone with it. A clone directory is claimed by its owner file (workerdirs.ts), and the sweep
+// leaves every directory another running process owns.
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
@@ -11,11 +12,13 @@ import type { GitTargetEventStream } from "../watch/stream.ts";
 import { BranchWorker, type BranchState, type BranchWorkerOptions } from "./branchworker.ts";
 import { Clone, type Signature } from "./clone.ts";
 import type { MaterializeOptions } from "./materialize.ts";
+import type { Unpublished } from "./publication.ts";
 import { commitMessageFor } from "./message.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
+import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./writes.ts";
 
-export const defaultWorkerRoot = "/tmp/gitops-reverser-workers";
+export { defaultWorkerRoot } from "./workerdirs.ts";
 
 export interface WorkerSpec {
   /** The GitBranch, as namespace/name. */
@@ -36,8 +39,11 @@ export interface WorkerManagerOptions extends Omit<
   BranchWorkerOptions,
   "clone" | "committer" | "materialize" | "folders"
 > {
+  /** --worker-root: where the clones live, one directory per GitBranch uid. */
   root: string;
   sweepIntervalMs?: number;
+  /** Whether an existing GitBranch has this uid: its directory outlives a worker that is not running. */
+  namedByGitBranch?: (uid: string) => boolean;
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
   onRefused: MaterializeOptions["onRefused"];
@@ -62,6 +68,8 @@ export interface TargetWriteState {
   folder?: FolderReport;
   /** The branch's worker, as every target on it reports it: its backlog, intake and outage. */
   branch?: BranchState;
+  /** The last reconcile.configbutler.ai/requestedAt whose folder the worker read again. */
+  handledRequest?: string;
 }
 
 interface Attachment {
@@ -79,7 +87,12 @@ export class WorkerManager implements Runnable {
   private readonly attachments = new Map<string, Attachment>();
   private readonly targetStates = new Map<string, TargetWriteState>();
   private readonly targetListeners: ((target: TargetRef) => void)[] = [];
+  /** What each running worker last reported, by GitBranch namespace/name, for the GitBranch's status. */
+  private readonly branchStates = new Map<string, BranchState>();
+  private readonly branchListeners: ((branchKey: string) => void)[] = [];
   private started = false;
+  /** Claims and sweeps take turns, so a sweep never removes a directory a worker is being made for. */
+  private turns: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: WorkerManagerOptions) {}
 
@@ -90,6 +103,16 @@ export class WorkerManager implements Runnable {
 
   isAttached(target: TargetRef): boolean {
     return this.attachments.has(targetKey(target));
+  }
+
+  /** What a GitBranch's running worker last reported: its backlog, intake and outage. */
+  branchState(branchKey: string): BranchState | undefined {
+    return this.branchStates.get(branchKey);
+  }
+
+  /** Calls `listener` when a worker's backlog, intake or outage changes. */
+  onBranchChanged(listener: (branchKey: string) => void): void {
+    this.branchListeners.push(listener);
   }
 
   /** Calls `listener` when a target's write state changes: a push landed, or an object was refused. */
@@ -109,15 +132,27 @@ export class WorkerManager implements Runnable {
     return this.workers.get(branchKey)?.worker;
   }
 
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const turn = this.turns.then(work);
+    this.turns = turn.catch(() => undefined);
+    return turn;
+  }
+
   /** The worker for a GitBranch, created or replaced to match `spec`. */
-  async ensure(spec: WorkerSpec): Promise<BranchWorker> {
+  ensure(spec: WorkerSpec): Promise<BranchWorker> {
+    return this.inTurn(() => this.make(spec));
+  }
+
+  private async make(spec: WorkerSpec): Promise<BranchWorker> {
     const existing = this.workers.get(spec.key);
     if (existing && existing.spec.identity === spec.identity && existing.spec.uid === spec.uid)
       return existing.worker;
     if (existing) await this.stopWorker(spec.key);
+    await claimDirectory(this.options.root, spec.uid);
     const {
       root,
       sweepIntervalMs: _sweep,
+      namedByGitBranch: _named,
       additionalSensitive,
       onRefused,
       onBranchPublished,
@@ -162,6 +197,8 @@ export class WorkerManager implements Runnable {
       onProved: (commit, by) => onBranchProved?.(spec.key, commit, by),
       onState: (state) => {
         onBranchState?.(spec.key, state);
+        this.branchStates.set(spec.key, state);
+        for (const listener of this.branchListeners) listener(spec.key);
         for (const [key, attachment] of this.attachments) {
           if (attachment.branchKey !== spec.key) continue;
           // A paused branch's watches stop reading, with their cursors kept, until a push lands.
@@ -190,6 +227,8 @@ export class WorkerManager implements Runnable {
     const key = targetKey(target);
     const current = this.attachments.get(key);
     if (current && current.stream === stream && current.branchKey === branchKey) {
+      // Resumed: what the worker takes from here on is written, and every collection replays.
+      if (current.settings.current.suspend && !settings.suspend) this.worker(branchKey)?.resume(settings);
       current.settings.current = settings;
       return;
     }
@@ -215,10 +254,22 @@ export class WorkerManager implements Runnable {
     this.worker(branchKey)?.refresh();
   }
 
-  /** Has a refused folder read again, so a fix pushed to Git clears the refusal. */
-  recheck(target: TargetRef, settings: TargetSettings): void {
-    const attachment = this.attachments.get(targetKey(target));
-    if (attachment) this.worker(attachment.branchKey)?.recheck(settings);
+  /**
+   * Has a refused folder read again, so a fix pushed to Git clears the refusal; with `request`
+   * (a requestedAt) any folder, recorded as handledRequest once it has been read.
+   */
+  recheck(target: TargetRef, settings: TargetSettings, request?: string): void {
+    const key = targetKey(target);
+    const attachment = this.attachments.get(key);
+    if (!attachment) return;
+    const done =
+      request === undefined
+        ? undefined
+        : () => {
+            if (this.attachments.get(key) === attachment)
+              this.updateTarget(key, (s) => (s.handledRequest = request));
+          };
+    this.worker(attachment.branchKey)?.recheck(settings, done);
   }
 
   detach(target: TargetRef): void {
@@ -227,10 +278,10 @@ export class WorkerManager implements Runnable {
   }
 
   /** Stops a GitBranch's worker and removes its clone, as when the branch is given up. */
-  async release(branchKey: string): Promise<void> {
+  async release(branchKey: string): Promise<Unpublished | undefined> {
     for (const [key, attachment] of this.attachments)
       if (attachment.branchKey === branchKey) this.attachments.delete(key);
-    await this.stopWorker(branchKey);
+    return this.stopWorker(branchKey);
   }
 
   async start(signal: AbortSignal): Promise<void> {
@@ -247,24 +298,33 @@ export class WorkerManager implements Runnable {
     await Promise.all([...this.workers.values()].map(({ worker }) => worker.stop()));
   }
 
-  /** Removes every clone directory no live worker uses: a GitBranch deleted while no worker ran. */
-  async sweep(): Promise<void> {
-    const inUse = new Set([...this.workers.values()].map((w) => w.spec.uid));
-    let entries: string[];
-    try {
-      entries = await readdir(this.options.root);
-    } catch {
-      return;
-    }
-    for (const entry of entries)
-      if (!inUse.has(entry)) await rm(join(this.options.root, entry), { recursive: true, force: true });
+  /**
+   * Removes every clone directory no live worker uses and no existing GitBranch names (a
+   * GitBranch deleted while no worker ran), unless another running process owns it.
+   */
+  sweep(): Promise<void> {
+    return this.inTurn(async () => {
+      const { root, namedByGitBranch } = this.options;
+      const inUse = new Set([...this.workers.values()].map((w) => w.spec.uid));
+      const entries = await readdir(root).catch(() => [] as string[]);
+      for (const uid of directoriesIn(entries)) {
+        const facts = {
+          inUse: inUse.has(uid),
+          namedByGitBranch: namedByGitBranch?.(uid) ?? false,
+          owner: (await ownershipOf(root, uid)).owner,
+        };
+        if (sweepRemoves(facts)) await removeDirectory(root, uid);
+      }
+    });
   }
 
-  private async stopWorker(branchKey: string): Promise<void> {
+  private async stopWorker(branchKey: string): Promise<Unpublished | undefined> {
     const entry = this.workers.get(branchKey);
-    if (!entry) return;
+    if (!entry) return undefined;
     this.workers.delete(branchKey);
-    await entry.worker.stop();
-    await rm(join(this.options.root, entry.spec.uid), { recursive: true, force: true });
+    const unpublished = await entry.worker.stop();
+    this.branchStates.delete(branchKey);
+    await removeDirectory(this.options.root, entry.spec.uid);
+    return unpublished;
   }
 }

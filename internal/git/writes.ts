@@ -20,19 +20,22 @@ export interface TargetSettings {
   templates?: MessageTemplates;
   /** spec.placement: where new documents go before the kustomize root and the built-in path. */
   placement?: PlacementPolicy;
+  /** spec.suspend: the worker takes the target's items and writes none of them. */
+  suspend?: boolean;
 }
 
 export type Change =
   | { op: "upsert"; identity: ResourceIdentity; object: KubernetesObject }
-  | { op: "delete"; identity: ResourceIdentity };
+  /** `inferred`: a snapshot's sweep decided it, so a replay applies it only while the prune mode sweeps. */
+  | { op: "delete"; identity: ResourceIdentity; inferred?: true };
 
 export interface DecidedWrite {
   target: TargetSettings;
   reason: "live" | "reconcile";
   changes: Change[];
   /**
-   * For a snapshot: the collection it observed, whose managed documents absent from the
-   * snapshot are swept under prune Always, and only those.
+   * For a snapshot: the collection it observed. Under prune Always it sweeps the documents
+   * absent from it that no other collection of the target holds or could hold (prune.ts).
    */
   sweep?: { collection: Collection; present: Set<string> };
   /**

@@ -1,13 +1,16 @@
 // The decisions of the GitBranch reconciler, as pure functions of what it read: whether its
-// proof of a push session is still fresh, and what admission, that proof and the branch claim
-// make of its conditions.
+// proof of a push session is still fresh, and what admission, that proof, the branch claim and
+// its worker's report make of its conditions.
 import { GitBranchCondition, GitBranchReason } from "../../generated/v1alpha3/index.ts";
 import type { Candidate } from "../git/branchclaim.ts";
+import type { BranchState } from "../git/branchworker.ts";
+import { outageFacts, outageMessage } from "../git/outage.ts";
 import { describeCheck, recheckOf, type CheckContext, type Recheck } from "../gitprovider/describe.ts";
 import type { RemoteCheck } from "../gitprovider/remotecheck.ts";
 import {
   progressingTrio,
   readyTrio,
+  retryingTrio,
   stalledTrio,
   type ConditionStatus,
   type ConditionUpdate,
@@ -45,8 +48,12 @@ export type BranchFacts =
       /** The normalized repository URL and branch, as the claim keys them. */
       repository: string;
       branch: string;
+      /** spec.parentBranch; undefined means the remote's default branch. */
+      parentBranch?: string;
       self: { uid: string; namespace: string };
       holder: Candidate | undefined;
+      /** What this GitBranch's branch worker last reported, while one runs. */
+      worker?: BranchState;
     };
 
 export interface BranchDecision {
@@ -89,11 +96,14 @@ export function decideBranch(facts: BranchFacts, generation: number | undefined)
   const proved = check.kind === "answered";
   const recheck = recheckOf(check);
 
+  // Only the holder has a worker; what its publications meet outranks the proof of a session.
+  const worker = holds ? workerTrio(facts, generation) : undefined;
+
   if (proved && holds) {
     const message = `Holds ${where}.`;
     return {
       conditions: [
-        ...readyTrio(GitBranchReason.Succeeded, message, generation),
+        ...(worker ?? readyTrio(GitBranchReason.Succeeded, message, generation)),
         validated,
         condition(GitBranchCondition.BranchClaimed, "True", GitBranchReason.Succeeded, message),
       ],
@@ -117,9 +127,10 @@ export function decideBranch(facts: BranchFacts, generation: number | undefined)
   const failure = describeCheck(check, { ...facts.context, forPush: true });
   const reason = GitBranchReason.PushSessionFailed;
   const trio =
-    recheck === "backoff"
+    worker ??
+    (recheck === "backoff"
       ? progressingTrio(reason, failure, generation)
-      : stalledTrio(reason, failure, generation);
+      : stalledTrio(reason, failure, generation));
   // The holder keeps its branch through a failed proof (the branch claim's rule 3).
   const claimed = holds
     ? condition(
@@ -130,6 +141,45 @@ export function decideBranch(facts: BranchFacts, generation: number | undefined)
       )
     : condition(GitBranchCondition.BranchClaimed, "False", reason, `Not a candidate: ${failure}`);
   return { conditions: [...trio, validated, claimed], recheck };
+}
+
+/**
+ * What of a worker's report the GitBranch's Ready reads, as a key: empty while its publications
+ * land, so a backlog that comes and goes with every push wakes no GitBranch.
+ */
+export function workerReadyKey(state: BranchState | undefined): string {
+  const outage = outageFacts(state);
+  return outage ? JSON.stringify([outage, state?.outage?.parentMissing === true]) : "";
+}
+
+/**
+ * The trio of a holder whose worker's publications fail, or undefined while they land. A missing
+ * parent is Stalled=True, not Reconciling: the operator never creates a parent, so waiting alone
+ * cannot end it, and only a person creating the branch on the remote can (kstatus: human-fixable
+ * is Stalled). The worker's probes on its retry schedule notice that fix, as a GitTarget's
+ * rechecks notice a folder fixed in Git, so the condition clears with no change to this object.
+ * Any other failure ends by itself (the remote comes back, a reset clone is cloned afresh):
+ * Reconciling, with the reason every GitTarget on the branch gives.
+ */
+function workerTrio(
+  facts: Extract<BranchFacts, { stage: "checked" }>,
+  generation: number | undefined,
+): ConditionUpdate[] | undefined {
+  const outage = outageFacts(facts.worker);
+  if (!outage) return undefined;
+  if (!facts.worker?.outage?.parentMissing) {
+    const reason =
+      outage.fault === "local" ? GitBranchReason.LocalWriteFailed : GitBranchReason.RemoteUnreachable;
+    return retryingTrio(reason, outageMessage(outage), generation);
+  }
+  const { branch, repository, parentBranch } = facts;
+  const missing = parentBranch
+    ? `its parent branch "${parentBranch}" (spec.parentBranch) does not exist either: create it on the remote, or recreate this GitBranch with another parent`
+    : "the remote's default branch does not resolve to a commit: make the remote's HEAD name an existing branch, or set spec.parentBranch on a new GitBranch";
+  const message =
+    `Branch "${branch}" does not exist on ${repository}, and ${missing}. ` +
+    `${outage.retainedWrites} decided write(s) are kept; the worker looks again on its retry schedule and publishes them once the parent exists.`;
+  return stalledTrio(GitBranchReason.ParentBranchNotFound, message, generation);
 }
 
 /** Names a holder in this GitBranch's namespace; one elsewhere stays anonymous, as another tenant's. */

@@ -8,9 +8,11 @@ import {
   readyTrio,
   retryingTrio,
   stalledTrio,
+  suspendedTrio,
   type Condition,
   type ConditionUpdate,
 } from "../operator/conditions.ts";
+import { outageMessage, type OutageFacts } from "../git/outage.ts";
 import { grantsAdmit } from "../grants/namespaces.ts";
 import type { StreamSummary } from "../watch/manager.ts";
 import { overlappingOlder } from "./paths.ts";
@@ -116,15 +118,7 @@ export interface WriteFacts {
   /** The render-vs-live gate, once the worker has a view of the folder. */
   renderGate?: { status: "True" | "False" | "Unknown"; reason: string; message: string };
   /** The branch's remote cannot be reached: since when, what failed, and what is kept. */
-  outage?: { since: Date; error: string; retainedWrites: number; intakePaused: boolean };
-}
-
-function outageMessage(outage: NonNullable<WriteFacts["outage"]>): string {
-  return (
-    `The Git remote has failed since ${outage.since.toISOString()}: ${outage.error}. ` +
-    `${outage.retainedWrites} decided write(s) are kept and retried` +
-    (outage.intakePaused ? "; intake is paused until a push lands." : ".")
-  );
+  outage?: OutageFacts;
 }
 
 /** Reasons only a person can clear: the target is Stalled until they do. */
@@ -259,20 +253,65 @@ export function targetConditions(
   // A refused sensitive resource is reported, but the rest of the folder is written: not a blocker.
   const blocker = domain.find((c) => c.status !== "True" && c.type !== C.EncryptionConfigured);
   const stalled = domain.find((c) => c.status === "False" && humanFixes.includes(c.reason));
-  const trio = stalled
-    ? stalledTrio(stalled.reason, `${stalled.type}: ${stalled.message}`, g)
-    : write.outage
-      ? retryingTrio(R.RemoteUnreachable, outageMessage(write.outage), g)
-      : blocker
-        ? progressingTrio(
-            blocker.type === C.KubeProviderReady
-              ? R.KubeProviderNotReady
-              : blocker.type === C.GitBranchReady
-                ? R.GitBranchNotReady
-                : blocker.reason,
-            `${blocker.type}: ${blocker.message}`,
+  const trio = world.target.spec.suspend
+    ? suspendedTrio(
+        R.Suspended,
+        `spec.suspend is true, so nothing is written to ${world.target.spec.path}; the watches keep running, and setting it to false replays every collection into the folder`,
+        g,
+      )
+    : stalled
+      ? stalledTrio(stalled.reason, `${stalled.type}: ${stalled.message}`, g)
+      : write.outage
+        ? retryingTrio(
+            write.outage.fault === "local" ? R.LocalWriteFailed : R.RemoteUnreachable,
+            outageMessage(write.outage),
             g,
           )
-        : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
+        : blocker
+          ? progressingTrio(
+              blocker.type === C.KubeProviderReady
+                ? R.KubeProviderNotReady
+                : blocker.type === C.GitBranchReady
+                  ? R.GitBranchNotReady
+                  : blocker.reason,
+              `${blocker.type}: ${blocker.message}`,
+              g,
+            )
+          : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
   return [...trio, ...domain];
+}
+
+/** What decides a reconcile.configbutler.ai/requestedAt on a GitTarget. */
+export interface RequestFacts {
+  /** The annotation's value. */
+  requested: string | undefined;
+  /** status.lastHandledReconcileAt. */
+  lastHandled: string | undefined;
+  /** The value this process last asked the branch worker to read the folder again for. */
+  asked: string | undefined;
+  /** A branch worker writes the folder. */
+  attached: boolean;
+  /** The value whose folder the branch worker last read again. */
+  folderRead: string | undefined;
+}
+
+/**
+ * A new requestedAt re-checks the target now: this reconcile reads its references again, and the
+ * branch worker, if one writes the folder, fetches and reads the folder again. It is recorded as
+ * handled once the whole re-check is done, so a person who sees their value in
+ * status.lastHandledReconcileAt reads conditions that answer it.
+ */
+export function reconcileRequest(f: RequestFacts): {
+  /** The value to ask the branch worker to read the folder again for, if it must be asked. */
+  ask: string | undefined;
+  /** What status.lastHandledReconcileAt records now. */
+  handled: string | undefined;
+} {
+  if (f.requested === undefined || f.requested === f.lastHandled)
+    return { ask: undefined, handled: f.lastHandled };
+  if (!f.attached) return { ask: undefined, handled: f.requested };
+  return {
+    ask: f.asked === f.requested ? undefined : f.requested,
+    handled: f.folderRead === f.requested ? f.requested : f.lastHandled,
+  };
 }

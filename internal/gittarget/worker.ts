@@ -21,6 +21,7 @@ export function targetSettings(target: GitTarget): TargetSettings {
     prune: target.spec.prune?.mode ?? "OnEvent",
     templates: target.spec.commit?.message,
     placement: target.spec.placement,
+    ...(target.spec.suspend ? { suspend: true } : {}),
   };
 }
 

@@ -18,6 +18,8 @@ export interface DocumentFacts {
   namespace: string;
   name: string;
   key: string;
+  /** metadata.labels as written, string values only: what a collection's selector is evaluated on. */
+  labels: Record<string, string>;
   /** Some string holds a Flux postBuild substitution token; `$${VAR}` is an escaped literal. */
   hasTokens: boolean;
 }
@@ -130,7 +132,7 @@ function isEmpty(doc: Document.Parsed): boolean {
   return doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null);
 }
 
-type Identity = Pick<DocumentFacts, "apiVersion" | "kind" | "namespace" | "name">;
+type Identity = Pick<DocumentFacts, "apiVersion" | "kind" | "namespace" | "name" | "labels">;
 
 function identityOf(value: unknown): Identity | undefined {
   if (!isRecord(value) || !isRecord(value.metadata)) return undefined;
@@ -138,10 +140,17 @@ function identityOf(value: unknown): Identity | undefined {
   const { name } = value.metadata;
   const namespace = value.metadata.namespace ?? "";
   const valid = isText(apiVersion) && isText(kind) && isText(name) && typeof namespace === "string";
-  return valid ? { apiVersion, kind, namespace, name } : undefined;
+  return valid ? { apiVersion, kind, namespace, name, labels: labelsOf(value.metadata.labels) } : undefined;
 }
 
 const isText = (value: unknown): value is string => typeof value === "string" && value !== "";
+
+function labelsOf(value: unknown): Record<string, string> {
+  if (!isRecord(value)) return {};
+  return Object.fromEntries(
+    Object.entries(value).filter((e): e is [string, string] => typeof e[1] === "string"),
+  );
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

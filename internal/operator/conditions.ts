@@ -103,6 +103,19 @@ export function retryingTrio(
   return trio("False", true, false, reason, message, generation);
 }
 
+/**
+ * The kstatus trio for an object a person suspended: not Ready, because it is not doing its job,
+ * and neither reconciling nor stalled, because nothing is under way and nothing is broken: it
+ * waits for that person to resume it.
+ */
+export function suspendedTrio(
+  reason: string,
+  message: string,
+  generation: number | undefined,
+): ConditionUpdate[] {
+  return trio("False", false, false, reason, message, generation);
+}
+
 /** The kstatus trio for a block only a human can clear. */
 export function stalledTrio(
   reason: string,

@@ -1,14 +1,27 @@
 // One watch per (GitTarget, collection): the only source of object state. Its first connection
 // asks for initial events, and everything up to the initial-events-end bookmark is the
 // collection's snapshot; then live events follow, in the watch's order. A dropped connection
-// resumes from the last resourceVersion; 410 Gone starts over with a fresh snapshot.
+// resumes from the last resourceVersion; 410 Gone (the history behind it was compacted or left
+// the watch cache) starts over with a fresh snapshot.
+// An API server that refuses streaming initialization gets the compatibility path instead: the
+// watch opens first, without a resourceVersion, and holds its events; then a LIST is the
+// snapshot, and the held events newer than the LIST's resourceVersion follow it, in order
+// (listfallback.ts). Opening the watch first is what makes every change after the LIST reach
+// it; a 410 on that watch, or its end before the LIST answered, starts over.
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { getJson } from "../kube/rawget.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
 import { sanitize } from "../sanitize/sanitize.ts";
 import type { Logger } from "../operator/informer.ts";
 import { followedOnlyWhenUnowned, isControllerOwned } from "../typeset/followability.ts";
-import type { DesiredObject, GitTargetEventStream, ResourceIdentity } from "./stream.ts";
+import { asWatched, newerThanSnapshot } from "./listfallback.ts";
+import { deleteItemOf } from "./selectorexit.ts";
+import {
+  OrderedPush,
+  type DesiredObject,
+  type GitTargetEventStream,
+  type ResourceIdentity,
+} from "./stream.ts";
 import type { Collection } from "./watchedtypes.ts";
 import { sleep } from "../timing/sleep.ts";
 
@@ -26,6 +39,9 @@ function objectKeyOf(object: KubernetesObject): string {
   return `${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
 }
 
+/** One watch event as the client hands it over; an ERROR's object is a Status with a code. */
+type WatchEvent = [phase: string, object: KubernetesObject & { code?: number }];
+
 /** What ended a connection, and where the next one should resume. */
 interface Outcome {
   gone: boolean;
@@ -42,6 +58,8 @@ export class CollectionWatch {
   private connection: AbortController | undefined;
   private resyncRequested = false;
   private running: Promise<void> | undefined;
+  /** Every push goes through here, so a delete that reads its object first keeps its place. */
+  private readonly out = new OrderedPush((item) => this.stream.push(item));
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -75,7 +93,7 @@ export class CollectionWatch {
   /** Stops for good: the stream learns the collection is no longer watched. */
   async stop(): Promise<void> {
     if (!this.abort.signal.aborted && this.running) {
-      this.stream.push({ type: "removed", collection: this.collection });
+      this.out.send({ type: "removed", collection: this.collection });
     }
     this.abort.abort();
     await this.running;
@@ -95,7 +113,7 @@ export class CollectionWatch {
       const initializing = this.resourceVersion === undefined;
       if (initializing) {
         this.setState("Replaying");
-        this.stream.push({ type: "replaying", collection: this.collection });
+        this.out.send({ type: "replaying", collection: this.collection });
         accepted = new AcceptedState();
       }
       const outcome = await this.connect(accepted, initializing);
@@ -149,81 +167,103 @@ export class CollectionWatch {
     }
   }
 
+  /** What the connection asks for: initial events, or a resume from the cursor. */
+  private watchQuery(initializing: boolean, listFallback: boolean): Record<string, string | boolean> {
+    const { labelSelector } = this.collection;
+    const query: Record<string, string | boolean> = { allowWatchBookmarks: true };
+    if (labelSelector) query.labelSelector = labelSelector;
+    if (initializing && !listFallback) {
+      Object.assign(query, { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" });
+    }
+    // An initializing fallback has none: its watch starts at the most recent resourceVersion.
+    if (this.resourceVersion !== undefined) query.resourceVersion = this.resourceVersion;
+    return query;
+  }
+
+  /** The LIST snapshot of the fallback, as served: see getJson. */
+  private list(): Promise<{ items: KubernetesObject[]; metadata: { resourceVersion?: string } }> {
+    const { labelSelector } = this.collection;
+    return getJson(this.kubeConfig, collectionPath(this.collection), labelSelector ? { labelSelector } : {});
+  }
+
   /** One connection, from open to close. */
   private async connect(accepted: AcceptedState, initializing: boolean): Promise<Outcome> {
     const buffer = new Map<string, KubernetesObject>();
     let snapshotPending = initializing;
-    const { labelSelector } = this.collection;
-    const query: Record<string, string | boolean> = { allowWatchBookmarks: true };
-    if (labelSelector) query.labelSelector = labelSelector;
-
-    if (initializing && this.watchListRefused) {
-      // LIST, then watch from the list's resourceVersion: the watch replays every change after it.
-      try {
-        const list = await getJson<{ items: KubernetesObject[]; metadata: { resourceVersion: string } }>(
-          this.kubeConfig,
-          collectionPath(this.collection),
-          labelSelector ? { labelSelector } : {},
-        );
-        for (const item of list.items) buffer.set(objectKeyOf(item), item);
-        this.emitSnapshot(accepted, buffer);
-        snapshotPending = false;
-        this.resourceVersion = list.metadata.resourceVersion;
-      } catch (err) {
-        return { gone: false, error: err as Error & { statusCode?: number } };
-      }
-    } else if (initializing) {
-      Object.assign(query, { sendInitialEvents: true, resourceVersionMatch: "NotOlderThan" });
-    }
-    if (this.resourceVersion !== undefined) query.resourceVersion = this.resourceVersion;
+    // Without streaming initialization the watch opens first and holds its events until the
+    // LIST answers; from then on only events newer than the LIST apply (listfallback.ts).
+    const listFallback = initializing && this.watchListRefused;
+    const held: WatchEvent[] = [];
+    let listedAt: string | undefined;
+    const query = this.watchQuery(initializing, listFallback);
 
     let gone = false;
+    let ended = false;
     return new Promise<Outcome>((resolve) => {
       let controller: AbortController | undefined;
       const onAbort = () => controller?.abort();
       this.connection = { abort: onAbort } as AbortController;
       this.abort.signal.addEventListener("abort", onAbort, { once: true });
       const finish = (error: unknown) => {
+        ended = true;
         this.abort.signal.removeEventListener("abort", onAbort);
         const e = error as (Error & { statusCode?: number; code?: number }) | null | undefined;
         const status = e?.statusCode ?? e?.code;
         resolve({ gone: gone || status === 410, error: e && status !== 410 ? e : undefined });
       };
-      new Watch(this.kubeConfig)
-        .watch(
-          collectionPath(this.collection),
-          query,
-          (phase: string, object: KubernetesObject & { code?: number }) => {
-            if (phase === "ERROR") {
-              if (object.code === 410) gone = true;
-              return;
-            }
-            if (!snapshotPending && this.stream.paused) {
-              // The branch takes nothing more: the cursor stays at the last event pushed, and
-              // the loop reconnects from it once the stream resumes.
-              controller?.abort();
-              return;
-            }
-            if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;
-            if (snapshotPending) {
-              if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true") {
-                this.emitSnapshot(accepted, buffer);
-                snapshotPending = false;
-              } else if (phase === "ADDED" || phase === "MODIFIED") {
-                buffer.set(objectKeyOf(object), object);
-              } else if (phase === "DELETED") {
-                buffer.delete(objectKeyOf(object));
-              }
-              return;
-            }
-            if (phase !== "BOOKMARK") this.onLiveEvent(accepted, phase, object);
-          },
-          finish,
-        )
-        .then((c) => {
-          controller = c;
-          if (this.abort.signal.aborted) c.abort();
-        }, finish);
+      const onEvent = (...[phase, object]: WatchEvent) => {
+        if (phase === "ERROR") {
+          if (object.code === 410) gone = true;
+          return;
+        }
+        if (!snapshotPending && this.stream.paused) {
+          // The branch takes nothing more: the cursor stays at the last event pushed, and
+          // the loop reconnects from it once the stream resumes.
+          controller?.abort();
+          return;
+        }
+        if (listFallback) {
+          if (snapshotPending) {
+            held.push([phase, object]);
+            return;
+          }
+          if (!newerThanSnapshot(object.metadata?.resourceVersion, listedAt)) return;
+        }
+        if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;
+        if (snapshotPending) {
+          if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true") {
+            this.emitSnapshot(accepted, buffer);
+            snapshotPending = false;
+          } else if (phase === "ADDED" || phase === "MODIFIED") {
+            buffer.set(objectKeyOf(object), object);
+          } else if (phase === "DELETED") {
+            buffer.delete(objectKeyOf(object));
+          }
+          return;
+        }
+        if (phase !== "BOOKMARK") this.onLiveEvent(accepted, phase, object);
+      };
+      const takeListSnapshot = async () => {
+        try {
+          const list = await this.list();
+          if (ended || this.abort.signal.aborted) return;
+          for (const item of list.items) buffer.set(objectKeyOf(item), asWatched(item, this.collection));
+          this.emitSnapshot(accepted, buffer);
+          snapshotPending = false;
+          listedAt = list.metadata.resourceVersion;
+          if (listedAt) this.resourceVersion = listedAt;
+          for (const event of held.splice(0)) onEvent(...event);
+        } catch (err) {
+          finish(err);
+          controller?.abort();
+        }
+      };
+      new Watch(this.kubeConfig).watch(collectionPath(this.collection), query, onEvent, finish).then((c) => {
+        controller = c;
+        if (this.abort.signal.aborted) c.abort();
+        // The watch is open, so every change after the LIST's resourceVersion reaches it.
+        else if (listFallback && !ended) void takeListSnapshot();
+      }, finish);
     }).then((outcome) => {
       // A connection that ended before its snapshot completed must initialize again.
       if (snapshotPending && !outcome.gone) this.resourceVersion = undefined;
@@ -259,7 +299,7 @@ export class CollectionWatch {
       accepted.accept(key, sanitized);
       objects.push({ identity: this.identityOf(object), object: sanitized });
     }
-    this.stream.push({ type: "snapshot", collection: this.collection, objects });
+    this.out.send({ type: "snapshot", collection: this.collection, objects });
     this.setState("Running");
   }
 
@@ -270,12 +310,18 @@ export class CollectionWatch {
       // Deletion intent arrives first as the deletionTimestamp, then as DELETED: send it once.
       if (!accepted.has(key)) return;
       accepted.forget(key);
-      this.stream.push({ type: "delete", collection: this.collection, identity: this.identityOf(object) });
+      const identity = this.identityOf(object);
+      // A terminating object is deleted; a DELETED may also be the object leaving the selector.
+      this.out.send(
+        phase === "DELETED"
+          ? deleteItemOf(this.kubeConfig, this.collection, identity, this.logger)
+          : { type: "delete", collection: this.collection, identity },
+      );
       return;
     }
     const sanitized = sanitize(object);
     if (!accepted.acceptIfChanged(key, sanitized)) return;
-    this.stream.push({
+    this.out.send({
       type: "upsert",
       collection: this.collection,
       identity: this.identityOf(object),

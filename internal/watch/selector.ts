@@ -1,4 +1,6 @@
 import type { LabelSelector } from "../../generated/v1alpha3/index.ts";
+import { selectorMatches } from "../grants/namespaces.ts";
+import type { Collection } from "./watchedtypes.ts";
 
 /** A LabelSelector in the string form list and watch requests take, with a stable order. */
 export function labelSelectorString(selector: LabelSelector | undefined): string {
@@ -14,4 +16,9 @@ export function labelSelectorString(selector: LabelSelector | undefined): string
     else parts.push(`!${key}`);
   }
   return parts.join(",");
+}
+
+/** Whether a collection's selector selects an object with `labels`, as the API server's labelSelector does. */
+export function selects(collection: Pick<Collection, "selector">, labels: Record<string, string>): boolean {
+  return !collection.selector || selectorMatches(collection.selector, labels);
 }

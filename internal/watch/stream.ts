@@ -29,10 +29,42 @@ export type StreamItem =
   | { type: "removed"; collection: Collection }
   | { type: "snapshot"; collection: Collection; objects: DesiredObject[] }
   | ({ type: "upsert"; collection: Collection } & DesiredObject)
-  | { type: "delete"; collection: Collection; identity: ResourceIdentity };
+  | { type: "delete"; collection: Collection; identity: ResourceIdentity; exited?: SelectorExit };
+
+/**
+ * A delete of an object that still exists: it left the collection because its labels stopped
+ * matching the selector, and these are its labels now, which another collection may select.
+ */
+export interface SelectorExit {
+  labels: Record<string, string>;
+}
 
 /** An item about objects, as opposed to a marker of a collection's replay. */
 export type ObjectItem = Extract<StreamItem, { type: "snapshot" | "upsert" | "delete" }>;
+
+/**
+ * One collection's pushes, in its own order, when an item has to wait for a read first: a pushed
+ * promise holds back every item pushed after it until it settles.
+ */
+export class OrderedPush {
+  private tail: Promise<void> | undefined;
+
+  constructor(private readonly push: (item: StreamItem) => void) {}
+
+  send(item: StreamItem | Promise<StreamItem>): void {
+    if (!this.tail && !(item instanceof Promise)) {
+      this.push(item);
+      return;
+    }
+    const tail: Promise<void> = (this.tail ?? Promise.resolve())
+      .then(() => item)
+      .then((ready) => this.push(ready))
+      .finally(() => {
+        if (this.tail === tail) this.tail = undefined;
+      });
+    this.tail = tail;
+  }
+}
 
 /**
  * The ordered stream of one GitTarget's items. Each collection's watch pushes in its own order;

@@ -2,6 +2,7 @@
 // where rule matching happens: each claimed, followable (group, resource) gets one served
 // version, and each (group, resource, namespace, selector) becomes one collection with one
 // watch and one mark-and-sweep boundary.
+import type { LabelSelector } from "../../generated/v1alpha3/index.ts";
 import type { CompiledRule } from "../rulestore/compile.ts";
 import type { TypeRecord } from "../typeset/registry.ts";
 import { labelSelectorString } from "./selector.ts";
@@ -17,6 +18,8 @@ export interface Collection {
   /** "" is every namespace (or a cluster-scoped type). */
   namespace: string;
   labelSelector: string;
+  /** The objectSelector labelSelector was written from, to evaluate on labels; absent selects everything. */
+  selector?: LabelSelector;
 }
 
 export interface WatchPlan {
@@ -73,6 +76,7 @@ export function planCollections(rules: CompiledRule[], types: TypeRecord[]): Wat
         namespaced: type.namespaced,
         namespace,
         labelSelector,
+        ...(labelSelector ? { selector: rule.objectSelector } : {}),
       });
     }
     if (!resolved) unresolved.push(rule);

@@ -5,6 +5,7 @@ export interface AuditEvent {
   auditID: string;
   stage: string;
   verb: string;
+  requestURI?: string;
   user: { username: string; groups?: string[] };
   objectRef?: {
     resource?: string;
@@ -30,6 +31,12 @@ export interface AuditEventList {
 export class AuditSink {
   /** Each delivery with its request path and query: kube-apiserver appends `?timeout=30s` to the URL. */
   readonly received: { path: string; query: string; body: AuditEventList }[] = [];
+  /**
+   * Runs before each delivery is answered. With the webhook in blocking mode, kube-apiserver
+   * goes on with the audited request only once it has the answer: a test can hold a request at
+   * one of its stages while it changes the cluster.
+   */
+  beforeAnswer: (body: AuditEventList) => Promise<void> | void = () => undefined;
   private readonly server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -38,7 +45,8 @@ export class AuditSink {
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as AuditEventList;
         const url = new URL(req.url ?? "/", "http://sink");
         this.received.push({ path: url.pathname, query: url.search, body });
-        res.writeHead(200).end();
+        const answer = () => res.writeHead(200).end();
+        void Promise.resolve(this.beforeAnswer(body)).then(answer, answer);
       } catch {
         res.writeHead(400).end();
       }

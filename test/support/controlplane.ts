@@ -193,6 +193,16 @@ export class ControlPlane {
     await this.waitReady(readyTimeoutMs);
   }
 
+  /**
+   * Compacts etcd's history up to its current revision, and returns that revision. A watch that
+   * etcd serves from an older resourceVersion is then answered 410 Gone. kube-apiserver's watch
+   * cache keeps a history of its own: pair this with restartApiServer, whose fresh cache holds
+   * none older than the restart, so that a resume from before both is answered 410 either way.
+   */
+  compactEtcd(): Promise<number> {
+    return this.etcd.compact();
+  }
+
   async stop(): Promise<void> {
     await this.apiServer.stop();
     await this.etcd.stop();

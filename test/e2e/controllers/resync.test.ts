@@ -105,4 +105,24 @@ describe("resync after a restart: mark and sweep", () => {
       "a snapshot of one namespace never touches another's",
     );
   });
+
+  it("prune Never keeps a document on a live delete", async () => {
+    await core.deleteNamespacedConfigMap({ namespace, name: "kept" });
+    for (const mode of ["Always", "OnEvent"] as const) {
+      await eventually(async () => (await show(fileOf(mode, "kept"))) === undefined, {
+        timeoutMs: 60_000,
+        description: `${mode} to remove the deleted object's document`,
+      });
+    }
+    // A create after the delete reaches Never's folder only after the delete did: same stream.
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: "after-delete" }, data: { k: "v" } },
+    });
+    await eventually(() => show(fileOf("Never", "after-delete")), {
+      timeoutMs: 60_000,
+      description: "Never's live create after the delete",
+    });
+    assert.ok(await show(fileOf("Never", "kept")), "Never keeps every document");
+  });
 });

@@ -204,7 +204,23 @@ describe("the watch plane streams desired state per GitTarget", () => {
       name: "picked",
       body: [{ op: "replace", path: "/metadata/labels/mirror", value: "false" }],
     });
-    assert.equal(describeItem(await nextItem(stream, "the delete")), "delete configmaps picked");
+    const exit = await nextItem(stream, "the delete");
+    assert.equal(describeItem(exit), "delete configmaps picked");
+    // The object is still there: its delete says so, with the labels it has now.
+    assert.deepEqual(exit.type === "delete" && exit.exited, { labels: { mirror: "false" } });
+    await core.patchNamespacedConfigMap({
+      namespace: "selector",
+      name: "picked",
+      body: [{ op: "replace", path: "/metadata/labels/mirror", value: "true" }],
+    });
+    assert.equal(
+      describeItem(await nextItem(stream, "the relabel back")),
+      'upsert configmaps picked {"k":"1"}',
+    );
+    await core.deleteNamespacedConfigMap({ namespace: "selector", name: "picked" });
+    const deletion = await nextItem(stream, "the deletion");
+    assert.equal(describeItem(deletion), "delete configmaps picked");
+    assert.equal(deletion.type === "delete" && deletion.exited, undefined, "a deletion is no exit");
   });
 
   it("discovers a CRD installed later, and streams its objects once a rule selects it", async () => {

@@ -24,6 +24,7 @@ describe("operator flags", () => {
       branchBufferMaxSize: 8 * 1024 * 1024,
       gitRefreshInterval: 600_000,
       additionalSensitiveResources: [],
+      workerRoot: "/tmp/gitops-reverser-workers",
       metricsBindAddress: ":8080",
       healthProbeBindAddress: ":8081",
       leaderElect: false,
@@ -45,6 +46,7 @@ describe("operator flags", () => {
         "--additional-sensitive-resources=sealedsecrets.bitnami.com,configmaps",
         "--git-refresh-interval=2m",
         "--branch-buffer-max-size=16Mi",
+        "--worker-root=/var/lib/gitops-reverser",
       ],
       strictParser().command,
     );
@@ -52,6 +54,7 @@ describe("operator flags", () => {
     assert.deepEqual(options.additionalSensitiveResources, ["sealedsecrets.bitnami.com", "configmaps"]);
     assert.equal(options.gitRefreshInterval, 120_000);
     assert.equal(options.branchBufferMaxSize, 16 * 1024 * 1024);
+    assert.equal(options.workerRoot, "/var/lib/gitops-reverser");
   });
 
   it("refuses bad values with a message that names the flag", () => {

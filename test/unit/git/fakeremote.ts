@@ -40,8 +40,9 @@ export class FakeClone implements Repository, WorkTree {
   headCommit: string | undefined;
   fetches = 0;
   pushes = 0;
-  /** Makes the next write throw, as a disk that filled up would. */
-  failNextWrite = false;
+  discards = 0;
+  /** Makes the next write throw, as a disk that filled up would; or throw this error. */
+  failNextWrite: boolean | Error = false;
   /** Makes every push fail as an unreachable server does. */
   unreachable = false;
 
@@ -73,6 +74,13 @@ export class FakeClone implements Repository, WorkTree {
 
   setCycleDeadline(): void {}
 
+  discard(): Promise<void> {
+    this.discards++;
+    this.files.clear();
+    this.headCommit = undefined;
+    return Promise.resolve();
+  }
+
   list(folder: string): Promise<string[]> {
     return Promise.resolve([...this.files.keys()].filter((p) => p.startsWith(`${folder}/`)));
   }
@@ -83,9 +91,10 @@ export class FakeClone implements Repository, WorkTree {
 
   write(path: string, content: string): Promise<void> {
     if (this.failNextWrite) {
+      const error = this.failNextWrite === true ? new Error("no space left on device") : this.failNextWrite;
       this.failNextWrite = false;
       this.files.set(path, "half-written");
-      return Promise.reject(new Error("no space left on device"));
+      return Promise.reject(error);
     }
     this.files.set(path, content);
     return Promise.resolve();

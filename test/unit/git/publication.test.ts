@@ -56,7 +56,7 @@ function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined) {
     },
   });
   const cycle = (...writes: DecidedWrite[]) => publication.cycle(writes, () => undefined);
-  return { remote, clone, publication, cycle };
+  return { remote, clone, publication, cycle, folders };
 }
 
 describe("the publication cycle's base trust", () => {
@@ -84,6 +84,28 @@ describe("the publication cycle's base trust", () => {
       document("b", "one"),
       "the half-written file is gone",
     );
+  });
+
+  it("a local fault resets the clone: it is removed, and the next cycle clones afresh and replays what is retained", async () => {
+    const { clone, remote, cycle } = setup();
+    await cycle(live(upsert("a", "one")));
+    const kept = live(upsert("b", "one"));
+    clone.failNextWrite = Object.assign(new Error("EACCES: permission denied, open 'f/b.yaml'"), {
+      code: "EACCES",
+      syscall: "open",
+      path: "f/b.yaml",
+    });
+    const failed = await cycle(kept);
+    assert.deepEqual(failed, {
+      kind: "failed",
+      error: "EACCES: permission denied, open 'f/b.yaml'",
+      fault: "local",
+    });
+    assert.equal(clone.discards, 1, "the clone was removed");
+    const retried = await cycle(kept);
+    assert.equal(retried.kind, "pushed");
+    assert.equal(remote.files().get("f/apps/configmaps/b.yaml"), document("b", "one"));
+    assert.equal(remote.files().get("f/apps/configmaps/a.yaml"), document("a", "one"));
   });
 
   it("a moved remote costs one fetch and a replay, and both changes end on the branch", async () => {
@@ -144,5 +166,54 @@ describe("placement counts", () => {
     publication.distrust();
     await publication.cycle([write], () => undefined);
     assert.deepEqual(placed, ["configmaps BuiltIn"]);
+  });
+});
+
+describe("prune Never", () => {
+  const never = { ...target, prune: "Never" as const };
+  const remove = (name: string): Change => ({ op: "delete", identity: identity(name) });
+  const path = (name: string) => `f/apps/configmaps/${name}.yaml`;
+  const sweeping = (settings: typeof target | typeof never, ...kept: string[]): DecidedWrite => ({
+    target: settings,
+    reason: "reconcile",
+    changes: kept.map((name) => upsert(name, "one")),
+    sweep: { collection, present: new Set(kept.map((name) => `apps/${name}`)) },
+  });
+
+  it("keeps a document on a live delete and on a snapshot's sweep", async () => {
+    const { remote, cycle } = setup();
+    remote.pushForeign((files) => files.set(path("old"), document("old", "x")));
+    await cycle({ target: never, reason: "live", changes: [upsert("a", "one")] });
+    await cycle({ target: never, reason: "live", changes: [remove("a")] });
+    await cycle(sweeping(never, "kept"));
+    assert.equal(remote.files().get(path("a")), document("a", "one"), "the live delete removed nothing");
+    assert.equal(remote.files().get(path("old")), document("old", "x"), "the sweep removed nothing");
+    assert.equal(remote.files().get(path("kept")), document("kept", "one"));
+  });
+
+  it("a replay removes nothing once the target's prune mode is Never, though its first commit removed it", async () => {
+    const { remote, clone, publication, folders } = setup();
+    remote.pushForeign((files) => {
+      files.set(path("old"), document("old", "x"));
+      files.set(path("a"), document("a", "one"));
+    });
+    const writes: DecidedWrite[] = [
+      sweeping(target, "kept", "a"),
+      { target, reason: "live", changes: [remove("a")] },
+    ];
+    clone.unreachable = true;
+    assert.equal((await publication.cycle(writes, () => undefined)).kind, "failed");
+    assert.deepEqual(
+      writes.map((w) => w.decided?.map((c) => `${c.op} ${c.identity.name}`)),
+      [["upsert kept", "delete old"], ["delete a"]],
+      "decided under Always, unpublished",
+    );
+    // The target's next item brings its new settings to the worker's folder.
+    folders.admit({ target: never, item: { type: "replaying", collection } }, 0, Date.now());
+    clone.unreachable = false;
+    assert.equal((await publication.cycle(writes, () => undefined)).kind, "pushed");
+    assert.equal(remote.files().get(path("old")), document("old", "x"), "the swept document stays");
+    assert.equal(remote.files().get(path("a")), document("a", "one"), "the deleted one stays");
+    assert.equal(remote.files().get(path("kept")), document("kept", "one"));
   });
 });

@@ -3,7 +3,12 @@ import { describe, it } from "node:test";
 import type { GitBranch, GitProvider } from "../../../generated/v1alpha3/index.ts";
 import type { Candidate } from "../../../internal/git/branchclaim.ts";
 import { admitBranch, providerRefOf } from "../../../internal/gitbranch/admission.ts";
-import { decideBranch, proofIsFresh, type BranchFacts } from "../../../internal/gitbranch/decide.ts";
+import {
+  decideBranch,
+  proofIsFresh,
+  workerReadyKey,
+  type BranchFacts,
+} from "../../../internal/gitbranch/decide.ts";
 import type { RemoteCheck } from "../../../internal/gitprovider/remotecheck.ts";
 import type { ConditionUpdate } from "../../../internal/operator/conditions.ts";
 
@@ -66,7 +71,10 @@ describe("GitBranch status", () => {
   };
   const self = { uid: "uid-a", namespace: "team-a" };
   const mine: Candidate = { ...holderOlder, uid: "uid-a", name: "a" };
-  const checked = (check: RemoteCheck, holder: Candidate | undefined): BranchFacts => ({
+  const checked = (
+    check: RemoteCheck,
+    holder: Candidate | undefined,
+  ): Extract<BranchFacts, { stage: "checked" }> => ({
     stage: "checked",
     admission: { admitted: true, provider: provider(sameNamespaceMain), message: "admitted" },
     check,
@@ -118,6 +126,86 @@ describe("GitBranch status", () => {
     assert.equal(find(d.conditions, "Stalled").status, "False");
     assert.equal(find(d.conditions, "Reconciling").status, "True");
     assert.equal(d.recheck, "backoff");
+  });
+
+  const since = new Date("2026-02-01T10:00:00Z");
+  const failing = (parentMissing: boolean) => ({
+    retainedWrites: 3,
+    retainedBytes: 4096,
+    intakePaused: false,
+    outage: {
+      since,
+      error: parentMissing ? "the parent branch later does not exist on the remote" : "connect ECONNREFUSED",
+      nextAttemptAt: since.getTime() + 10_000,
+      ...(parentMissing ? { parentMissing } : {}),
+    },
+  });
+
+  it("a holder whose worker's publications fail is not Ready, and says what the GitTargets say", () => {
+    const d = decideBranch({ ...checked({ kind: "answered" }, mine), worker: failing(false) }, 2);
+    const ready = find(d.conditions, "Ready");
+    assert.equal(ready.status, "False");
+    assert.equal(ready.reason, "RemoteUnreachable");
+    assert.equal(
+      ready.message,
+      "The Git remote has failed since 2026-02-01T10:00:00.000Z: connect ECONNREFUSED. 3 decided write(s) are kept and retried.",
+    );
+    assert.equal(find(d.conditions, "Reconciling").status, "True");
+    assert.equal(find(d.conditions, "Stalled").status, "False");
+    assert.equal(find(d.conditions, "BranchClaimed").status, "True");
+  });
+
+  it("a local fault of the worker's clone is LocalWriteFailed on the GitBranch, not RemoteUnreachable", () => {
+    const local = failing(false);
+    const worker = {
+      ...local,
+      outage: { ...local.outage, error: "ENOENT: no such file", fault: "local" as const },
+    };
+    const d = decideBranch({ ...checked({ kind: "answered" }, mine), worker }, 2);
+    const ready = find(d.conditions, "Ready");
+    assert.equal(ready.reason, "LocalWriteFailed");
+    assert.match(ready.message, /local fault/);
+    assert.equal(find(d.conditions, "Reconciling").status, "True");
+  });
+
+  it("a worker that publishes again makes the holder Ready", () => {
+    const healthy = { retainedWrites: 0, retainedBytes: 0, intakePaused: false };
+    const d = decideBranch({ ...checked({ kind: "answered" }, mine), worker: healthy }, 2);
+    assert.equal(find(d.conditions, "Ready").status, "True");
+  });
+
+  it("a missing parent is ParentBranchNotFound and Stalled, naming the parent and what to do", () => {
+    const facts = { ...checked({ kind: "answered" }, mine), parentBranch: "later", worker: failing(true) };
+    const d = decideBranch(facts, 2);
+    const ready = find(d.conditions, "Ready");
+    assert.equal(ready.reason, "ParentBranchNotFound");
+    assert.equal(find(d.conditions, "Stalled").status, "True");
+    assert.equal(find(d.conditions, "Reconciling").status, "False");
+    assert.match(
+      ready.message,
+      /parent branch "later" \(spec.parentBranch\) does not exist either: create it/,
+    );
+    assert.match(ready.message, /3 decided write\(s\) are kept/);
+  });
+
+  it("a default branch that does not resolve is ParentBranchNotFound too", () => {
+    const d = decideBranch({ ...checked({ kind: "answered" }, mine), worker: failing(true) }, 2);
+    assert.equal(find(d.conditions, "Ready").reason, "ParentBranchNotFound");
+    assert.match(find(d.conditions, "Ready").message, /default branch does not resolve/);
+  });
+
+  it("only an outage in a worker's report wakes its GitBranch: a backlog that comes and goes does not", () => {
+    const healthy = { retainedWrites: 0, retainedBytes: 0, intakePaused: false };
+    assert.equal(workerReadyKey(undefined), "");
+    assert.equal(workerReadyKey({ ...healthy, retainedWrites: 4 }), "");
+    assert.notEqual(workerReadyKey(failing(false)), "");
+    assert.notEqual(workerReadyKey(failing(false)), workerReadyKey(failing(true)));
+    assert.notEqual(workerReadyKey(failing(false)), workerReadyKey({ ...failing(false), retainedWrites: 4 }));
+  });
+
+  it("a candidate that does not hold the branch reports no worker's outage", () => {
+    const d = decideBranch({ ...checked({ kind: "answered" }, holderOlder), worker: failing(false) }, 2);
+    assert.equal(find(d.conditions, "Ready").reason, "BranchConflict");
   });
 
   it("a GitBranch that is not admitted is Stalled, not Validated, and waits for a watch", () => {

@@ -60,6 +60,7 @@ describe("document facts", () => {
           namespace: "apps",
           name: "one",
           key: "/ConfigMap/apps/one",
+          labels: {},
           hasTokens: false,
         },
         {
@@ -69,11 +70,20 @@ describe("document facts", () => {
           namespace: "",
           name: "view",
           key: "rbac.authorization.k8s.io/ClusterRole//view",
+          labels: {},
           hasTokens: false,
         },
       ],
       findings: [],
     });
+  });
+
+  it("keeps each document's labels as written, for a collection's selector, and only string values", () => {
+    const facts = fileFacts(
+      "a/cm.yaml",
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: one\n  labels:\n    sel: a\n    n: 1\n",
+    );
+    assert.deepEqual(facts.documents[0]?.labels, { sel: "a" });
   });
 
   it("finds Flux substitution tokens ${VAR}, ${VAR:=default} and ${VAR:-default}", () => {

@@ -1,0 +1,59 @@
+// What a branch worker keeps of a suspended GitTarget (spec.suspend): its watches keep running
+// and the worker keeps taking their items, so nothing backs up behind the target, but it writes
+// none of them. On resume every collection replays a fresh snapshot, which brings back what an
+// upsert changed and, under prune Always, sweeps what was deleted. A snapshot sweeps nothing
+// under OnEvent, so the deletes a watch reported meanwhile are the one thing kept: identities
+// only, each forgotten once its object is seen again. Pure state; the worker owns the queue.
+import type { StreamItem } from "../watch/stream.ts";
+import type { Intake } from "./targetfolders.ts";
+import type { TargetSettings } from "./writes.ts";
+
+type DeleteItem = Extract<StreamItem, { type: "delete" }>;
+
+const objectKey = (collection: string, namespace: string, name: string) =>
+  `${collection}|${namespace}/${name}`;
+
+export class Suspensions {
+  /** Per suspended target: the deletes its watches reported, by collection and object. */
+  private readonly deletes = new Map<string, Map<string, DeleteItem>>();
+
+  /** `replay` asks for a fresh snapshot of every collection of a target. */
+  constructor(private readonly replay: (targetKey: string) => void) {}
+
+  /**
+   * Takes an item of a suspended target and writes nothing: true when the worker is done with
+   * it. The replay markers still go to the render gate, so it knows which collections replay.
+   */
+  take(intake: Intake): boolean {
+    const { target, item } = intake;
+    if (!target.suspend || item.type === "replaying") return false;
+    const seen = this.deletes.get(target.key) ?? new Map<string, DeleteItem>();
+    this.deletes.set(target.key, seen);
+    const collection = item.collection.key;
+    if (item.type === "delete")
+      seen.set(objectKey(collection, item.identity.namespace, item.identity.name), item);
+    else if (item.type === "upsert")
+      seen.delete(objectKey(collection, item.identity.namespace, item.identity.name));
+    else if (item.type === "snapshot")
+      for (const o of item.objects) seen.delete(objectKey(collection, o.identity.namespace, o.identity.name));
+    else {
+      // A collection no longer followed writes nothing more, its deletes included.
+      for (const [key, d] of seen) if (d.collection.key === collection) seen.delete(key);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * The target resumed: every collection replays, and the deletes it saw while suspended are
+   * returned, to be written before anything that came after. They pass the render gate as
+   * already admitted: a delete writes no rendered value, and the replay's snapshot would
+   * otherwise supersede them.
+   */
+  resumed(target: TargetSettings): Intake[] {
+    const seen = this.deletes.get(target.key);
+    this.deletes.delete(target.key);
+    this.replay(target.key);
+    return [...(seen?.values() ?? [])].map((item) => ({ target, item, admitted: true }));
+  }
+}

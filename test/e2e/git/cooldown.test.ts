@@ -1,0 +1,92 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { BranchWorker } from "../../../internal/git/branchworker.ts";
+import { Clone } from "../../../internal/git/clone.ts";
+import { commitMessageFor } from "../../../internal/git/message.ts";
+import type { TargetSettings } from "../../../internal/git/writes.ts";
+import { GitServer } from "../../support/gitserver.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { eventually } from "../../support/wait.ts";
+import { configMapIdentity, configMaps } from "../../unit/git/fixtures.ts";
+
+const user = { username: "gitops", password: "s3cret" };
+const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
+const quiet = { info: () => undefined, error: () => undefined };
+
+describe("the push cooldown of a branch worker", () => {
+  let git: GitServer;
+  let dir: string;
+  let worker: BranchWorker;
+  // "0s" closes a window after every change, so each upsert is a window of its own.
+  const target: TargetSettings = {
+    key: "apps/t",
+    path: "clusters/dev",
+    timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
+    prune: "OnEvent",
+  };
+  const upsert = (name: string) =>
+    worker.enqueue(target, {
+      type: "upsert",
+      collection: configMaps,
+      identity: configMapIdentity(name),
+      object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "apps" } },
+    });
+  const show = (name: string) =>
+    git.fileAt("cluster-state", "main", `clusters/dev/apps/configmaps/${name}.yaml`);
+  /** The pack exchanges of receive-pack the server answered: one per push. */
+  const pushes = () =>
+    git.requests.filter((r) => r.service === "receive-pack" && !r.advertisement && r.status === 200).length;
+
+  before(async () => {
+    git = await GitServer.start({ users: [user] });
+    const url = await git.createRepository("cluster-state");
+    await git.pushForeignCommit("cluster-state", { files: { "README.md": "# State\n" }, message: "Start" });
+    dir = makeOwnedTempDir("cooldown");
+    worker = new BranchWorker({
+      clone: new Clone({ dir: join(dir, "clone"), url, branch: "main", auth: user }),
+      committer,
+      bufferLimitBytes: 8 * 1024 * 1024,
+      // pushCooldownMs is left out: the 5 s default the seeds fix is what is pinned here.
+      materialize: {
+        committer,
+        additionalSensitive: [],
+        onRefused: () => undefined,
+        message: commitMessageFor(committer, quiet),
+      },
+      folders: {
+        onReport: () => undefined,
+        onDropped: () => undefined,
+        onPlaced: () => undefined,
+        onResyncRequested: () => undefined,
+      },
+      logger: quiet,
+    });
+    worker.start();
+  });
+  after(async () => {
+    await worker?.stop();
+    await git?.close();
+    if (dir) removeOwnedTempDir(dir);
+  });
+
+  it("the push cooldown batches two windows into one push", async () => {
+    upsert("first");
+    await eventually(() => show("first"), { description: "the first window's push" });
+    const before = { pushes: pushes(), head: (await git.branchHead("cluster-state", "main"))! };
+
+    // The second window closes inside the cooldown the first push started, and waits for it.
+    upsert("second");
+    await eventually(() => worker.backlog === 1, { description: "the second window decided and held" });
+    upsert("third");
+    await eventually(() => worker.backlog === 2, { description: "the third window decided and held" });
+    await eventually(async () => (await show("second")) !== undefined && (await show("third")), {
+      timeoutMs: 30_000,
+      description: "both windows on the remote",
+    });
+
+    assert.equal(pushes() - before.pushes, 1, "one push carried both windows");
+    const commits = await git.gitIn("cluster-state", ["rev-list", "--count", `${before.head}..main`]);
+    assert.equal(Number(commits), 2, "one commit per window");
+  });
+});

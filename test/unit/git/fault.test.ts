@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { connect } from "node:net";
+import { describe, it } from "node:test";
+import * as git from "isomorphic-git";
+import { RemoteMovedError } from "../../../internal/git/clone.ts";
+import { faultOf } from "../../../internal/git/fault.ts";
+
+/** The error a real call rejects with. */
+const rejection = (work: () => Promise<unknown>) =>
+  work().then(
+    () => assert.fail("expected a rejection"),
+    (err: unknown) => err,
+  );
+
+/** A real connection refused: nothing listens on port 1 of the loopback. */
+const refused = () =>
+  new Promise<unknown>((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port: 1 });
+    socket.once("error", resolve);
+  });
+
+describe("whose fault a failed publication is", () => {
+  it("a file the filesystem cannot find or open is a local fault", async () => {
+    assert.equal(faultOf(await rejection(() => readFile("/nonexistent/worktree/file.yaml"))), "local");
+    const writeFailed = Object.assign(new Error("ENOSPC: no space left on device, write"), {
+      code: "ENOSPC",
+      syscall: "write",
+    });
+    assert.equal(faultOf(writeFailed), "local", "a write to a full disk names no path and is still local");
+  });
+
+  it("a repository isomorphic-git cannot read is a local fault", () => {
+    assert.equal(faultOf(new git.Errors.NotFoundError("ff2ecaf1664ebbea34307edf298b551516269766")), "local");
+    assert.equal(faultOf(new git.Errors.InternalError("Invalid checksum in GitIndex buffer")), "local");
+  });
+
+  it("a remote that cannot be reached, answers with an error or moved is not a local fault", async () => {
+    assert.equal(faultOf(await refused()), "remote");
+    assert.equal(faultOf(new git.Errors.HttpError(503, "Service Unavailable", "")), "remote");
+    assert.equal(faultOf(new RemoteMovedError("moved")), "remote");
+    const deadline = AbortSignal.timeout(1);
+    await new Promise((resolve) => deadline.addEventListener("abort", resolve));
+    assert.equal(faultOf(deadline.reason), "remote", "a call that ran out of time");
+    const permission = Object.assign(new Error("connect EACCES 10.0.0.1:443"), {
+      code: "EACCES",
+      syscall: "connect",
+    });
+    assert.equal(faultOf(permission), "remote", "EACCES from connect is a firewall, not the disk");
+  });
+
+  it("an error whose cause is a local fault is a local fault; anything unknown is the remote's", () => {
+    const cause = Object.assign(new Error("EISDIR: illegal operation on a directory"), { code: "EISDIR" });
+    assert.equal(faultOf(new Error("writing the folder failed", { cause })), "local");
+    assert.equal(faultOf(new Error("something else")), "remote");
+    assert.equal(faultOf("a string"), "remote");
+  });
+});
