@@ -21,17 +21,31 @@ COPY controllers controllers
 # which --ignore-scripts leaves without its binary.
 RUN node node_modules/typescript/bin/tsc -p tsconfig.json
 
+# kustomize judges a folder as it renders (never writes it): built from Go modules at the version
+# hack/tools/versions.env pins, as hack/tools/kustomize.sh builds it for the tests.
+FROM golang:1.26 AS kustomize
+COPY hack/tools/versions.env /versions.env
+RUN . /versions.env \
+  && CGO_ENABLED=0 GOBIN=/out go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}"
+
 FROM node:24-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-slim
+# The Git engine is the git CLI (internal/git/gitexec.ts); ssh is its SSH transport.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends git openssh-client ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 ENV NODE_ENV=production
 # package.json says "type": "module", which makes the compiled .js files ES modules.
 COPY package.json ./
 COPY --from=deps /app/node_modules node_modules
+# On PATH, where --kustomize-path's default finds it.
+COPY --from=kustomize /out/kustomize /usr/local/bin/kustomize
 COPY --from=build /src/dist/generated dist/generated
 COPY --from=build /src/dist/internal dist/internal
 COPY --from=build /src/dist/controllers dist/controllers

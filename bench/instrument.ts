@@ -16,7 +16,7 @@ export interface WorkerTimings {
   /** Of syncMs, the reset: removing every worktree file and checking the tip out again. */
   resets: number;
   resetMs: number;
-  /** clone.commit(): git.add and statusMatrix per path, then the commit. */
+  /** clone.commit(): git update-index of the touched paths, write-tree and commit-tree. */
   commits: number;
   commitMs: number;
   pushes: number;

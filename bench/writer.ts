@@ -3,7 +3,7 @@
 // each write did before the inventory was kept; with the warm inventory a worker keeps; and
 // warm again after somebody else's commit was fetched, which re-reads only what that commit
 // changed. Times are materialize(): the inventory refresh, the acceptance gate, the in-place
-// edit and isomorphic-git's commit.
+// edit and the git CLI's commit.
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Clone } from "../internal/git/clone.ts";

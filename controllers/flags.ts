@@ -22,6 +22,8 @@ export interface OperatorOptions {
   additionalSensitiveResources: string[];
   /** Where the branch workers keep their clones, one directory per GitBranch uid. */
   workerRoot: string;
+  /** The kustomize binary that renders a folder to judge it. */
+  kustomizePath: string;
   metricsBindAddress: string;
   healthProbeBindAddress: string;
   leaderElect: boolean;
@@ -118,6 +120,11 @@ export function flagParser(): Command {
       "--worker-root <dir>",
       "where the branch workers keep their clones; each process sweeps only the directories it owns",
       defaultWorkerRoot,
+    )
+    .option(
+      "--kustomize-path <path>",
+      "the kustomize binary that renders a kustomize folder to judge it against live (never to write it)",
+      "kustomize",
     )
     .option("--metrics-bind-address <address>", "where /metrics is served; 0 disables it", ":8080")
     .option(

@@ -11,9 +11,11 @@ import {
 } from "../generated/v1alpha3/index.ts";
 import type { BranchClaims } from "../internal/git/branchclaim.ts";
 import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import { contentionFacts } from "../internal/git/contention.ts";
 import { outageFacts } from "../internal/git/outage.ts";
 import type { FolderReport } from "../internal/git/targetfolders.ts";
 import type { TargetWriteState, WorkerManager } from "../internal/git/workermanager.ts";
+import { readKnownHosts } from "../internal/gitprovider/remotecheck.ts";
 import { targetSettings, workerSpec } from "../internal/gittarget/worker.ts";
 import { statusCodeOf } from "../internal/kube/resourceclient.ts";
 import {
@@ -108,8 +110,10 @@ export class GitTargetReconciler implements Reconciler {
       attached,
       refused: [...(writeState?.refused ?? [])].sort(),
       folderRefusal: folder?.refusal?.message,
+      refusedWrites: folder?.refusedWrites,
       renderGate: folder?.renderGate,
       outage: outageFacts(writeState?.branch),
+      contention: contentionFacts(writeState?.branch),
     });
     await this.status.write(gitTargets(this.manager.kubeConfig), target, {
       conditions,
@@ -186,11 +190,17 @@ export class GitTargetReconciler implements Reconciler {
   private async readSecret(provider: GitProvider) {
     if (!provider.spec.secretRef) return undefined;
     try {
-      const secret = await this.manager.kubeConfig.makeApiClient(CoreV1Api).readNamespacedSecret({
+      const core = this.manager.kubeConfig.makeApiClient(CoreV1Api);
+      const secret = await core.readNamespacedSecret({
         namespace: provider.metadata.namespace!,
         name: provider.spec.secretRef.name,
       });
-      return { data: secret.data, resourceVersion: secret.metadata?.resourceVersion };
+      const known = provider.spec.knownHostsRef ? await readKnownHosts(core, provider) : undefined;
+      return {
+        data: secret.data,
+        resourceVersion: `${secret.metadata?.resourceVersion}${known?.kind === "found" ? `/${known.version}` : ""}`,
+        ...(known?.kind === "found" ? { knownHosts: known.knownHosts } : {}),
+      };
     } catch (err) {
       if (statusCodeOf(err) === 404) return undefined;
       throw err;

@@ -36,6 +36,8 @@ export interface OperatorSettings {
   additionalSensitiveResources?: readonly string[];
   /** Where the branch workers keep their clones. */
   workerRoot?: string;
+  /** --kustomize-path: renders kustomize folders to judge them; unset, folders are judged as written. */
+  kustomizePath?: string;
   /** The pause between pushes of one branch, which batches bursts; 5 s. */
   pushCooldownMs?: number;
   /** How long the render gate holds live events before it gives up; 10 minutes. */
@@ -105,6 +107,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
     pushCooldownMs: settings.pushCooldownMs,
     additionalSensitive: settings.additionalSensitiveResources ?? [],
+    kustomizePath: settings.kustomizePath,
     onRefused: (write, identity, reason, message) => {
       manager.logger.error("refused to write a resource", {
         gitTarget: write.target.key,

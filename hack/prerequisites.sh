@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What the tests and the demo need from the machine itself: Debian's packages (git with its
-# http-backend, openssl, redis-server, util-linux, procps, iproute2, make, npm) and an address
+# http-backend, openssl, redis-server, util-linux, procps, iproute2, make, npm, and OpenSSH's
+# client and server for the SSH transport) and an address
 # kube-apiserver can advertise. As root it installs what is missing; otherwise it stops and
 # prints the one command to run. Every make target that starts a test environment runs it
 # first, so a fresh machine needs nothing typed beforehand.
@@ -9,13 +10,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 declare -A wanted=(
   [git]=git [openssl]=openssl [redis-server]=redis-server [setpriv]=util-linux [flock]=util-linux
-  [pgrep]=procps [ip]=iproute2 [make]=make [npm]=npm
+  [pgrep]=procps [ip]=iproute2 [make]=make [npm]=npm [ssh]=openssh-client [ssh-keygen]=openssh-client
 )
 missing=()
 for cmd in "${!wanted[@]}"; do
   command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
 done
 [[ -x /usr/lib/git-core/git-http-backend ]] || missing+=(git)
+# The SSH transport's tests run a real sshd on loopback (test/support/sshserver.ts).
+[[ -x /usr/sbin/sshd ]] || missing+=(openssh-server)
 mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u | sed '/^$/d')
 
 if ((${#missing[@]} > 0)); then

@@ -237,6 +237,8 @@ export const GitBranchReason = {
   ParentBranchNotFound: "ParentBranchNotFound",
   /** The branch worker's pushes fail; it keeps every decided write and retries on its schedule. */
   RemoteUnreachable: "RemoteUnreachable",
+  /** Somebody else keeps pushing to the branch, so it moved under every push of the branch worker's; it keeps every decided write, replays it onto the new tip and pushes again after a short pause, not on the outage schedule. */
+  RemoteMoving: "RemoteMoving",
   /** The branch worker's local clone failed (a file missing or unwritable, a corrupt repository), not the remote; the clone is reset and cloned afresh, and every decided write is kept and replayed. */
   LocalWriteFailed: "LocalWriteFailed",
 } as const;
@@ -271,6 +273,8 @@ export const GitProviderReason = {
   CredentialsInvalid: "CredentialsInvalid",
   /** The repository could not be reached. */
   RepositoryUnreachable: "RepositoryUnreachable",
+  /** The SSH server's host key is in none of the known hosts lines the spec names; host keys are always checked. */
+  HostKeyUnknown: "HostKeyUnknown",
   /** The signing Secret has no key and generateWhenMissing is false. */
   SigningKeyMissing: "SigningKeyMissing",
 } as const;
@@ -355,6 +359,8 @@ export const GitTargetReason = {
   SourceUnreachable: "SourceUnreachable",
   /** The Git remote cannot be reached or refuses the push; every decided write is kept and retried. */
   RemoteUnreachable: "RemoteUnreachable",
+  /** Somebody else keeps pushing to the branch, so it moved under every push of ours; each decided write is kept, replayed onto the new tip and pushed again after a short pause, not on the outage schedule. */
+  RemoteMoving: "RemoteMoving",
   /** Writing the local clone failed (a file missing or unwritable, a corrupt repository), not the remote; the clone is reset and cloned afresh, and every decided write is kept and replayed. */
   LocalWriteFailed: "LocalWriteFailed",
   /** A watch is replaying the current state of its collection. */

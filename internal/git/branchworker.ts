@@ -8,8 +8,9 @@ import type { Logger } from "../operator/informer.ts";
 import { sleep } from "../timing/sleep.ts";
 import type { StreamItem } from "../watch/stream.ts";
 import type { Repository, Signature } from "./clone.ts";
+import { renderRefusal } from "../kustomize/verdict.ts";
 import type { MaterializeOptions, WorkTree } from "./materialize.ts";
-import { Publication, type Unpublished } from "./publication.ts";
+import { Publication, type Contention, type Unpublished } from "./publication.ts";
 import { RetrySchedule, type Outage } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
@@ -48,6 +49,7 @@ export interface BranchState {
   retainedBytes: number;
   intakePaused: boolean;
   outage?: Outage;
+  contention?: Contention;
 }
 
 type Event =
@@ -216,7 +218,7 @@ export class BranchWorker {
         {
           target,
           reason: "reconcile",
-          changes: item.objects.map((o) => ({ op: "upsert", identity: o.identity, object: o.object })),
+          changes: item.objects.map((o) => ({ op: "upsert", ...o })),
           sweep: {
             collection: item.collection,
             present: new Set(item.objects.map((o) => `${o.identity.namespace}/${o.identity.name}`)),
@@ -228,7 +230,7 @@ export class BranchWorker {
     }
     const change: Change =
       item.type === "upsert"
-        ? { op: "upsert", identity: item.identity, object: item.object }
+        ? { op: "upsert", identity: item.identity, object: item.object, defaulted: item.defaulted }
         : { op: "delete", identity: item.identity };
     for (const closed of this.window.add(
       owner,
@@ -256,7 +258,8 @@ export class BranchWorker {
 
   /** When the next publication may start: after the push cooldown, and after a failure's backoff. */
   private publishDueAt(): number {
-    return Math.max(this.lastPushAt + (this.options.pushCooldownMs ?? 5_000), this.retry.dueAt);
+    const cooldownEnd = this.lastPushAt + (this.options.pushCooldownMs ?? 5_000);
+    return Math.max(cooldownEnd, this.retry.dueAt, this.publication.contendedUntil);
   }
 
   private get refreshInterval(): number {
@@ -271,6 +274,7 @@ export class BranchWorker {
   private async publish(): Promise<void> {
     const writes = this.pending.map((p) => p.write);
     const outcome = await this.publication.cycle(writes, (released) => this.queue(released, "front"));
+    if (outcome.kind === "contended") return;
     if (outcome.kind === "failed") {
       const outage = this.retry.failed(outcome.error, Date.now(), outcome);
       this.options.logger.error("publication failed; the writes are kept", {
@@ -321,7 +325,8 @@ export class BranchWorker {
       for (const target of targets) {
         const inventory = this.folders.inventory(target);
         await inventory.refresh(clone);
-        this.folders.checked(target, inventory.accept());
+        const refusal = this.folders.verdict(target) ?? (await renderRefusal(this.options, inventory));
+        this.folders.checked(target, refusal);
       }
     } catch (err) {
       this.options.logger.error("reading the folders again failed", {
@@ -336,8 +341,9 @@ export class BranchWorker {
    */
   private updateIntake(): void {
     const retained = this.pending.reduce((sum, p) => sum + p.bytes, 0) + this.queuedBytes + this.window.bytes;
-    if (this.retry.current && retained >= this.options.bufferLimitBytes) this.paused = true;
-    if (!this.retry.current && this.paused) {
+    const waiting = this.retry.current ?? this.publication.contended;
+    if (waiting && retained >= this.options.bufferLimitBytes) this.paused = true;
+    if (!waiting && this.paused) {
       this.paused = false;
       for (const resolve of this.intakeWaiters.splice(0)) resolve();
     }
@@ -346,6 +352,7 @@ export class BranchWorker {
       retainedBytes: retained,
       intakePaused: this.paused,
       outage: this.retry.current,
+      contention: this.publication.contended,
     };
     // Bytes move with every item; the targets' status follows what a person acts on.
     const key = JSON.stringify({ ...state, retainedBytes: undefined });
@@ -365,7 +372,7 @@ export class BranchWorker {
         () => undefined,
         this.options.shutdownGraceMs ?? 20_000,
       );
-      if (outcome.kind === "failed") {
+      if ("error" in outcome) {
         const unpublished = writes.map((w) => `${w.target.key}: ${w.changes.length} change(s)`);
         this.unpublished = { error: outcome.error, writes: unpublished };
         this.options.logger.error("shutting down with writes that could not be published", {

@@ -1,14 +1,16 @@
-// A branch worker's local clone, through isomorphic-git. Every repository operation of a worker
-// goes through here, on the worker's own loop. A checkout found on disk is never trusted: the
-// worker's first cycle fetches and resets. After that the worker decides when to fetch (its base
-// trust); the clone only does what it is told, and every push checks first that the remote still
-// shows the root the commits were made on.
+// A branch worker's local clone, through the native git CLI (gitexec.ts). Every repository
+// operation of a worker goes through here, on the worker's own loop. A checkout found on disk is
+// never trusted: the worker's first cycle fetches and resets. After that the worker decides when
+// to fetch (its base trust); the clone only does what it is told, and every push checks first
+// that the remote still shows the root the commits were made on, then pushes with that root as
+// the lease, so the server's compare-and-swap holds too.
 import * as fs from "node:fs";
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
-import * as git from "isomorphic-git";
-import { boundedHttp, type BoundedHttp } from "./bounded.ts";
+import { runGit, type GitRun } from "./gitexec.ts";
+import { parseAdvertisement } from "./lsremote.ts";
 import { rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
+import { withTransport, type RemoteAuth } from "./transport.ts";
 
 export interface Signature {
   name: string;
@@ -21,7 +23,8 @@ export interface CloneOptions {
   branch: string;
   /** The branch a missing write branch is created from; the remote's default branch when omitted. */
   parentBranch?: string;
-  auth: { username: string; password: string } | undefined;
+  /** HTTP basic auth (kind omitted or "http") or an SSH key with its known hosts. */
+  auth: { username: string; password: string } | RemoteAuth | undefined;
   /** How long one call to the Git server may take: two minutes unless a test shortens it. */
   callTimeoutMs?: number;
 }
@@ -46,22 +49,22 @@ export interface Repository {
   discard(): Promise<void>;
 }
 
+/** The tree of no files, which an empty branch's index writes. */
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
 export class Clone implements Repository {
   /** The commit the worktree is at: the root, or the last local commit on top of it. */
   private head: string | undefined;
-  private readonly http: BoundedHttp;
+  private cycle: AbortSignal | undefined;
+  private readonly auth: RemoteAuth | undefined;
 
   constructor(private readonly options: CloneOptions) {
-    this.http = boundedHttp(options.callTimeoutMs ?? 2 * 60_000);
+    const auth = options.auth;
+    this.auth = auth === undefined || "kind" in auth ? auth : { kind: "http", ...auth };
   }
 
   get dir(): string {
     return this.options.dir;
-  }
-
-  private get onAuth() {
-    const auth = this.options.auth;
-    return auth ? () => auth : undefined;
   }
 
   get headCommit(): string | undefined {
@@ -69,18 +72,24 @@ export class Clone implements Repository {
   }
 
   setCycleDeadline(signal: AbortSignal | undefined): void {
-    this.http.setCycleDeadline(signal);
+    this.cycle = signal;
+  }
+
+  /** A local git call in the worktree. */
+  private git(args: string[], run: GitRun = {}) {
+    return runGit(args, { cwd: this.dir, ...run });
+  }
+
+  /** A git call that talks to the remote: with the transport, bounded by its deadlines. */
+  private remote(args: string[], cwd?: string) {
+    const deadlines = [AbortSignal.timeout(this.options.callTimeoutMs ?? 2 * 60_000), this.cycle];
+    const signal = AbortSignal.any(deadlines.filter((s): s is AbortSignal => s !== undefined));
+    return withTransport(this.auth, (env) => runGit(args, { cwd, env, signal, remote: true }));
   }
 
   async advertise(): Promise<Advertisement> {
-    const info = await git.getRemoteInfo2({
-      http: this.http,
-      url: this.options.url,
-      onAuth: this.onAuth,
-      protocolVersion: 1,
-    });
-    const refs = new Map((info.refs ?? []).filter((r) => r.ref !== "HEAD").map((r) => [r.ref, r.oid]));
-    return { refs, head: info.refs?.find((r) => r.ref === "HEAD")?.target };
+    const { stdout } = await this.remote(["ls-remote", "--symref", this.options.url]);
+    return parseAdvertisement(stdout.toString("utf8"));
   }
 
   /**
@@ -90,29 +99,22 @@ export class Clone implements Repository {
   async fetchAndReset(advertisement?: Advertisement): Promise<Root> {
     const { dir, url, branch, parentBranch } = this.options;
     await mkdir(dir, { recursive: true });
-    if (!fs.existsSync(join(dir, ".git"))) {
-      await git.init({ fs, dir, defaultBranch: branch });
-    }
-    await git.setConfig({ fs, dir, path: "remote.origin.url", value: url });
-    await git.setConfig({
-      fs,
-      dir,
-      path: "remote.origin.fetch",
-      value: "+refs/heads/*:refs/remotes/origin/*",
-    });
+    if (!fs.existsSync(join(dir, ".git"))) await this.git(["init", "-q", `--initial-branch=${branch}`]);
+    await this.git(["config", "remote.origin.url", url]);
     const root = rootFrom(advertisement ?? (await this.advertise()), branch, parentBranch);
     if (root.from !== "empty") {
       const ref = root.from === "branch" ? branch : root.parent;
-      await git.fetch({
-        fs,
-        http: this.http,
+      await this.remote(
+        [
+          "fetch",
+          "-q",
+          "--no-tags",
+          "--no-write-fetch-head",
+          "origin",
+          `+refs/heads/${ref}:refs/remotes/origin/${ref}`,
+        ],
         dir,
-        url,
-        ref,
-        singleBranch: true,
-        tags: false,
-        onAuth: this.onAuth,
-      });
+      );
     }
     await this.resetTo(root.from === "empty" ? undefined : root.commit);
     return root;
@@ -125,45 +127,30 @@ export class Clone implements Repository {
 
   private async resetTo(tip: string | undefined): Promise<void> {
     const { dir, branch } = this.options;
-    for (const entry of await readdir(dir)) {
-      if (entry !== ".git") await rm(join(dir, entry), { recursive: true, force: true });
-    }
     // HEAD names the write branch whether or not it has a commit yet.
-    await git.writeRef({ fs, dir, ref: "HEAD", value: `refs/heads/${branch}`, symbolic: true, force: true });
+    await this.git(["symbolic-ref", "HEAD", `refs/heads/${branch}`]);
     if (tip) {
-      await git.writeRef({ fs, dir, ref: `refs/heads/${branch}`, value: tip, force: true });
-      await git.checkout({ fs, dir, ref: branch, force: true });
+      await this.git(["reset", "-q", "--hard", tip]);
+      await this.git(["clean", "-q", "-ffdx"]);
     } else {
-      // An empty branch: no commit yet, and the index is emptied.
-      await rm(join(dir, ".git", `refs/heads/${branch}`), { force: true });
+      // An empty branch: no commit yet, no index, no files.
+      await this.git(["update-ref", "-d", `refs/heads/${branch}`]);
       await rm(join(dir, ".git", "index"), { force: true });
+      for (const entry of await readdir(dir)) {
+        if (entry !== ".git") await rm(join(dir, entry), { recursive: true, force: true });
+      }
     }
     this.head = tip;
   }
 
-  /**
-   * The files under `folder` that differ between two commits. Subtrees whose hashes are equal
-   * are not descended into, so the cost follows the size of the change, not of the folder.
-   */
+  /** The files under `folder` that differ between two commits, by git's tree walk. */
   async changedPaths(from: string, to: string, folder: string): Promise<string[]> {
-    const scope = folder === "." ? "" : folder;
-    const changed: string[] = [];
-    await git.walk({
-      fs,
-      dir: this.dir,
-      trees: [git.TREE({ ref: from }), git.TREE({ ref: to })],
-      map: async (path, [before, after]) => {
-        if (path === ".") return true;
-        const inside = scope === "" || path === scope || path.startsWith(`${scope}/`);
-        if (!inside && !scope.startsWith(`${path}/`)) return null;
-        const [a, b] = await Promise.all([before?.oid(), after?.oid()]);
-        if (a === b) return null;
-        const types = await Promise.all([before?.type(), after?.type()]);
-        if (inside && types.includes("blob")) changed.push(path);
-        return types.includes("tree") ? true : null;
-      },
-    });
-    return changed;
+    const scope = folder === "." || folder === "" ? [] : ["--", folder];
+    const { stdout } = await this.git(["diff", "--name-only", "--no-renames", "-z", from, to, ...scope]);
+    return stdout
+      .toString("utf8")
+      .split("\0")
+      .filter((p) => p !== "");
   }
 
   async read(path: string): Promise<string | undefined> {
@@ -200,7 +187,7 @@ export class Clone implements Repository {
 
   /**
    * Stages `paths` (written or removed) and commits them; returns the new commit, or undefined
-   * when they change nothing.
+   * when they change nothing. The paths go on stdin, so any number of them is one call.
    */
   async commit(
     paths: Iterable<string>,
@@ -208,50 +195,67 @@ export class Clone implements Repository {
     author: Signature,
     committer: Signature,
   ): Promise<string | undefined> {
-    const dir = this.dir;
     const touched = [...new Set(paths)];
-    const present = touched.filter((p) => fs.existsSync(join(dir, p)));
-    const presentSet = new Set(present);
-    // One add for every written path: isomorphic-git rewrites the index on each call.
-    if (present.length > 0) await git.add({ fs, dir, filepath: present });
-    for (const filepath of touched.filter((p) => !presentSet.has(p))) await git.remove({ fs, dir, filepath });
-    // One walk over the touched paths tells whether the staged tree differs from HEAD's.
-    const rows = await git.statusMatrix({ fs, dir, filepaths: touched });
-    const changed = rows.some(([, head, , stage]) => head !== stage);
-    if (!changed) return undefined;
-    const now = Math.floor(Date.now() / 1000);
-    this.head = await git.commit({
-      fs,
-      dir,
-      message,
-      author: { ...author, timestamp: now, timezoneOffset: 0 },
-      committer: { ...committer, timestamp: now, timezoneOffset: 0 },
-    });
-    return this.head;
+    if (touched.length > 0) {
+      await this.git(["update-index", "--add", "--remove", "-z", "--stdin"], {
+        input: `${touched.join("\0")}\0`,
+      });
+    }
+    const tree = (await this.git(["write-tree"])).stdout.toString("utf8").trim();
+    const before = this.head
+      ? (await this.git(["rev-parse", `${this.head}^{tree}`])).stdout.toString("utf8").trim()
+      : emptyTree;
+    if (tree === before) return undefined;
+    const env = {
+      GIT_AUTHOR_NAME: author.name,
+      GIT_AUTHOR_EMAIL: author.email,
+      GIT_COMMITTER_NAME: committer.name,
+      GIT_COMMITTER_EMAIL: committer.email,
+    };
+    const parents = this.head ? ["-p", this.head] : [];
+    const made = await this.git(["commit-tree", tree, ...parents], { env, input: message });
+    const commit = made.stdout.toString("utf8").trim();
+    await this.git(["update-ref", `refs/heads/${this.options.branch}`, commit]);
+    this.head = commit;
+    return commit;
   }
 
-  /**
-   * Pushes the branch without force, after one advertisement shows the remote still where the
-   * commits were made: the branch at the root, or while it is absent its parent. Anything else,
-   * and a push the server refuses, is a RemoteMovedError: fetch, reset and replay.
-   */
+  /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */
   async holds(root: Root): Promise<boolean> {
     return rootHolds(await this.advertise(), this.options.branch, root);
   }
 
+  /**
+   * Pushes the branch, after one advertisement shows the remote still where the commits were
+   * made: the branch at the root, or while it is absent its parent. The push leases the branch
+   * at that root (absent, when it is created), so a push racing ours makes the server refuse
+   * one of them. A moved remote, and a push the server refuses, is a RemoteMovedError: fetch,
+   * reset and replay.
+   */
   async push(root: Root): Promise<string> {
-    const { dir, url, branch } = this.options;
+    const { dir, branch } = this.options;
     if (!(await this.holds(root))) {
       throw new RemoteMovedError(`the remote branch ${branch} is no longer where this cycle's commits start`);
     }
+    const head = this.head;
+    if (!head) throw new RemoteMovedError(`nothing was committed on ${branch} to push`);
+    const ref = `refs/heads/${branch}`;
+    const expected = root.from === "branch" ? root.commit : "";
     try {
-      await git.push({ fs, http: this.http, dir, url, ref: branch, remoteRef: branch, onAuth: this.onAuth });
+      await this.remote(
+        ["push", "--porcelain", `--force-with-lease=${ref}:${expected}`, "origin", `${head}:${ref}`],
+        dir,
+      );
     } catch (err) {
-      if (err instanceof git.Errors.PushRejectedError || err instanceof git.Errors.GitPushError) {
-        throw new RemoteMovedError(`the remote branch ${branch} moved: ${err.message}`);
+      const out = err instanceof Error && "stdout" in err ? String(err.stdout) : "";
+      if (/^!\t/m.test(out)) {
+        const line = out.split("\n").find((l) => l.startsWith("!\t")) ?? "";
+        throw new RemoteMovedError(
+          `the remote branch ${branch} moved: ${line.split("\t").slice(2).join(" ")}`,
+        );
       }
       throw err;
     }
-    return git.resolveRef({ fs, dir, ref: branch });
+    return head;
   }
 }

@@ -4,6 +4,8 @@
 // the clone, because waiting does not repair a damaged checkout. What is not known to be local
 // is treated as the remote's, which keeps every write and retries.
 
+import { GitCommandError } from "./gitexec.ts";
+
 export type Fault = "remote" | "local";
 
 /** errno codes of a filesystem that refused or lost a file. */
@@ -33,29 +35,16 @@ const localErrnoCodes = new Set([
  */
 const networkSyscalls = new Set(["connect", "getaddrinfo", "getnameinfo"]);
 
-/** isomorphic-git's codes for a local repository it cannot read or use. */
-const localGitCodes = new Set([
-  "InternalError",
-  "NotFoundError",
-  "ObjectTypeError",
-  "InvalidOidError",
-  "AmbiguousError",
-  "AlreadyExistsError",
-  "CheckoutConflictError",
-  "IndexResetError",
-  "UnmergedPathsError",
-  "DecompressionError",
-  "InvalidFilepathError",
-]);
-
 /** Whose fault an error is: the error, or the first cause in its chain that says. */
 export function faultOf(err: unknown): Fault {
   for (let e: unknown = err; e instanceof Error; e = e.cause) {
+    // A failed git call was classified from the call and git's stderr (gitexec.ts).
+    if (e instanceof GitCommandError) return e.fault;
     const { code, path, syscall } = e as NodeJS.ErrnoException;
     // A filesystem call names the file it failed on; a socket never does.
     if (typeof path === "string") return "local";
     if (syscall !== undefined && networkSyscalls.has(syscall)) return "remote";
-    if (code !== undefined && (localErrnoCodes.has(code) || localGitCodes.has(code))) return "local";
+    if (code !== undefined && localErrnoCodes.has(code)) return "local";
   }
   return "remote";
 }

@@ -6,13 +6,17 @@
 // now, a replay's included (prune.ts).
 import { bootstrapFiles } from "../manifest/bootstrap.ts";
 import type { Refusal } from "../manifest/acceptance.ts";
-import type { FileTree } from "../manifest/folder.ts";
+import type { DocumentLocation, FileTree } from "../manifest/folder.ts";
 import type { FolderInventory, VersionedTree } from "../manifest/inventory.ts";
 import type { PlacementSource } from "../manifest/ladder.ts";
-import { formatPath } from "../manifest/rendermeasure.ts";
+import { formatPath, measureRender } from "../manifest/rendermeasure.ts";
+import type { FolderRenders } from "../kustomize/renders.ts";
+import { renderVerdict } from "../kustomize/verdict.ts";
+import { acceptFollowed, sweptNamespace } from "../manifest/lookup.ts";
 import { FolderWriter, identityKeyOf } from "../manifest/writer.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { Clone, Signature } from "./clone.ts";
+import { followedObjects } from "./followed.ts";
 import { pruneRemoves, sweepReaches, type CollectionView } from "./prune.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";
 import type { Change, DecidedWrite, PruneMode } from "./writes.ts";
@@ -25,6 +29,8 @@ export interface MaterializeOptions {
   message: (write: DecidedWrite, applied: AppliedChange[]) => string;
   /** Called for each object refused fail-safe, so it can be logged, counted and reported. */
   onRefused: (write: DecidedWrite, identity: ResourceIdentity, reason: string, message: string) => void;
+  /** The worker's kustomize renders, which judge a folder as it renders; none: as written. */
+  renders?: FolderRenders;
 }
 
 /** One change a write made to the folder, for the commit message. */
@@ -35,7 +41,12 @@ export interface AppliedChange {
 }
 
 /** The worktree a write is made in: files, the commit it is at, and a commit of the paths it touched. */
-export type WorkTree = FileTree & VersionedTree & Pick<Clone, "exists" | "commit">;
+export type WorkTree = FileTree &
+  VersionedTree &
+  Pick<Clone, "exists" | "commit"> & {
+    /** Where the worktree is on disk, for kustomize to read; an in-memory tree has none. */
+    readonly dir?: string;
+  };
 
 /** What a write to a folder is made by when it is made, besides the write itself. */
 export interface FolderState {
@@ -56,6 +67,11 @@ export interface MaterializeResult {
   placements: { identity: ResourceIdentity; source: PlacementSource }[];
   /** The actions this write decided: on a first materialization, what a replay will apply. */
   decided: Change[];
+  /**
+   * The objects whose change had nowhere to land, by identity key, with why: for a condition.
+   * Undefined on a replay, which judges only what its first commit decided.
+   */
+  refusedWrites?: { key: string; message: string }[];
 }
 
 export async function materialize(
@@ -66,22 +82,40 @@ export async function materialize(
   state: FolderState = { prune: write.target.prune, collections: [] },
 ): Promise<MaterializeResult> {
   await inventory.refresh(tree);
-  const refusal = inventory.accept();
+  const followed = followedObjects(state.collections);
+  const refusal = acceptFollowed(inventory, followed);
   if (refusal) return { refusal, placements: [], decided: [] };
   const replay = write.decided !== undefined;
+  // A snapshot judges the folder as kustomize renders it; any other write takes only the verdict
+  // already known at this commit, so a folder kustomize cannot build stays refused for free.
+  const judging = write.sweep !== undefined && !replay;
+  const rendering = (at: "commit" | "known" | "worktree") =>
+    renderVerdict(options.renders, tree.dir, inventory, at);
+  const verdict = await rendering(judging ? "commit" : "known");
+  if (verdict.refusal) return { refusal: verdict.refusal, placements: [], decided: [] };
 
   const folder = write.target.path;
-  const writer = new FolderWriter(tree, inventory, {
+  const writer: FolderWriter = new FolderWriter(tree, inventory, {
     targetPath: folder,
     placement: write.target.placement,
     additionalSensitive: options.additionalSensitive,
+    followed,
+    // Built when a read-only base document is edited: at the commit while this write has changed
+    // nothing yet, of the worktree as it is otherwise.
+    rendered: async () => (await rendering(writer.touched.size === 0 ? "commit" : "worktree")).objects,
   });
   const applied: AppliedChange[] = [];
   const decided: Change[] = [];
   const placements: MaterializeResult["placements"] = [];
-  const remove = async (identity: ResourceIdentity, key: string, inferred: boolean) => {
+  const refusedWrites: { key: string; message: string }[] = [];
+  const refuse = (identity: ResourceIdentity, reason: string, message: string) => {
+    options.onRefused(write, identity, reason, message);
+    // Encryption has a condition of its own; any other refusal is a change left unwritten.
+    if (reason !== "encryption_unavailable") refusedWrites.push({ key: identityKeyOf(identity), message });
+  };
+  const remove = async (identity: ResourceIdentity, at: DocumentLocation | undefined, inferred: boolean) => {
     if (!pruneRemoves(state.prune, inferred ? "inferred" : "observed")) return;
-    const path = await writer.remove(key);
+    const path = await writer.remove(at);
     if (!path) return;
     applied.push({ operation: "delete", identity, path });
     decided.push({ op: "delete", identity, ...(inferred ? { inferred } : {}) });
@@ -89,21 +123,25 @@ export async function materialize(
 
   // The snapshot is measured before its own upserts change what it measures; a replay measures
   // nothing, as it decides nothing.
-  const divergences = write.sweep && !replay ? await measure(writer, write) : undefined;
+  const divergences = judging ? await measure(writer, write, verdict.objects) : undefined;
 
   for (const change of write.decided ?? write.changes) {
     const { identity } = change;
     if (change.op === "delete") {
-      await remove(identity, identityKeyOf(identity), change.inferred === true);
+      const lookup = writer.find(identity);
+      await remove(
+        identity,
+        lookup && "found" in lookup ? lookup.found : undefined,
+        change.inferred === true,
+      );
       continue;
     }
-    const outcome = await writer.upsert(identity, change.object);
+    const outcome = await writer.upsert(identity, change.object, change.defaulted);
     if ("refused" in outcome) {
-      options.onRefused(write, identity, outcome.reason, outcome.refused);
+      refuse(identity, outcome.reason, outcome.refused);
       continue;
     }
-    if (outcome.unwritten)
-      options.onRefused(write, identity, outcome.unwritten.reason, outcome.unwritten.refused);
+    if (outcome.unwritten) refuse(identity, outcome.unwritten.reason, outcome.unwritten.refused);
     // A replay places again what its first commit placed: counted once, on that first commit.
     if (outcome.placedBy && !replay) placements.push({ identity, source: outcome.placedBy });
     if (outcome.changed) {
@@ -113,15 +151,18 @@ export async function materialize(
   }
 
   if (write.sweep && !replay && pruneRemoves(state.prune, "inferred")) {
-    const { group, version, resource, kind } = write.sweep.collection;
-    for (const doc of inventory.documents()) {
+    const { group, version, resource, kind, namespaced } = write.sweep.collection;
+    for (const written of inventory.documents()) {
+      // Judged where it renders: a kustomization's namespace, or the one its name is followed in.
+      const doc = { ...written, namespace: sweptNamespace(inventory, written, namespaced, followed) };
       if (!sweepReaches(doc, write.sweep, state.collections)) continue;
       const identity = { group, version, resource, kind, namespace: doc.namespace, name: doc.name, uid: "" };
-      await remove(identity, doc.key, true);
+      await remove(identity, doc, true);
     }
   }
 
-  if (writer.touched.size === 0) return { divergences, placements, decided };
+  const judged = replay ? {} : { refusedWrites };
+  if (writer.touched.size === 0) return { divergences, placements, decided, ...judged };
   for (const [path, content] of bootstrapFiles(folder)) {
     if (!tree.exists(path)) {
       await tree.write(path, content);
@@ -135,15 +176,25 @@ export async function materialize(
     options.committer,
   );
   inventory.committed(commit);
-  return { commit, divergences, placements, decided };
+  return { commit, divergences, placements, decided, ...judged };
 }
 
-async function measure(writer: FolderWriter, write: DecidedWrite): Promise<MeasuredDivergence[]> {
+/** The snapshot's objects measured against the folder: as kustomize renders it, else as written. */
+async function measure(
+  writer: FolderWriter,
+  write: DecidedWrite,
+  rendered: ReadonlyMap<string, unknown> | undefined,
+): Promise<MeasuredDivergence[]> {
   const found: MeasuredDivergence[] = [];
   for (const change of write.changes) {
     if (change.op !== "upsert") continue;
     const { kind, namespace, name } = change.identity;
-    for (const d of await writer.measure(change.identity, change.object)) {
+    const document = rendered?.get(identityKeyOf(change.identity));
+    const divergences =
+      document !== undefined
+        ? measureRender(document, change.object)
+        : await writer.measure(change.identity, change.object);
+    for (const d of divergences) {
       found.push({
         document: `${kind} ${namespace ? `${namespace}/` : ""}${name}`,
         path: formatPath(d.path),

@@ -2,11 +2,14 @@
 // GitProvider and GitBranch controllers ask. The upload-pack advertisement proves the
 // repository answers this credential; the receive-pack one proves the credential opens a push
 // session, which a read-only credential cannot (the server refuses it before any pack is sent).
-import * as git from "isomorphic-git";
-import http from "isomorphic-git/http/node";
-import type { GitHttpRequest, HttpClient } from "isomorphic-git";
-import { basicAuthFor, type GitCredential } from "../gitauth/credentials.ts";
+// Over HTTP that is one GET of info/refs, whose status code says why it failed; over SSH it is
+// `git ls-remote` with the service asked for, through the same transport the clone uses.
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { basicAuthFor, type GitCredential, type HttpCredential } from "../gitauth/credentials.ts";
+import { GitCommandError, runGit } from "./gitexec.ts";
 import { redactUrl } from "./repourl.ts";
+import { isSshUrl, withTransport } from "./transport.ts";
 
 export type ProbeOutcome =
   /** The remote advertised its refs. */
@@ -15,6 +18,8 @@ export type ProbeOutcome =
   | { kind: "refused"; status: 401 | 403 }
   /** 404: no such repository, or one this credential may not see (GitHub answers so for both). */
   | { kind: "notFound" }
+  /** The SSH server's host key is in none of the known hosts lines: strict checking refused it. */
+  | { kind: "hostKeyUnknown"; host: string }
   /** Anything else. `transient` when trying again later may succeed without a human. */
   | { kind: "failed"; transient: boolean; detail: string };
 
@@ -42,61 +47,148 @@ const transientCodes: Record<string, string> = {
 };
 
 export async function probeRemote(request: ProbeRequest): Promise<ProbeOutcome> {
-  const { url, credential, forPush } = request;
+  const { url, credential } = request;
+  const signal = AbortSignal.timeout(request.timeoutMs ?? defaultTimeoutMs);
+  if (isSshUrl(url)) {
+    if (credential?.kind !== "ssh") {
+      return {
+        kind: "failed",
+        transient: false,
+        detail: "an SSH URL needs an SSH private key in the credential Secret",
+      };
+    }
+    return probeSsh(request, credential, signal);
+  }
   if (!/^https?:\/\//i.test(url)) {
-    return {
-      kind: "failed",
-      transient: false,
-      detail: "only http(s) repositories can be reached for now: SSH is not implemented in this operator yet",
-    };
+    return { kind: "failed", transient: false, detail: "the URL is neither http(s):// nor SSH" };
   }
   if (credential?.kind === "ssh") {
     return { kind: "failed", transient: false, detail: "an SSH key cannot authenticate to an http(s) URL" };
   }
-  const signal = AbortSignal.timeout(request.timeoutMs ?? defaultTimeoutMs);
-  // Credentials go with the first request rather than after a 401 (isomorphic-git's onAuth):
-  // a public repository answers an anonymous request, which would prove nothing about them.
-  const headers: Record<string, string> = {};
-  if (credential) {
-    const { username, password } = basicAuthFor(credential);
-    headers.Authorization = `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`;
-  }
-  const ca = credential?.caCert;
-  const client: HttpClient = {
-    request: (r: GitHttpRequest) => http.request({ ...r, signal, ...(ca ? { fetchOptions: { ca } } : {}) }),
-  };
   try {
-    await git.getRemoteInfo2({ http: client, url, headers, forPush, protocolVersion: 1 });
-    return { kind: "answered" };
+    const response = await advertisementOf(url, credential, request.forPush, signal);
+    return outcomeOf(response, request.forPush, secretsOf(credential));
   } catch (err) {
     return classify(err, signal, secretsOf(credential));
   }
 }
 
-function classify(err: unknown, signal: AbortSignal, secrets: string[]): ProbeOutcome {
-  const e = err as { code?: unknown; data?: { statusCode?: unknown; statusMessage?: unknown } } | null;
-  const status = typeof e?.data?.statusCode === "number" ? e.data.statusCode : undefined;
+/**
+ * GET info/refs for the service, with the credential on the first request: a public
+ * repository answers an anonymous one, which would prove nothing about the credential.
+ */
+function advertisementOf(
+  url: string,
+  credential: HttpCredential | undefined,
+  forPush: boolean,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
+  const service = forPush ? "git-receive-pack" : "git-upload-pack";
+  const target = new URL(`${url.replace(/\/+$/, "")}/info/refs?service=${service}`);
+  const headers: Record<string, string> = { "User-Agent": "git/2.39 gitops-reverser" };
+  if (credential) {
+    const { username, password } = basicAuthFor(credential);
+    headers.Authorization = `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`;
+  }
+  const ca = credential?.caCert;
+  const send = target.protocol === "https:" ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(target, { headers, signal, ...(ca ? { ca } : {}) }, resolve);
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+function outcomeOf(response: IncomingMessage, forPush: boolean, secrets: string[]): ProbeOutcome {
+  response.resume();
+  const status = response.statusCode ?? 0;
   if (status === 401 || status === 403) return { kind: "refused", status };
   if (status === 404) return { kind: "notFound" };
-  if (status !== undefined) {
-    const text = typeof e?.data?.statusMessage === "string" ? ` ${e.data.statusMessage}` : "";
+  if (status !== 200) {
+    const text = response.statusMessage ? ` ${response.statusMessage}` : "";
     return {
       kind: "failed",
       transient: status >= 500 || status === 408 || status === 429,
       detail: scrub(`the server answered ${status}${text}`, secrets),
     };
   }
-  if (signal.aborted) return { kind: "failed", transient: true, detail: "the remote did not answer in time" };
-  const code = typeof e?.code === "string" ? e.code : undefined;
-  if (code && code in transientCodes) {
-    return { kind: "failed", transient: true, detail: `${transientCodes[code]} (${code})` };
-  }
-  if (code === "SmartHttpError") {
+  const service = forPush ? "git-receive-pack" : "git-upload-pack";
+  if (response.headers["content-type"] !== `application/x-${service}-advertisement`) {
     return {
       kind: "failed",
       transient: false,
       detail: "the URL answered, but not as a Git smart HTTP server",
     };
+  }
+  return { kind: "answered" };
+}
+
+/** `git ls-remote`, asking the SSH server for receive-pack when a push session is to be proved. */
+async function probeSsh(
+  request: ProbeRequest,
+  credential: Extract<GitCredential, { kind: "ssh" }>,
+  signal: AbortSignal,
+): Promise<ProbeOutcome> {
+  if (!credential.knownHosts) {
+    return {
+      kind: "failed",
+      transient: false,
+      detail:
+        "no known_hosts lines for the SSH host: host keys are always checked, so put the host's public key lines (ssh-keyscan, verified out of band) in the ConfigMap or Secret spec.knownHostsRef names, or under known_hosts in the credential Secret",
+    };
+  }
+  const auth = {
+    kind: "ssh" as const,
+    privateKey: credential.privateKey,
+    knownHosts: credential.knownHosts,
+    ...(credential.passphrase ? { passphrase: credential.passphrase } : {}),
+  };
+  const service = request.forPush ? ["--upload-pack=git-receive-pack"] : [];
+  try {
+    await withTransport(auth, (env) =>
+      runGit(["ls-remote", "--heads", ...service, request.url], { env, signal, remote: true }),
+    );
+    return { kind: "answered" };
+  } catch (err) {
+    if (signal.aborted)
+      return { kind: "failed", transient: true, detail: "the remote did not answer in time" };
+    return sshOutcomeOf(err instanceof GitCommandError ? err.stderr : String(err), request.url);
+  }
+}
+
+/** What ssh and git said, as an outcome. */
+export function sshOutcomeOf(stderr: string, url: string): ProbeOutcome {
+  if (/host key verification failed|host key for .* has changed|no .* host key is known/i.test(stderr)) {
+    return { kind: "hostKeyUnknown", host: sshHostOf(url) };
+  }
+  if (/permission denied \(/i.test(stderr)) return { kind: "refused", status: 401 };
+  if (
+    /does not appear to be a git repository|repository .* not found|no such file or directory/i.test(stderr)
+  ) {
+    return { kind: "notFound" };
+  }
+  const line = stderr.split("\n").find((l) => /ssh: |connection|resolve|timed out|unreachable/i.test(l));
+  const last =
+    stderr
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .at(-1) ?? "ssh failed";
+  return { kind: "failed", transient: true, detail: scrub((line ?? last).trim(), []) };
+}
+
+/** The host (and port) of an SSH URL, as known_hosts names it. */
+export function sshHostOf(url: string): string {
+  const scheme = /^ssh:\/\/(?:[^@/]*@)?(\[[^\]]*\]|[^/:]*)(?::(\d+))?/i.exec(url);
+  if (scheme) return scheme[2] && scheme[2] !== "22" ? `[${scheme[1]}]:${scheme[2]}` : scheme[1]!;
+  return /^(?:[^@/]*@)?([^:/]+):/.exec(url)?.[1] ?? url;
+}
+
+function classify(err: unknown, signal: AbortSignal, secrets: string[]): ProbeOutcome {
+  if (signal.aborted) return { kind: "failed", transient: true, detail: "the remote did not answer in time" };
+  const e = err as { code?: unknown } | null;
+  const code = typeof e?.code === "string" ? e.code : undefined;
+  if (code && code in transientCodes) {
+    return { kind: "failed", transient: true, detail: `${transientCodes[code]} (${code})` };
   }
   const message = err instanceof Error ? err.message : String(err);
   return { kind: "failed", transient: true, detail: scrub(message, secrets) };

@@ -5,9 +5,15 @@
 // checkoutApplied counts the retained writes whose commits the checkout holds on top of its root;
 // a write that failed part-way makes it unknown, which only a reset clears. Either doubt costs
 // one fetch, a reset, and a replay of every retained write's decided actions. A stale "trusted"
-// is caught by the push, which checks the advertisement before it sends anything.
+// is caught by the push, which checks the advertisement before it sends anything. A remote that
+// moved under the push is tried again after a short jittered pause, never on the outage
+// schedule (contention.ts).
 import type { Logger } from "../operator/informer.ts";
+import type { RandomSource } from "../timing/backoff.ts";
+import { sleep } from "../timing/sleep.ts";
 import { RemoteMovedError, type Repository } from "./clone.ts";
+import { ContentionSchedule, movingPauseMs, type Contention } from "./contention.ts";
+export type { Contention } from "./contention.ts";
 import { faultOf, type Fault } from "./fault.ts";
 import { materialize, type MaterializeOptions, type WorkTree } from "./materialize.ts";
 import { ParentMissingError, type Root } from "./root.ts";
@@ -23,6 +29,8 @@ export interface PublicationOptions {
   attempts?: number;
   /** How long one cycle may take, every call to the server included: 5 minutes. */
   cycleDeadlineMs?: number;
+  /** What the pauses between attempts on a moving remote are jittered by. */
+  random?: RandomSource;
 }
 
 export type CycleOutcome =
@@ -30,7 +38,9 @@ export type CycleOutcome =
   | { kind: "pushed"; commit: string }
   /** No retained write changed anything on the current tip: nothing to push. */
   | { kind: "settled" }
-  /** The remote could not be reached or kept moving: every write is kept. */
+  /** The remote kept moving through every attempt: every write is kept, and tried again soon. */
+  | { kind: "contended"; error: string; moves: number }
+  /** The remote could not be reached: every write is kept. */
   | { kind: "failed"; error: string; parentMissing?: boolean; fault?: Fault };
 
 /** What a stopping worker's one publication could not land, and why. */
@@ -46,10 +56,23 @@ export class Publication {
   private baseTrusted = false;
   private checkoutApplied: number | "unknown" = 0;
   private root: Root | undefined;
+  private readonly contention: ContentionSchedule;
   /** Fetches made so far: what the base-trust tests count. */
   fetches = 0;
 
-  constructor(private readonly options: PublicationOptions) {}
+  constructor(private readonly options: PublicationOptions) {
+    this.contention = new ContentionSchedule(options.random);
+  }
+
+  /** How often the branch moved under our pushes since the last one landed, while it keeps doing so. */
+  get contended(): Contention | undefined {
+    return this.contention.current;
+  }
+
+  /** When the next cycle may start on a contended branch; 0 otherwise. */
+  get contendedUntil(): number {
+    return this.contention.dueAt;
+  }
 
   /** Where the worker believes the branch is, once it has fetched or pushed. */
   get tip(): string | undefined {
@@ -91,30 +114,16 @@ export class Publication {
     onReleased: (items: Intake[]) => void,
     deadlineMs = this.options.cycleDeadlineMs ?? 5 * 60_000,
   ): Promise<CycleOutcome> {
-    const { repository, logger } = this.options;
-    repository.setCycleDeadline(AbortSignal.timeout(deadlineMs));
+    const { repository } = this.options;
+    const deadline = AbortSignal.timeout(deadlineMs);
+    repository.setCycleDeadline(deadline);
     try {
-      const attempts = this.options.attempts ?? 5;
-      for (let attempt = 1; attempt <= attempts; attempt++) {
-        try {
-          await this.ensureBase();
-          await this.applyRetained(retained, onReleased);
-          if (repository.headCommit === rootCommit(this.root)) {
-            this.checkoutApplied = 0;
-            return { kind: "settled" };
-          }
-          const commit = await repository.push(this.root!);
-          this.root = { from: "branch", commit };
-          this.checkoutApplied = 0;
-          return { kind: "pushed", commit };
-        } catch (err) {
-          if (!(err instanceof RemoteMovedError)) throw err;
-          logger.info("the remote moved; replaying the retained writes on its new tip", { attempt });
-          this.baseTrusted = false;
-        }
-      }
-      return { kind: "failed", error: `the remote branch kept moving through ${attempts} attempts` };
+      const outcome = await this.attempts(retained, onReleased, deadline);
+      if (outcome.kind === "contended") this.contention.moved(outcome.moves, Date.now());
+      else this.contention.ended();
+      return outcome;
     } catch (err) {
+      this.contention.ended();
       // The remote may have moved while it could not be reached: the next cycle proves it again.
       this.baseTrusted = false;
       const error = err instanceof Error ? err.message : String(err);
@@ -127,6 +136,45 @@ export class Publication {
         : { kind: "failed", error };
     } finally {
       repository.setCycleDeadline(undefined);
+    }
+  }
+
+  /**
+   * Plans or replays the retained writes on the remote's tip and pushes, again after a short
+   * jittered pause each time the remote moved under the push.
+   */
+  private async attempts(
+    retained: DecidedWrite[],
+    onReleased: (items: Intake[]) => void,
+    deadline: AbortSignal,
+  ): Promise<CycleOutcome> {
+    const { repository, logger } = this.options;
+    const attempts = this.options.attempts ?? 5;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.ensureBase();
+        await this.applyRetained(retained, onReleased);
+        if (repository.headCommit === rootCommit(this.root)) {
+          this.checkoutApplied = 0;
+          return { kind: "settled" };
+        }
+        const commit = await repository.push(this.root!);
+        this.root = { from: "branch", commit };
+        this.checkoutApplied = 0;
+        return { kind: "pushed", commit };
+      } catch (err) {
+        if (!(err instanceof RemoteMovedError)) throw err;
+        this.baseTrusted = false;
+        if (attempt >= attempts) {
+          return {
+            kind: "contended",
+            error: `the remote branch kept moving through ${attempts} attempts`,
+            moves: attempts,
+          };
+        }
+        logger.info("the remote moved; replaying the retained writes on its new tip", { attempt });
+        await sleep(movingPauseMs(attempt, this.options.random), deadline);
+      }
     }
   }
 

@@ -11,12 +11,13 @@ const schemeForm = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(?:[^@/]*@)?(\[[^\]]*\]|[^/:]
 const scpForm = /^(?:[^@/]*@)?(\[[^\]]*\]|[^/:]+):(.*)$/;
 
 /**
- * The repository `url` names, as one key for every spelling of it: lower-case scheme and host,
- * no user info (a user name does not change the repository, and a password must never become
- * part of a key that is published in status), no default port, no trailing slash or `.git`.
- * The scp-like `git@host:org/repo` is `ssh://host/org/repo`. The path keeps its case, since
- * most servers read it case-sensitively. A string
- * that is no URL comes back trimmed and redacted.
+ * The repository `url` names, as one key for every spelling of it: `host[:port]/path`, with a
+ * lower-case host, no scheme (the https and SSH URLs of one repository are one repository, and
+ * two branch workers must not write it), no user info (a user name does not change the
+ * repository, and a password must never become part of a key that is published in status), no
+ * port that is its scheme's default, no trailing slash or `.git`. The scp-like
+ * `git@host:org/repo` is `host/org/repo`. The path keeps its case, since most servers read it
+ * case-sensitively. A string that is no URL comes back trimmed and redacted.
  */
 export function normalizeRepositoryUrl(url: string): string {
   const trimmed = url.trim();
@@ -28,7 +29,7 @@ export function normalizeRepositoryUrl(url: string): string {
   const scheme = parsed.scheme.toLowerCase();
   const host = parsed.host.toLowerCase();
   const port = parsed.port && parsed.port !== defaultPorts[scheme] ? `:${parsed.port}` : "";
-  return `${scheme}://${host}${port}${normalizePath(parsed.path)}`;
+  return `${host}${port}${normalizePath(parsed.path)}`;
 }
 
 /**

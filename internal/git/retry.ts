@@ -1,6 +1,8 @@
 // One retry schedule per branch: after a failure to reach the remote, the next publication is due
-// 10 s later, doubling to 5 minutes, without waiting for another edit. It also remembers since
+// 10 s later, doubling to 5 minutes (equal jitter, so the branches one outage hit do not all come
+// back at the same instant), without waiting for another edit. It also remembers since
 // when the branch has been failing and why, which every GitTarget on the branch reports.
+import { backoffDelay, type Backoff, type RandomSource } from "../timing/backoff.ts";
 import type { Fault } from "./fault.ts";
 
 export interface Outage {
@@ -16,11 +18,14 @@ export interface Outage {
   fault?: Fault;
 }
 
-export const retryBounds = { baseMs: 10_000, maxMs: 5 * 60_000 };
+const retryBackoff: Backoff = { baseMs: 10_000, maxMs: 5 * 60_000, jitter: "equal" };
 
 export class RetrySchedule {
   private outage: Outage | undefined;
-  private delayMs = retryBounds.baseMs;
+  /** Failed attempts in the current run of failures. */
+  private failures = 0;
+
+  constructor(private readonly random: RandomSource = Math.random) {}
 
   /** Records a failed attempt at `now`; the next one is due after the current delay, which doubles. */
   failed(
@@ -31,18 +36,17 @@ export class RetrySchedule {
     this.outage = {
       since: this.outage?.since ?? new Date(now),
       error,
-      nextAttemptAt: now + this.delayMs,
+      nextAttemptAt: now + backoffDelay(retryBackoff, this.failures++, this.random),
       ...(parentMissing ? { parentMissing } : {}),
       ...(fault === "local" ? { fault } : {}),
     };
-    this.delayMs = Math.min(this.delayMs * 2, retryBounds.maxMs);
     return this.outage;
   }
 
   /** A publication landed (or had nothing to publish): the outage, if any, is over. */
   succeeded(): void {
     this.outage = undefined;
-    this.delayMs = retryBounds.baseMs;
+    this.failures = 0;
   }
 
   /** The current run of failures, if the branch is in one. */

@@ -4,11 +4,14 @@
 // live item and tells it what each write found; it reports every change to the target's status.
 import type { Refusal } from "../manifest/acceptance.ts";
 import { FolderInventory } from "../manifest/inventory.ts";
+import { acceptFollowed } from "../manifest/lookup.ts";
 import type { PlacementSource } from "../manifest/ladder.ts";
 import type { StreamItem } from "../watch/stream.ts";
 import { TargetCollections } from "./collections.ts";
+import { followedObjects } from "./followed.ts";
 import type { FolderState, MaterializeResult } from "./materialize.ts";
 import { deleteReaches } from "./prune.ts";
+import { RefusedWrites } from "./refusedwrites.ts";
 import { RenderGate, type GateReport } from "./rendergate.ts";
 import type { DecidedWrite, PruneMode, TargetSettings } from "./writes.ts";
 
@@ -26,6 +29,8 @@ export interface Intake {
 export interface FolderReport {
   /** The acceptance gate refused the folder; undefined once it is accepted. */
   refusal?: Refusal;
+  /** Why each change that had nowhere to land was refused, while it stays unwritten. */
+  refusedWrites: string[];
   renderGate: GateReport;
   placement?: {
     source: PlacementSource;
@@ -59,6 +64,7 @@ interface TargetFolder {
   /** The prune mode the target's latest item came with: what a write removes by when it is made. */
   prune: PruneMode;
   refusal?: Refusal;
+  refusedWrites: RefusedWrites;
   placedBy?: PlacementSource;
 }
 
@@ -129,6 +135,7 @@ export class TargetFolders {
     if (result.refusal) this.callbacks.onDropped(target.key, "unsupported_content", 1);
     // The writes dropped while the folder was refused come back as a fresh snapshot.
     if (wasRefused && !result.refusal) this.callbacks.onResyncRequested(target.key, undefined);
+    if (result.refusedWrites) folder.refusedWrites.took(write.changes, result.refusedWrites);
     for (const { identity, source } of result.placements) {
       folder.placedBy = source;
       this.callbacks.onPlaced(target.key, identity, source);
@@ -142,6 +149,12 @@ export class TargetFolders {
     }
     this.report(target);
     return released;
+  }
+
+  /** The acceptance gate's verdict on the folder as last read, with what the target follows now. */
+  verdict(target: TargetSettings): Refusal | undefined {
+    const folder = this.folder(target);
+    return acceptFollowed(folder.inventory, followedObjects(folder.collections.views()));
   }
 
   /** Re-reads a folder's verdict without writing: a refused folder learns it was fixed. */
@@ -187,6 +200,7 @@ export class TargetFolders {
         inventory: new FolderInventory(target.path),
         gate: new RenderGate(this.limits),
         collections: new TargetCollections(),
+        refusedWrites: new RefusedWrites(),
         prune: target.prune,
       };
       this.folders.set(target.key, folder);
@@ -209,6 +223,7 @@ export class TargetFolders {
           : "BuiltIn");
     this.callbacks.onReport(target.key, {
       refusal: folder.refusal,
+      refusedWrites: folder.refusedWrites.messages(),
       renderGate: folder.gate.report(),
       placement: {
         source,

@@ -6,11 +6,12 @@
 // leaves every directory another running process owns.
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { FolderRenders } from "../kustomize/renders.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { GitTargetEventStream } from "../watch/stream.ts";
 import { BranchWorker, type BranchState, type BranchWorkerOptions } from "./branchworker.ts";
-import { Clone, type Signature } from "./clone.ts";
+import { Clone, type CloneOptions, type Signature } from "./clone.ts";
 import type { MaterializeOptions } from "./materialize.ts";
 import type { Unpublished } from "./publication.ts";
 import { commitMessageFor } from "./message.ts";
@@ -29,7 +30,7 @@ export interface WorkerSpec {
   branch: string;
   /** GitBranch spec.parentBranch: where a missing branch is created from. */
   parentBranch?: string;
-  auth: { username: string; password: string } | undefined;
+  auth: CloneOptions["auth"];
   committer: Signature;
   /** What the worker's trust belongs to: the provider's uid, its URL, the credential revision. */
   identity: string;
@@ -47,6 +48,8 @@ export interface WorkerManagerOptions extends Omit<
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
   onRefused: MaterializeOptions["onRefused"];
+  /** --kustomize-path: the kustomize that judges folders as they render; none: as written. */
+  kustomizePath?: string;
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
   onBranchPublished?: (branchKey: string, commit: string) => void;
   /** Called when a refresh proved where a GitBranch's branch is without a push. */
@@ -155,6 +158,7 @@ export class WorkerManager implements Runnable {
       namedByGitBranch: _named,
       additionalSensitive,
       onRefused,
+      kustomizePath,
       onBranchPublished,
       onBranchProved,
       onBranchState,
@@ -177,6 +181,7 @@ export class WorkerManager implements Runnable {
       materialize: {
         committer: spec.committer,
         additionalSensitive,
+        renders: kustomizePath ? new FolderRenders({ binary: kustomizePath }) : undefined,
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);
           // EncryptionConfigured reports what encryption would have let through; a write that

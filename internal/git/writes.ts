@@ -5,6 +5,7 @@ import type { Collection } from "../watch/watchedtypes.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { MessageTemplates } from "../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../manifest/ladder.ts";
+import type { Defaulted } from "../sanitize/owned.ts";
 import type { WindowTimers } from "./window.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
@@ -25,7 +26,7 @@ export interface TargetSettings {
 }
 
 export type Change =
-  | { op: "upsert"; identity: ResourceIdentity; object: KubernetesObject }
+  | { op: "upsert"; identity: ResourceIdentity; object: KubernetesObject; defaulted?: Defaulted }
   /** `inferred`: a snapshot's sweep decided it, so a replay applies it only while the prune mode sweeps. */
   | { op: "delete"; identity: ResourceIdentity; inferred?: true };
 

@@ -106,7 +106,7 @@ export function readGitCredential(
 }
 
 /**
- * What isomorphic-git's onAuth returns for an HTTP credential. A token goes as the password
+ * The basic auth an HTTP credential is sent as. A token goes as the password
  * beside the username "git", the form Flux's bootstrap writes: GitHub, GitLab, Gitea and Azure
  * DevOps all accept a token as the password with any username, where a token as the username
  * works on GitHub alone.

@@ -4,6 +4,7 @@
 import { GitBranchCondition, GitBranchReason } from "../../generated/v1alpha3/index.ts";
 import type { Candidate } from "../git/branchclaim.ts";
 import type { BranchState } from "../git/branchworker.ts";
+import { contentionFacts, contentionMessage } from "../git/contention.ts";
 import { outageFacts, outageMessage } from "../git/outage.ts";
 import { describeCheck, recheckOf, type CheckContext, type Recheck } from "../gitprovider/describe.ts";
 import type { RemoteCheck } from "../gitprovider/remotecheck.ts";
@@ -149,7 +150,9 @@ export function decideBranch(facts: BranchFacts, generation: number | undefined)
  */
 export function workerReadyKey(state: BranchState | undefined): string {
   const outage = outageFacts(state);
-  return outage ? JSON.stringify([outage, state?.outage?.parentMissing === true]) : "";
+  if (outage) return JSON.stringify([outage, state?.outage?.parentMissing === true]);
+  const contention = contentionFacts(state);
+  return contention ? JSON.stringify(contention) : "";
 }
 
 /**
@@ -159,13 +162,17 @@ export function workerReadyKey(state: BranchState | undefined): string {
  * is Stalled). The worker's probes on its retry schedule notice that fix, as a GitTarget's
  * rechecks notice a folder fixed in Git, so the condition clears with no change to this object.
  * Any other failure ends by itself (the remote comes back, a reset clone is cloned afresh):
- * Reconciling, with the reason every GitTarget on the branch gives.
+ * Reconciling, with the reason every GitTarget on the branch gives. A branch somebody else keeps
+ * pushing to is no failure at all: work under way, RemoteMoving.
  */
 function workerTrio(
   facts: Extract<BranchFacts, { stage: "checked" }>,
   generation: number | undefined,
 ): ConditionUpdate[] | undefined {
   const outage = outageFacts(facts.worker);
+  const contention = contentionFacts(facts.worker);
+  if (contention)
+    return progressingTrio(GitBranchReason.RemoteMoving, contentionMessage(contention), generation);
   if (!outage) return undefined;
   if (!facts.worker?.outage?.parentMissing) {
     const reason =

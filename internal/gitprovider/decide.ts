@@ -28,6 +28,8 @@ export function providerReason(check: RemoteCheck): string {
     case "credentialUnreadable":
     case "refused":
       return GitProviderReason.CredentialsInvalid;
+    case "hostKeyUnknown":
+      return GitProviderReason.HostKeyUnknown;
     case "notFound":
     case "failed":
       return GitProviderReason.RepositoryUnreachable;

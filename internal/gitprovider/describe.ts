@@ -62,6 +62,11 @@ export function describeCheck(check: RemoteCheck, ctx: CheckContext): string {
         : `${url} refused ${credential} (403 Forbidden): the credential is valid but may not read this repository.`;
     case "notFound":
       return `${url} answered 404 Not Found: the repository does not exist, or ${credential} may not see it.`;
+    case "hostKeyUnknown":
+      return (
+        `The SSH host key of ${check.host} is in none of the known hosts lines, and host keys are always checked: ` +
+        `add the host's public key lines (ssh-keyscan ${check.host}, verified out of band) to the ConfigMap or Secret spec.knownHostsRef names, or under known_hosts in the credential Secret.`
+      );
     case "failed":
       return check.transient
         ? `${url} could not be reached: ${check.detail}. Trying again with backoff.`

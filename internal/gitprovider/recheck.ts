@@ -9,6 +9,7 @@ import {
   MaxOfRateLimiter,
   type RateLimiter,
 } from "../operator/ratelimiter.ts";
+import type { RandomSource } from "../timing/backoff.ts";
 import type { Recheck } from "./describe.ts";
 
 export interface RecheckIntervals {
@@ -36,9 +37,9 @@ export const defaultRecheckIntervals: RecheckIntervals = {
  */
 export class RetryWithBackoff extends Error {}
 
-export function recheckRateLimiter(intervals: RecheckIntervals): RateLimiter {
+export function recheckRateLimiter(intervals: RecheckIntervals, random?: RandomSource): RateLimiter {
   return new MaxOfRateLimiter(
-    new ItemExponentialRateLimiter(intervals.backoffBaseMs, intervals.backoffMaxMs),
+    new ItemExponentialRateLimiter(intervals.backoffBaseMs, intervals.backoffMaxMs, random),
     new BucketRateLimiter(10, 100),
   );
 }

@@ -46,11 +46,57 @@ export async function loadCredential(
   const read = readGitCredential(secret.data, provider.spec.url);
   if ("reason" in read) return { kind: "credentialUnreadable", message: read.message };
   const { uid: secretUid, resourceVersion } = secret.metadata ?? {};
+  const fingerprint = `${uid}/${generation}/${secretUid}/${resourceVersion}`;
+  if (read.kind !== "ssh" || !provider.spec.knownHostsRef)
+    return { kind: "loaded", credential: read, fingerprint };
+  const known = await readKnownHosts(core, provider);
+  if (known.kind !== "found") return { kind: "credentialUnreadable", message: known.message };
   return {
     kind: "loaded",
-    credential: read,
-    fingerprint: `${uid}/${generation}/${secretUid}/${resourceVersion}`,
+    credential: { ...read, knownHosts: known.knownHosts },
+    fingerprint: `${fingerprint}/${known.version}`,
   };
+}
+
+export type KnownHosts =
+  { kind: "found"; knownHosts: string; version: string } | { kind: "missing"; message: string };
+
+/**
+ * The known_hosts lines spec.knownHostsRef names, from a ConfigMap or a Secret; they take the
+ * place of the credential Secret's own known_hosts.
+ */
+export async function readKnownHosts(core: CoreV1Api, provider: GitProvider): Promise<KnownHosts> {
+  const ref = provider.spec.knownHostsRef!;
+  const key = ref.key ?? "known_hosts";
+  const namespace = provider.metadata.namespace!;
+  const where = `${ref.kind} ${namespace}/${ref.name}`;
+  let value: string | undefined;
+  let version: string;
+  try {
+    if (ref.kind === "ConfigMap") {
+      const map = await core.readNamespacedConfigMap({ namespace, name: ref.name });
+      value = map.data?.[key];
+      version = `${map.metadata?.uid}/${map.metadata?.resourceVersion}`;
+    } else {
+      const secret = await core.readNamespacedSecret({ namespace, name: ref.name });
+      const data = secret.data?.[key];
+      value = data === undefined ? undefined : Buffer.from(data, "base64").toString("utf8");
+      version = `${secret.metadata?.uid}/${secret.metadata?.resourceVersion}`;
+    }
+  } catch (err) {
+    if (statusCodeOf(err) !== 404) throw err;
+    return {
+      kind: "missing",
+      message: `The known hosts ${where} (spec.knownHostsRef) does not exist: create it.`,
+    };
+  }
+  if (!value?.trim()) {
+    return {
+      kind: "missing",
+      message: `The known hosts ${where} (spec.knownHostsRef) has no ${key}: put the SSH host's public key lines there.`,
+    };
+  }
+  return { kind: "found", knownHosts: value, version };
 }
 
 export interface CheckOptions {

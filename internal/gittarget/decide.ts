@@ -12,7 +12,9 @@ import {
   type Condition,
   type ConditionUpdate,
 } from "../operator/conditions.ts";
+import { contentionMessage, type ContentionFacts } from "../git/contention.ts";
 import { outageMessage, type OutageFacts } from "../git/outage.ts";
+import { unwrittenMessage } from "../git/refusedwrites.ts";
 import { grantsAdmit } from "../grants/namespaces.ts";
 import type { StreamSummary } from "../watch/manager.ts";
 import { overlappingOlder } from "./paths.ts";
@@ -115,10 +117,14 @@ export interface WriteFacts {
   refused: string[];
   /** The acceptance gate's refusal of the folder, naming the file and the feature. */
   folderRefusal?: string;
+  /** Why each change that had nowhere to land (a read-only base document, say) was refused. */
+  refusedWrites?: string[];
   /** The render-vs-live gate, once the worker has a view of the folder. */
   renderGate?: { status: "True" | "False" | "Unknown"; reason: string; message: string };
   /** The branch's remote cannot be reached: since when, what failed, and what is kept. */
   outage?: OutageFacts;
+  /** The branch keeps moving under the worker's pushes: how often, and what is kept. */
+  contention?: ContentionFacts;
 }
 
 /** Reasons only a person can clear: the target is Stalled until they do. */
@@ -126,12 +132,14 @@ const humanFixes: readonly string[] = [R.UnsupportedContent, R.RenderDoesNotMatc
 
 function writeConditions(world: TargetWorld, write: WriteFacts, g: number | undefined): ConditionUpdate[] {
   const path = world.target.spec.path;
-  const accepted: ConditionUpdate = write.folderRefusal
+  // A change refused is as much a human's to fix as a folder refused: never Ready while it stays.
+  const unwritten = write.folderRefusal ?? unwrittenMessage(write.refusedWrites ?? []);
+  const accepted: ConditionUpdate = unwritten
     ? {
         type: C.GitPathAccepted,
         status: "False",
         reason: R.UnsupportedContent,
-        message: write.folderRefusal,
+        message: unwritten,
         observedGeneration: g,
       }
     : write.attached
@@ -169,7 +177,20 @@ function writeConditions(world: TargetWorld, write: WriteFacts, g: number | unde
           message: `Sensitive resources are never written in plaintext, and encryption is not available yet, so these were refused: ${shown}.`,
           observedGeneration: g,
         };
-  const render: ConditionUpdate = write.renderGate
+  return [accepted, encryption, renderCondition(write, g)];
+}
+
+// A refused folder is never measured, so its gate would go on saying collections replay.
+function renderCondition(write: WriteFacts, g: number | undefined): ConditionUpdate {
+  if (write.folderRefusal)
+    return {
+      type: C.RenderMatchesLive,
+      status: "Unknown",
+      reason: R.UnsupportedContent,
+      message: "The folder is not measured while GitPathAccepted refuses it; fix what that condition lists",
+      observedGeneration: g,
+    };
+  return write.renderGate
     ? { type: C.RenderMatchesLive, ...write.renderGate, observedGeneration: g }
     : {
         type: C.RenderMatchesLive,
@@ -178,7 +199,6 @@ function writeConditions(world: TargetWorld, write: WriteFacts, g: number | unde
         message: "No branch worker has measured the folder yet",
         observedGeneration: g,
       };
-  return [accepted, encryption, render];
 }
 
 /** The status, from the validation, the referenced objects' conditions, the streams and the write side. */
@@ -267,17 +287,19 @@ export function targetConditions(
             outageMessage(write.outage),
             g,
           )
-        : blocker
-          ? progressingTrio(
-              blocker.type === C.KubeProviderReady
-                ? R.KubeProviderNotReady
-                : blocker.type === C.GitBranchReady
-                  ? R.GitBranchNotReady
-                  : blocker.reason,
-              `${blocker.type}: ${blocker.message}`,
-              g,
-            )
-          : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
+        : write.contention
+          ? progressingTrio(R.RemoteMoving, contentionMessage(write.contention), g)
+          : blocker
+            ? progressingTrio(
+                blocker.type === C.KubeProviderReady
+                  ? R.KubeProviderNotReady
+                  : blocker.type === C.GitBranchReady
+                    ? R.GitBranchNotReady
+                    : blocker.reason,
+                `${blocker.type}: ${blocker.message}`,
+                g,
+              )
+            : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
   return [...trio, ...domain];
 }
 

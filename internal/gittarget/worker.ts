@@ -32,13 +32,25 @@ export function targetSettings(target: GitTarget): TargetSettings {
 export function workerSpec(
   branch: GitBranch,
   provider: GitProvider,
-  secret: { data?: Record<string, string>; resourceVersion?: string } | undefined,
+  secret: { data?: Record<string, string>; resourceVersion?: string; knownHosts?: string } | undefined,
 ): WorkerSpec | undefined {
   let auth: WorkerSpec["auth"];
   if (provider.spec.secretRef) {
     const credential = readGitCredential(secret?.data, provider.spec.url);
-    if ("reason" in credential || credential.kind === "ssh") return undefined;
-    auth = basicAuthFor(credential);
+    if ("reason" in credential) return undefined;
+    if (credential.kind === "ssh") {
+      // spec.knownHostsRef's lines over the Secret's own; without any, strict checking refuses.
+      const knownHosts = secret?.knownHosts ?? credential.knownHosts;
+      if (!knownHosts) return undefined;
+      const { privateKey, passphrase } = credential;
+      auth = { kind: "ssh", privateKey, knownHosts, ...(passphrase ? { passphrase } : {}) };
+    } else {
+      auth = {
+        kind: "http",
+        ...basicAuthFor(credential),
+        ...(credential.caCert ? { caCert: credential.caCert } : {}),
+      };
+    }
   }
   const committer = provider.spec.commit?.committer;
   return {

@@ -2,47 +2,89 @@
 // whether the operator can manage a folder at all. It reads only each file's cached facts, so a
 // commit to a large folder costs one pass over them and no parsing.
 import { posix } from "node:path";
-import { finding, type DocumentFacts, type FileFacts } from "./facts.ts";
+import { finding, type DocumentFacts, type FileFacts, type Finding } from "./facts.ts";
 
-/** Why a folder is refused; the message names the file and the feature and says what clears it. */
+/** Why a folder is refused: every problem in it, so one commit can clear them all. */
 export interface Refusal {
-  path: string;
-  feature: string;
+  /** In path order, and in file order within a file; never empty. */
+  problems: Finding[];
+  /** The condition message: the problem itself, or the first few of several and how many more. */
   message: string;
 }
 
+/** How many problems a message spells out; a longer list would bury the first. */
+export const shownProblems = 5;
+
 /**
- * The folder's verdict from every file's facts: the first refusal in path order, or undefined
- * when the folder is accepted. Includes the cross-file rule: a duplicate identity (two
- * documents, anywhere in the folder, with the same key).
+ * The folder's verdict from every file's facts: every problem, or undefined when the folder is
+ * accepted. Includes the cross-file rules: a duplicate identity (two documents, anywhere in the
+ * folder, with the same key), and a targeted patch whose file the gate cannot read.
  */
 export function acceptFolder(files: Iterable<FileFacts>): Refusal | undefined {
   const sorted = [...files].sort((a, b) => compareCodeUnits(a.path, b.path));
-  const problem = sorted.find((file) => file.findings.length > 0)?.findings[0];
-  if (problem) return problem;
   const patches = patchFiles(sorted);
-  const seen = new Map<string, string>();
-  for (const file of sorted.filter((file) => !patches.has(file.path))) {
-    for (const document of file.documents) {
-      const first = seen.get(document.key);
-      if (first !== undefined) return duplicate(file.path, first, document);
-      seen.set(document.key, file.path);
-    }
-  }
-  return undefined;
+  const problems = [
+    ...sorted.flatMap((file) => file.findings),
+    ...unreadablePatches(sorted),
+    ...duplicates(sorted.filter((file) => !patches.has(file.path))),
+  ].sort((a, b) => compareCodeUnits(a.path, b.path));
+  return problems.length === 0 ? undefined : refusalOf(problems);
+}
+
+/** A refusal of these problems (at least one), with its bounded message. */
+export function refusalOf(problems: Finding[]): Refusal {
+  return { problems, message: refusalMessage(problems) };
+}
+
+/** The condition message of a refusal: bounded, so a folder of a thousand problems stays readable. */
+export function refusalMessage(problems: readonly Finding[]): string {
+  if (problems.length === 1) return problems[0]!.message;
+  const shown = problems.slice(0, shownProblems).map((problem, index) => `${index + 1}. ${problem.summary}`);
+  const more = problems.length > shownProblems ? `; and ${problems.length - shownProblems} more` : "";
+  return (
+    `${problems.length} problems keep the operator from writing this folder; fix them in one commit: ` +
+    `${shown.join("; ")}${more}`
+  );
 }
 
 // A strategic-merge patch file restates the identity of the object it patches: it is build
 // context the operator reads, not a second copy of the object.
 function patchFiles(files: FileFacts[]): Set<string> {
-  return new Set(
-    files.flatMap((file) =>
-      (file.kustomization?.patchPaths ?? []).map((patch) => posix.join(posix.dirname(file.path), patch)),
-    ),
+  return new Set(files.flatMap((file) => patchesOf(file, "patchPaths").map(({ resolved }) => resolved)));
+}
+
+function patchesOf(file: FileFacts, list: "patchPaths" | "targetedPatchPaths") {
+  return (file.kustomization?.[list] ?? []).map((patch) => ({
+    patch,
+    resolved: posix.join(posix.dirname(file.path), patch),
+  }));
+}
+
+// Only the content of a targeted patch says whether it is a strategic-merge patch (read-only
+// context) or a JSON6902 op list (refused); a file the gate does not read could be either.
+function unreadablePatches(files: FileFacts[]): Finding[] {
+  const read = new Set(files.map((file) => file.path));
+  return files.flatMap((file) =>
+    patchesOf(file, "targetedPatchPaths")
+      .filter(({ resolved }) => !read.has(resolved))
+      .map(({ patch }) => finding(file.path, "unreadable targeted patch", patch)),
   );
 }
 
-function duplicate(path: string, firstPath: string, document: DocumentFacts): Refusal {
+function duplicates(files: FileFacts[]): Finding[] {
+  const seen = new Map<string, string>();
+  const found: Finding[] = [];
+  for (const file of files) {
+    for (const document of file.documents) {
+      const first = seen.get(document.key);
+      if (first !== undefined) found.push(duplicate(file.path, first, document));
+      else seen.set(document.key, file.path);
+    }
+  }
+  return found;
+}
+
+function duplicate(path: string, firstPath: string, document: DocumentFacts): Finding {
   const identity = [document.kind, document.namespace, document.name].filter((part) => part !== "").join("/");
   const elsewhere = firstPath === path ? "twice in this file" : `also in ${firstPath}`;
   return finding(path, "duplicate identity", `${identity}, ${elsewhere}`);

@@ -3,9 +3,11 @@
 // through the folder's own images:/replicas: overrides, or refused, and never placed again
 // inside the folder, where it would duplicate the base's document in the build.
 import { posix } from "node:path";
+import { isDeepStrictEqual } from "node:util";
 import { fileFacts, isYamlPath } from "./facts.ts";
 import type { DocumentLocation, FileTree } from "./folder.ts";
 import type { FolderInventory } from "./inventory.ts";
+import { isRecord } from "./rendermeasure.ts";
 
 /** A document outside the folder, and the folder's kustomizations that include it. */
 export interface ContextDocument extends DocumentLocation {
@@ -40,3 +42,26 @@ export async function readContext(
   }
   return context;
 }
+
+/**
+ * Whether a live change to a context document leaves live equal to the folder as rendered: every
+ * value of `live` equals the rendered object's, except where an images: or replicas: override of
+ * the folder expresses it, which is where the edit-through put the document's own value back in
+ * `desired`. An overlay's patches are in the render, so a value they set is no change.
+ */
+export function rendersLive(live: unknown, rendered: unknown, desired: unknown): boolean {
+  if (isDeepStrictEqual(live, rendered)) return true;
+  if (isScalar(live)) return !isDeepStrictEqual(desired, live);
+  if (Array.isArray(live) && Array.isArray(rendered) && live.length === rendered.length) {
+    return live.every((item, i) =>
+      rendersLive(item, rendered[i], Array.isArray(desired) ? desired[i] : item),
+    );
+  }
+  if (!isRecord(live) || !isRecord(rendered)) return false;
+  const keys = new Set([...Object.keys(live), ...Object.keys(rendered)]);
+  return [...keys].every((key) =>
+    rendersLive(live[key], rendered[key], isRecord(desired) ? desired[key] : live[key]),
+  );
+}
+
+const isScalar = (value: unknown) => value === null || typeof value !== "object";

@@ -3,7 +3,7 @@
 // changes, and the folder-level decision never re-parses anything.
 import { isMap, isScalar, parseAllDocuments, visit, type Document } from "yaml";
 import { groupOf, identityKey } from "./folder.ts";
-import { analyseKustomization } from "./kustomizationfacts.ts";
+import { analyseKustomization, isJson6902 } from "./kustomizationfacts.ts";
 import { hasToken, tokenPaths } from "./rendermeasure.ts";
 
 export type FileRole = "manifest" | "kustomization" | "auxiliary";
@@ -28,7 +28,10 @@ export interface DocumentFacts {
 export interface Finding {
   path: string;
   feature: string;
+  /** A sentence that names the file and the feature and says what clears it. */
   message: string;
+  /** The same in a few words, for a list of several findings. */
+  summary: string;
 }
 
 /** A kustomization's structure, as far as placement and edit-through need it. */
@@ -37,8 +40,12 @@ export interface KustomizationFacts {
   resources: string[];
   images: { index: number; name: string; newName?: string; newTag?: string; digest?: string }[];
   replicas: { index: number; name: string; count: number }[];
-  /** Path-based strategic-merge patches: read-only build context, never written. */
+  /** Path-based patches: read-only build context, never written. */
   patchPaths: string[];
+  /** Those of them with a target selector, whose content alone says what kind of patch they are. */
+  targetedPatchPaths: string[];
+  /** `namespace:`: set on every namespaced resource it builds, overriding their own. */
+  namespace?: string;
 }
 
 export interface FileFacts {
@@ -101,9 +108,11 @@ function manifestFacts(path: string, documents: Document.Parsed[]): FileFacts {
   const findings: Finding[] = [];
   documents.forEach((doc, index) => {
     if (isEmpty(doc)) return;
-    const identity = identityOf(doc.toJS());
+    const value: unknown = doc.toJS();
+    const identity = identityOf(value);
     if (!identity) {
-      findings.push(finding(path, "non-KRM document", `document ${index}`));
+      const feature = isJson6902(value) ? "JSON6902 patch" : "non-KRM document";
+      findings.push(finding(path, feature, `document ${index}`));
       return;
     }
     const { apiVersion, kind, namespace, name } = identity;
@@ -171,20 +180,26 @@ function hasTokens(doc: Document.Parsed): boolean {
 // What clears each finding, so whoever reads the condition knows the fix; anything not listed
 // is cleared by removing it.
 const remedies: Record<string, string> = {
-  "invalid YAML": "fix the YAML",
-  "non-KRM document": "give it apiVersion, kind and metadata.name, or remove it",
+  "invalid YAML": "fix the YAML (or, if the file is not a Kubernetes manifest, list it in .gittargetignore)",
+  "non-KRM document":
+    "give it apiVersion, kind and metadata.name, or remove it (or, if the file is not a Kubernetes manifest, list it in .gittargetignore)",
   "invalid kustomization": "make it a single YAML map",
   "unsupported kustomization kind": "make it apiVersion kustomize.config.k8s.io/v1beta1, kind Kustomization",
   "configMapGenerator with a hash suffix":
     "set options.disableNameSuffixHash: true on every configMapGenerator entry",
   "merging configMapGenerator": "remove behavior: merge or replace from the configMapGenerator entry",
-  "inline patch": "move the patch into a file of its own and list it by path",
-  "JSON6902 patch": "rewrite it as a strategic-merge patch file listed by path",
+  "inline patch": "move the strategic-merge patch into a file of its own and list it under patches: by path",
+  "JSON6902 patch": "rewrite it as a strategic-merge patch file and list it under patches: by path",
+  "patch that renames": "remove options.allowNameChange and options.allowKindChange from the patches entry",
+  "unreadable targeted patch":
+    "keep the patch file inside the folder, as YAML, and out of .gittargetignore, so the operator can tell a strategic-merge patch from a JSON6902 one",
   "remote base": "copy the base into the repository and refer to it by relative path",
   "malformed images entry":
     "give it a string name and at least one of newName, newTag or digest, all strings",
   "malformed replicas entry": "give it a string name and a non-negative integer count",
   "duplicate identity": "keep the object in one document only",
+  "namespace-less document":
+    "set metadata.namespace in it, or a namespace: in the kustomization that lists it, so the operator knows which object it describes",
 };
 
 /** A finding in `path`, with a message that names the file and the feature and says what clears it. */
@@ -195,6 +210,7 @@ export function finding(path: string, feature: string, detail?: string): Finding
     path,
     feature,
     message: `${path} has ${feature}${where}, which the operator cannot manage safely; ${remedy} to let the operator write this folder`,
+    summary: `${path} has ${feature}${where}: ${remedy}`,
   };
 }
 

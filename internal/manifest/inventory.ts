@@ -6,8 +6,9 @@ import { posix } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { acceptFolder, type Refusal } from "./acceptance.ts";
 import { fileFacts, isYamlPath, type DocumentFacts, type FileFacts } from "./facts.ts";
-import type { DocumentLocation, FileTree } from "./folder.ts";
-import { chainOf } from "./kustomizechain.ts";
+import { groupOf, type DocumentLocation, type FileTree } from "./folder.ts";
+import { chainNamespace } from "./identity.ts";
+import { chainOf, includersOf } from "./kustomizechain.ts";
 
 /** A worktree the inventory can follow from commit to commit. */
 export interface VersionedTree extends Pick<FileTree, "list" | "read"> {
@@ -22,12 +23,25 @@ export interface VersionedTree extends Pick<FileTree, "list" | "read"> {
 
 const ignoreFile = ".gittargetignore";
 
+/** A document of the folder, with the file it is in. */
+export type LocatedDocument = DocumentFacts & { path: string };
+
+// Documents are found by group, kind and name first: the namespace they render in may come from
+// a kustomization or an applier rather than from the document.
+const nameKey = (group: string, kind: string, name: string) => `${group}/${kind}/${name}`;
+
 export class FolderInventory {
   private readonly files = new Map<string, FileFacts>();
   /** Where each identity's documents are: more than one only in a folder the gate refuses, or in a patch. */
   private readonly byKey = new Map<string, DocumentLocation[]>();
+  private readonly byName = new Map<string, DocumentLocation[]>();
   private patches: Set<string> | null = null;
   private kustomizationPaths: string[] | null = null;
+  private includers: Map<string, string[]> | null = null;
+  /** Each file's kustomization namespace, as its chain sets it; kept until a kustomization changes. */
+  private readonly overrides = new Map<string, string | undefined>();
+  /** Files holding a document that writes no namespace: where an applier may have to fill one in. */
+  private readonly unnamespaced = new Set<string>();
   private ignored: Ignore = ignore();
   /** The commit the inventory was read at; null until the first read. */
   private commit: string | undefined | null = null;
@@ -89,10 +103,7 @@ export class FolderInventory {
     if (content !== undefined && this.tracks(path)) this.record(facts ?? fileFacts(path, content));
     // Only a kustomization changes which files are patches and which kustomizations exist; a
     // snapshot of 10,000 new files must not rebuild either 10,000 times.
-    if (wasKustomization || this.files.get(path)?.role === "kustomization") {
-      this.kustomizationPaths = null;
-      this.patches = null;
-    }
+    if (wasKustomization || this.files.get(path)?.role === "kustomization") this.kustomizationsChanged();
   }
 
   /**
@@ -105,9 +116,49 @@ export class FolderInventory {
   }
 
   /** Every managed document, for a sweep: patches are not among them. */
-  documents(): DocumentFacts[] {
+  documents(): LocatedDocument[] {
     const patches = this.patchFiles();
-    return [...this.files.values()].filter((f) => !patches.has(f.path)).flatMap((f) => f.documents);
+    return [...this.files.values()]
+      .filter((f) => !patches.has(f.path))
+      .flatMap((f) => f.documents.map((d) => ({ ...d, path: f.path })));
+  }
+
+  /** The documents of this group, kind and name, whatever namespace they write: patches are not among them. */
+  named(group: string, kind: string, name: string): LocatedDocument[] {
+    const patches = this.patchFiles();
+    return (this.byName.get(nameKey(group, kind, name)) ?? [])
+      .filter((l) => !patches.has(l.path))
+      .flatMap((l) => {
+        const doc = this.files.get(l.path)?.documents.find((d) => d.index === l.index);
+        return doc ? [{ ...doc, path: l.path }] : [];
+      });
+  }
+
+  /**
+   * The documents that write no namespace and get none from a kustomization: an applier fills it
+   * in, or the kind is cluster-scoped. Only the files holding such a document are visited.
+   */
+  namespaceless(): LocatedDocument[] {
+    const patches = this.patchFiles();
+    return [...this.unnamespaced]
+      .filter((path) => !patches.has(path) && this.namespaceOverride(path) === undefined)
+      .flatMap((path) =>
+        (this.files.get(path)?.documents ?? [])
+          .filter((d) => d.namespace === "")
+          .map((d) => ({ ...d, path })),
+      );
+  }
+
+  /**
+   * The `namespace:` the kustomizations building the file at `path` set on it, if any; with
+   * `listedBy`, for a new file that kustomization is about to list.
+   */
+  namespaceOverride(path: string, listedBy?: string): string | undefined {
+    if (this.kustomizations().length === 0) return undefined;
+    const namespaceOf = (k: string) => this.files.get(k)?.kustomization?.namespace;
+    if (listedBy !== undefined) return chainNamespace([listedBy, ...this.chainOf(listedBy)], namespaceOf);
+    if (!this.overrides.has(path)) this.overrides.set(path, chainNamespace(this.chainOf(path), namespaceOf));
+    return this.overrides.get(path);
   }
 
   /** The facts of one file, if the folder holds it. */
@@ -135,7 +186,8 @@ export class FolderInventory {
 
   /** The kustomizations that build the file at `path`, innermost first. */
   chainOf(path: string): string[] {
-    return chainOf(path, this.files);
+    this.includers ??= includersOf(this.files);
+    return chainOf(path, this.includers);
   }
 
   /** The acceptance gate's verdict on the folder as it is now; cached until a file changes. */
@@ -164,9 +216,10 @@ export class FolderInventory {
   private async readAll(tree: VersionedTree): Promise<void> {
     this.files.clear();
     this.byKey.clear();
+    this.byName.clear();
+    this.unnamespaced.clear();
     this.verdict = null;
-    this.patches = null;
-    this.kustomizationPaths = null;
+    this.kustomizationsChanged();
     const ignoreSource = await tree.read(`${this.prefix}${ignoreFile}`);
     this.ignored = ignore().add(ignoreSource ?? "");
     const paths = (await tree.list(this.folder === "." ? "" : this.folder)).sort();
@@ -184,14 +237,22 @@ export class FolderInventory {
     return !this.ignored.ignores(path.slice(this.prefix.length));
   }
 
+  private kustomizationsChanged(): void {
+    this.kustomizationPaths = null;
+    this.patches = null;
+    this.includers = null;
+    this.overrides.clear();
+  }
+
   private record(facts: FileFacts): void {
     this.files.set(facts.path, facts);
+    if (facts.documents.some((d) => d.namespace === "")) this.unnamespaced.add(facts.path);
     for (const doc of facts.documents) {
-      const locations = this.byKey.get(doc.key) ?? [];
-      locations.push({ path: facts.path, index: doc.index });
-      // Path order, so the document edited is the same whichever file was read first.
-      locations.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.index - b.index));
-      this.byKey.set(doc.key, locations);
+      add(this.byKey, doc.key, { path: facts.path, index: doc.index });
+      add(this.byName, nameKey(groupOf(doc.apiVersion), doc.kind, doc.name), {
+        path: facts.path,
+        index: doc.index,
+      });
     }
   }
 
@@ -199,10 +260,24 @@ export class FolderInventory {
     const facts = this.files.get(path);
     if (!facts) return;
     this.files.delete(path);
+    this.unnamespaced.delete(path);
     for (const doc of facts.documents) {
-      const locations = this.byKey.get(doc.key)?.filter((l) => l.path !== path) ?? [];
-      if (locations.length > 0) this.byKey.set(doc.key, locations);
-      else this.byKey.delete(doc.key);
+      drop(this.byKey, doc.key, path);
+      drop(this.byName, nameKey(groupOf(doc.apiVersion), doc.kind, doc.name), path);
     }
   }
+}
+
+function add(index: Map<string, DocumentLocation[]>, key: string, location: DocumentLocation): void {
+  const locations = index.get(key) ?? [];
+  locations.push(location);
+  // Path order, so the document edited is the same whichever file was read first.
+  locations.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.index - b.index));
+  index.set(key, locations);
+}
+
+function drop(index: Map<string, DocumentLocation[]>, key: string, path: string): void {
+  const locations = index.get(key)?.filter((l) => l.path !== path) ?? [];
+  if (locations.length > 0) index.set(key, locations);
+  else index.delete(key);
 }

@@ -1,6 +1,7 @@
 // One kustomization's structure, and the features in it the operator cannot write through: each
 // makes kustomize emit objects whose names or contents no file in the folder spells out, so an
 // object from the cluster could not be traced back to the document that should hold it.
+import { parse } from "yaml";
 import type { KustomizationFacts } from "./facts.ts";
 
 /** A feature of a kustomization that makes its folder unmanageable, and where it is. */
@@ -30,7 +31,13 @@ export function analyseKustomization(root: Entry): {
   facts: KustomizationFacts;
   problems: KustomizationProblem[];
 } {
-  const facts: KustomizationFacts = { resources: [], images: [], replicas: [], patchPaths: [] };
+  const facts: KustomizationFacts = {
+    resources: [],
+    images: [],
+    replicas: [],
+    patchPaths: [],
+    targetedPatchPaths: [],
+  };
   const problems: KustomizationProblem[] = [];
   const problem = (feature: string, detail?: string) =>
     problems.push(detail ? { feature, detail } : { feature });
@@ -49,6 +56,8 @@ export function analyseKustomization(root: Entry): {
     problem("unsupported kustomization kind", `${describe(kind)} in ${describe(apiVersion)}`);
   }
   for (const key of refusedKeys.filter((key) => isPresent(root[key]))) problem(key);
+  // kustomize ignores an empty namespace: the documents keep their own.
+  if (typeof root.namespace === "string" && root.namespace !== "") facts.namespace = root.namespace;
   for (const key of ["resources", "bases"]) {
     list(key).forEach((entry, index) => {
       if (typeof entry !== "string") problem("malformed resources entry", `${key} entry ${index}`);
@@ -70,12 +79,18 @@ export function analyseKustomization(root: Entry): {
   });
 
   list("patches").forEach((entry, index) => {
-    const { patch, target, path } = isRecord(entry) ? entry : {};
-    if (patch !== undefined) problem("inline patch", `patches entry ${index}`);
-    // A target selects objects by pattern, and its file may be a JSON6902 op list: treated as one.
-    else if (target !== undefined) problem("JSON6902 patch", `patches entry ${index}`);
-    else if (typeof path === "string") facts.patchPaths.push(path);
-    else problem("malformed patches entry", `entry ${index}`);
+    const { patch, target, path, options } = isRecord(entry) ? entry : {};
+    const where = `patches entry ${index}`;
+    if (renames(options)) problem("patch that renames", where);
+    // As in kustomize, the content decides the kind of patch, never the presence of a target.
+    if (typeof patch === "string" && path === undefined)
+      problem(isJson6902(parseInline(patch)) ? "JSON6902 patch" : "inline patch", where);
+    else if (typeof path === "string" && patch === undefined) {
+      // A patch file is read-only build context; a JSON6902 op list in it is refused where the
+      // file itself is read, and acceptance refuses a targeted file it cannot read.
+      facts.patchPaths.push(path);
+      if (target !== undefined) facts.targetedPatchPaths.push(path);
+    } else problem("malformed patches entry", `entry ${index}`);
   });
   list("patchesStrategicMerge").forEach((entry, index) => {
     if (typeof entry === "string" && !looksInline(entry)) facts.patchPaths.push(entry);
@@ -127,6 +142,33 @@ function isRemote(entry: string): boolean {
 // a path never spans lines or holds a YAML mapping.
 function looksInline(entry: string): boolean {
   return /[\n{]|: /.test(entry);
+}
+
+/**
+ * Whether a patch's content is a JSON6902 op list, as kustomize decides it: a YAML or JSON list
+ * of operations. Anything else kustomize reads as a strategic-merge patch, or fails to build.
+ */
+export function isJson6902(content: unknown): boolean {
+  return (
+    Array.isArray(content) &&
+    content.length > 0 &&
+    content.every((op) => isRecord(op) && typeof op.op === "string" && typeof op.path === "string")
+  );
+}
+
+// An inline patch kustomize cannot parse fails the build; only its kind matters here.
+function parseInline(patch: string): unknown {
+  try {
+    return parse(patch);
+  } catch {
+    return undefined;
+  }
+}
+
+// These options let a patch change the name or kind of what it patches, so the object kustomize
+// emits is one no file in the folder names.
+function renames(options: unknown): boolean {
+  return isRecord(options) && (options.allowNameChange === true || options.allowKindChange === true);
 }
 
 const imageFields = ["newName", "newTag", "digest"] as const;

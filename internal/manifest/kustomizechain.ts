@@ -22,22 +22,39 @@ function kustomizationIn(dir: string, files: ReadonlyMap<string, FileFacts>): st
 }
 
 /**
+ * Which kustomizations include each path, by entry: a file they list, or the kustomization of a
+ * directory they list. Built once per change of the folder's kustomizations, so a chain costs a
+ * few map lookups however many resources they list.
+ */
+export function includersOf(files: ReadonlyMap<string, FileFacts>): Map<string, string[]> {
+  const includers = new Map<string, string[]>();
+  const add = (target: string, kustomization: string) => {
+    const known = includers.get(target) ?? [];
+    if (!known.includes(kustomization)) includers.set(target, [...known, kustomization]);
+  };
+  for (const file of files.values()) {
+    if (file.role !== "kustomization") continue;
+    for (const entry of entriesOf(file)) {
+      add(entry, file.path);
+      const inside = kustomizationIn(entry, files);
+      if (inside) add(inside, file.path);
+    }
+  }
+  return includers;
+}
+
+/**
  * The chain of kustomizations that build `path`, innermost first. Where two kustomizations
  * include the same file or directory, which one rendered the live object is ambiguous, and
  * the chain stops below them.
  */
-export function chainOf(path: string, files: ReadonlyMap<string, FileFacts>): string[] {
-  const kustomizations = [...files.values()].filter((f) => f.role === "kustomization");
-  const including = (target: string) =>
-    kustomizations.filter((k) =>
-      entriesOf(k).some((entry) => entry === target || kustomizationIn(entry, files) === target),
-    );
+export function chainOf(path: string, includers: ReadonlyMap<string, readonly string[]>): string[] {
   const chain: string[] = [];
   let current = path;
   for (;;) {
-    const parents = including(current).filter((k) => !chain.includes(k.path));
+    const parents = (includers.get(current) ?? []).filter((k) => !chain.includes(k));
     if (parents.length !== 1) return chain;
-    current = parents[0]!.path;
+    current = parents[0]!;
     chain.push(current);
   }
 }

@@ -5,24 +5,35 @@
 // read; the inventory says where everything else is.
 import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject } from "@kubernetes/client-node";
+import { keepWrittenDefaults, type Defaulted } from "../sanitize/owned.ts";
 import { toStableYaml } from "../sanitize/stableyaml.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import { appendDocument, parseManifestFile, removeDocument, replaceDocument } from "./edit.ts";
 import { editThrough } from "./editthrough.ts";
 import { renderedFacts, type FileFacts } from "./facts.ts";
-import { identityKey, type FileTree } from "./folder.ts";
+import { identityKey, type DocumentLocation, type FileTree } from "./folder.ts";
+import { keepWrittenNamespace, nothingFollowed, type FollowedObjects } from "./identity.ts";
 import type { FolderInventory } from "./inventory.ts";
 import { placeNew, type PlacementPolicy, type PlacementSource } from "./ladder.ts";
 import { isSensitive } from "./placement.ts";
 import { keepTokens, measureRender, type Divergence } from "./rendermeasure.ts";
 import { addResourceEntry, removeResourceEntry } from "./resources.ts";
-import { readContext, type ContextDocument } from "./context.ts";
+import { readContext, rendersLive, type ContextDocument } from "./context.ts";
+import { findDocument } from "./lookup.ts";
+import { newDocument } from "./newdocument.ts";
 
 export interface WriterSettings {
   targetPath: string;
   placement?: PlacementPolicy;
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
+  /** What the target follows, which says which object a namespace-less document describes. */
+  followed?: FollowedObjects;
+  /**
+   * The folder as `kustomize build` renders it, by identity key, built when first asked; undefined
+   * when the folder is not rendered. A context document is judged against it.
+   */
+  rendered?: () => Promise<ReadonlyMap<string, unknown> | undefined>;
 }
 
 /** What one upsert did: where, whether it created the document, and which rung placed it. */
@@ -55,20 +66,42 @@ export class FolderWriter {
     private readonly settings: WriterSettings,
   ) {}
 
-  async upsert(identity: ResourceIdentity, object: KubernetesObject): Promise<UpsertOutcome> {
+  /**
+   * `object` holds what clients set; `defaulted`, what the API server filled in besides. A
+   * defaulted field is written only into a document that already sets it, so a folder that
+   * agrees with the cluster stays as it is, and a new document carries no defaults.
+   */
+  async upsert(
+    identity: ResourceIdentity,
+    object: KubernetesObject,
+    defaulted?: Defaulted,
+  ): Promise<UpsertOutcome> {
     if (isSensitive(identity, this.settings.additionalSensitive)) {
       return { refused: encryptionUnavailable, reason: "encryption_unavailable" };
     }
-    const location = this.inventory.locate(identityKeyOf(identity));
+    const lookup = this.find(identity);
+    if (lookup && "ambiguous" in lookup) {
+      const { path, index } = lookup.ambiguous;
+      return {
+        refused: `${path} document ${index} has no namespace and could describe ${identity.kind} ${identity.name} in more than one namespace`,
+        reason: "ambiguous_namespace",
+      };
+    }
+    const location = lookup?.found;
     if (!location) {
       this.context ??= readContext(this.tree, this.inventory);
       const outside = (await this.context).get(identityKeyOf(identity));
-      return outside ? this.throughOverrides(identity, object, outside) : this.create(identity, object);
+      return outside
+        ? this.throughOverrides(identity, object, defaulted, outside)
+        : this.create(identity, object);
     }
 
     const source = (await this.tree.read(location.path)) ?? "";
     const current = parseManifestFile(source)[location.index]?.toJS() as unknown;
-    let desired = keepTokens(current, object);
+    let desired = keepWrittenNamespace(
+      current,
+      keepTokens(current, keepWrittenDefaults(current, object, defaulted)),
+    );
     let changed = false;
     const chain = this.inventory.chainOf(location.path);
     if (chain.length > 0) {
@@ -90,9 +123,13 @@ export class FolderWriter {
     return { path: location.path, created: false, changed };
   }
 
-  /** Removes the object's document, its file once empty, and a kustomization's entry for that file. */
-  async remove(key: string): Promise<string | undefined> {
-    const location = this.inventory.locate(key);
+  /** The document that describes a live object, by its effective identity. */
+  find(identity: ResourceIdentity) {
+    return findDocument(this.inventory, identity, this.settings.followed ?? nothingFollowed);
+  }
+
+  /** Removes a document, its file once empty, and a kustomization's entry for that file. */
+  async remove(location: DocumentLocation | undefined): Promise<string | undefined> {
     if (!location) return undefined;
     const next = removeDocument((await this.tree.read(location.path)) ?? "", location.index);
     await this.put(location.path, next);
@@ -111,7 +148,8 @@ export class FolderWriter {
    * inventory knows to hold a token are read.
    */
   async measure(identity: ResourceIdentity, live: KubernetesObject): Promise<Divergence[]> {
-    const location = this.inventory.locate(identityKeyOf(identity));
+    const lookup = this.find(identity);
+    const location = lookup && "found" in lookup ? lookup.found : undefined;
     const facts = location && this.inventory.fileAt(location.path);
     if (!location || !facts?.documents.some((d) => d.index === location.index && d.hasTokens)) return [];
     const source = (await this.tree.read(location.path)) ?? "";
@@ -125,6 +163,7 @@ export class FolderWriter {
   private async throughOverrides(
     identity: ResourceIdentity,
     object: KubernetesObject,
+    defaulted: Defaulted | undefined,
     outside: ContextDocument,
   ): Promise<UpsertOutcome> {
     const current = parseManifestFile((await this.tree.read(outside.path)) ?? "")[
@@ -133,8 +172,8 @@ export class FolderWriter {
     const links = await Promise.all(
       outside.including.map(async (path) => ({ path, source: (await this.tree.read(path)) ?? "" })),
     );
-    const split =
-      outside.including.length === 1 ? editThrough(current, keepTokens(current, object), links) : undefined;
+    const live = keepTokens(current, keepWrittenDefaults(current, object, defaulted));
+    const split = outside.including.length === 1 ? editThrough(current, live, links) : undefined;
     const { kind, namespace, name } = identity;
     const refusal = {
       refused:
@@ -142,18 +181,36 @@ export class FolderWriter {
         "which the operator reads and never writes; only an images: or replicas: override in this folder can change it",
       reason: "read_only_context",
     };
+    // Judged before the overrides are edited, so the render is the commit's, built once.
+    const agrees =
+      (split !== undefined && isDeepStrictEqual(split.desired, current)) ||
+      (await this.rendersLive(identity, object, defaulted, split?.desired ?? live));
     if (!split || split.kustomizations.length === 0) {
-      return split && isDeepStrictEqual(split.desired, current)
-        ? { path: outside.path, created: false, changed: false }
-        : refusal;
+      return agrees ? { path: outside.path, created: false, changed: false } : refusal;
     }
     for (const edit of split.kustomizations) await this.put(edit.path, edit.source);
     return {
       path: outside.including[0]!,
       created: false,
       changed: true,
-      ...(isDeepStrictEqual(split.desired, current) ? {} : { unwritten: refusal }),
+      ...(agrees ? {} : { unwritten: refusal }),
     };
+  }
+
+  /** Whether live equals the folder as kustomize renders it, but for what `desired` writes through overrides. */
+  private async rendersLive(
+    identity: ResourceIdentity,
+    object: KubernetesObject,
+    defaulted: Defaulted | undefined,
+    desired: unknown,
+  ): Promise<boolean> {
+    const rendered = (await this.settings.rendered?.())?.get(identityKeyOf(identity));
+    if (rendered === undefined) return false;
+    return rendersLive(
+      keepTokens(rendered, keepWrittenDefaults(rendered, object, defaulted)),
+      rendered,
+      desired,
+    );
   }
 
   private async create(identity: ResourceIdentity, object: KubernetesObject): Promise<UpsertOutcome> {
@@ -174,8 +231,12 @@ export class FolderWriter {
         placedBy: placement.source,
       };
     }
-    if (placement.append) await this.put(placement.path, appendDocument(existing ?? "", object));
-    else await this.put(placement.path, toStableYaml(object), renderedFacts(placement.path, [object]));
+    const override = this.inventory.namespaceOverride(placement.path, placement.kustomization?.path);
+    const doc = newDocument(object, placement.path, override);
+    if ("refused" in doc) return { ...doc, placedBy: placement.source };
+    if (placement.append) await this.put(placement.path, appendDocument(existing ?? "", doc.object));
+    else
+      await this.put(placement.path, toStableYaml(doc.object), renderedFacts(placement.path, [doc.object]));
     if (placement.kustomization) {
       const { path, entry } = placement.kustomization;
       const source = (await this.tree.read(path)) ?? "";

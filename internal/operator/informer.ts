@@ -5,6 +5,7 @@ import {
   type KubernetesListObject,
   type KubernetesObject,
 } from "@kubernetes/client-node";
+import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import { factsOf, type ObjectFacts } from "./predicates.ts";
 
 /** What an informer lists and watches: an API path, and how to list it. */
@@ -30,7 +31,8 @@ export function objectKey(object: KubernetesObject): string {
   return namespace ? `${namespace}/${name}` : (name ?? "");
 }
 
-const restartDelaysMs = { base: 500, max: 30_000 };
+/** 500 ms doubling to 30 s, jittered, so informers an outage stopped together do not restart together. */
+const restartBackoff: Backoff = { baseMs: 500, maxMs: 30_000, jitter: "equal" };
 
 /**
  * A cache of one resource collection, shared by every controller that reads it: client-node's
@@ -44,7 +46,8 @@ export class SharedInformer<T extends KubernetesObject> {
   private readonly handlers: InformerHandlers<T>[] = [];
   private stopped = true;
   private restartTimer: NodeJS.Timeout | undefined;
-  private restartDelayMs = restartDelaysMs.base;
+  /** Restarts since the cache last held a complete list. */
+  private restarts = 0;
   private syncedResolve!: () => void;
   /** Resolves once the cache holds a complete list. */
   readonly synced: Promise<void> = new Promise((resolve) => (this.syncedResolve = resolve));
@@ -98,7 +101,7 @@ export class SharedInformer<T extends KubernetesObject> {
 
   private markSyncedIfListed(): void {
     if (this.informer.latestResourceVersion()) {
-      this.restartDelayMs = restartDelaysMs.base;
+      this.restarts = 0;
       this.syncedResolve();
     }
   }
@@ -107,13 +110,15 @@ export class SharedInformer<T extends KubernetesObject> {
     if (this.stopped) return;
     this.logger.error("informer stopped; restarting", { path: this.source.path, error: String(err) });
     clearTimeout(this.restartTimer);
-    this.restartTimer = setTimeout(() => {
-      if (this.stopped) return;
-      this.informer.start().then(
-        () => this.markSyncedIfListed(),
-        (e: unknown) => this.scheduleRestart(e),
-      );
-    }, this.restartDelayMs);
-    this.restartDelayMs = Math.min(this.restartDelayMs * 2, restartDelaysMs.max);
+    this.restartTimer = setTimeout(
+      () => {
+        if (this.stopped) return;
+        this.informer.start().then(
+          () => this.markSyncedIfListed(),
+          (e: unknown) => this.scheduleRestart(e),
+        );
+      },
+      backoffDelay(restartBackoff, this.restarts++),
+    );
   }
 }

@@ -1,3 +1,5 @@
+import { backoffDelay, type Backoff, type RandomSource } from "../timing/backoff.ts";
+
 /** Decides how long to wait before an item that failed is processed again. */
 export interface RateLimiter {
   /** The delay before the next attempt for `key`, counting this failure. */
@@ -8,19 +10,26 @@ export interface RateLimiter {
   failures(key: string): number;
 }
 
-/** base * 2^failures, capped: each failing key backs off on its own. */
+/**
+ * base * 2^failures, capped, with equal jitter: each failing key backs off on its own, as
+ * client-go's does, and keys that failed together (one outage) do not come back together.
+ */
 export class ItemExponentialRateLimiter implements RateLimiter {
   private readonly counts = new Map<string, number>();
+  private readonly policy: Backoff;
 
   constructor(
-    private readonly baseMs = 5,
-    private readonly maxMs = 1000 * 1000,
-  ) {}
+    baseMs = 5,
+    maxMs = 1000 * 1000,
+    private readonly random: RandomSource = Math.random,
+  ) {
+    this.policy = { baseMs, maxMs, jitter: "equal" };
+  }
 
   when(key: string): number {
     const n = this.counts.get(key) ?? 0;
     this.counts.set(key, n + 1);
-    return Math.min(this.baseMs * 2 ** n, this.maxMs);
+    return backoffDelay(this.policy, n, this.random);
   }
 
   forget(key: string): void {
@@ -85,7 +94,7 @@ export class MaxOfRateLimiter implements RateLimiter {
   }
 }
 
-/** 5 ms doubling to 1000 s per key, and 10 retries a second (burst 100) overall. */
+/** 5 ms doubling to 1000 s per key, jittered, and 10 retries a second (burst 100) overall. */
 export function defaultControllerRateLimiter(): RateLimiter {
   return new MaxOfRateLimiter(new ItemExponentialRateLimiter(5, 1000 * 1000), new BucketRateLimiter(10, 100));
 }

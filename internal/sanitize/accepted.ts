@@ -3,6 +3,7 @@
 // projections is what tells it apart from an edit.
 import { createHash } from "node:crypto";
 import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Defaulted } from "./owned.ts";
 import { toStableYaml } from "./stableyaml.ts";
 
 /**
@@ -15,22 +16,25 @@ import { toStableYaml } from "./stableyaml.ts";
 export class AcceptedState {
   private readonly digests = new Map<string, string>();
 
-  /** Whether `sanitized` is what was last accepted under `key`, so it changes nothing. */
-  isNoop(key: string, sanitized: KubernetesObject): boolean {
-    return this.digests.get(key) === digestOf(sanitized);
+  /**
+   * Whether `sanitized` is what was last accepted under `key`, so it changes nothing. The
+   * defaulted fields it left out count too: the writer keeps those a document sets.
+   */
+  isNoop(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): boolean {
+    return this.digests.get(key) === digestOf(sanitized, defaulted);
   }
 
-  /** Records `sanitized` as the content under `key`. */
-  accept(key: string, sanitized: KubernetesObject): void {
-    this.digests.set(key, digestOf(sanitized));
+  /** Records `sanitized`, and the defaulted fields it left out, as the content under `key`. */
+  accept(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): void {
+    this.digests.set(key, digestOf(sanitized, defaulted));
   }
 
   /**
    * Records `sanitized` under `key` unless it is what was accepted already; returns whether it
    * changed anything. The watch's hot path: one digest per event.
    */
-  acceptIfChanged(key: string, sanitized: KubernetesObject): boolean {
-    const digest = digestOf(sanitized);
+  acceptIfChanged(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): boolean {
+    const digest = digestOf(sanitized, defaulted);
     if (this.digests.get(key) === digest) return false;
     this.digests.set(key, digest);
     return true;
@@ -47,6 +51,9 @@ export class AcceptedState {
   }
 }
 
-function digestOf(sanitized: KubernetesObject): string {
-  return createHash("sha256").update(toStableYaml(sanitized)).digest("base64");
+function digestOf(sanitized: KubernetesObject, defaulted: Defaulted | undefined): string {
+  const hash = createHash("sha256").update(toStableYaml(sanitized));
+  // The API server serializes an object's fields in a fixed order, so their JSON is stable.
+  if (defaulted) hash.update("\0").update(JSON.stringify(defaulted));
+  return hash.digest("base64");
 }

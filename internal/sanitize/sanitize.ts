@@ -1,7 +1,9 @@
 // The desired-state projection of a live object, which is what gets written to Git. It strips
 // what the API server and controllers write at runtime, so that runtime churn (a status
 // heartbeat, a new resourceVersion, a rollout counter) never reads as a change somebody made.
+import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject } from "@kubernetes/client-node";
+import { splitOwned, type Defaulted } from "./owned.ts";
 
 /**
  * An object as a watch delivers it, parsed JSON with whatever fields its kind has; it is
@@ -34,6 +36,9 @@ export interface StripRule {
 }
 
 const service = { group: "", kind: "Service" };
+const namespace = { group: "", kind: "Namespace" };
+const onlyKubernetesFinalizer = (live: KubeObject) =>
+  isDeepStrictEqual(fieldAt(live, ["spec", "finalizers"]), ["kubernetes"]);
 const named = (live: KubeObject) => typeof live.metadata?.name === "string" && live.metadata.name !== "";
 const notHeadless = (live: KubeObject) => fieldAt(live, ["spec", "clusterIP"]) !== "None";
 
@@ -126,29 +131,64 @@ export const stripRules: readonly StripRule[] = [
     when: notHeadless,
     reason: "allocated together with spec.clusterIP; kept for a headless Service",
   },
+  {
+    path: ["metadata", "labels", "kubernetes.io/metadata.name"],
+    kind: namespace,
+    reason:
+      "the API server sets it on every Namespace to the Namespace's name, and keeps it so; " +
+      "it repeats the name, and applying without it sets it again",
+  },
+  {
+    path: ["spec", "finalizers"],
+    kind: namespace,
+    when: onlyKubernetesFinalizer,
+    reason:
+      "the API server puts the kubernetes finalizer on every Namespace; kept when it lists any " +
+      "other, which is somebody's choice",
+  },
 ];
 
-/**
- * The desired-state projection of `object`: a new object without the fields `stripRules`
- * names, and without a labels or annotations map that stripping left empty. The input is
- * never changed.
- */
-export function sanitize(object: KubernetesObject): KubeObject {
-  const live = object as KubeObject;
-  const projection = structuredClone(live);
-  for (const rule of stripRules) {
-    // Conditions read the live object, so one rule's strip never decides another's.
-    if (appliesTo(rule, live)) removeAt(projection, rule.path);
-  }
-  // An empty map and an absent one mean the same; only one of them may reach Git.
-  for (const field of ["labels", "annotations"]) {
-    const map = fieldAt(projection, ["metadata", field]);
-    if (isRecord(map) && Object.keys(map).length === 0) removeAt(projection, ["metadata", field]);
-  }
-  return projection;
+// An empty map and an absent one mean the same; only one of them may reach Git. A Namespace's
+// spec is empty once its kubernetes finalizer is stripped; another kind's may be required.
+const droppedWhenEmpty: readonly Pick<StripRule, "path" | "kind">[] = [
+  { path: ["metadata", "labels"] },
+  { path: ["metadata", "annotations"] },
+  { path: ["spec"], kind: namespace },
+];
+
+/** The desired-state projection, and the defaulted fields it leaves out (see owned.ts). */
+export interface Projection {
+  object: KubeObject;
+  defaulted?: Defaulted;
 }
 
-function appliesTo(rule: StripRule, live: KubeObject): boolean {
+/**
+ * The desired-state projection of `object`: a new object with only the fields some field
+ * manager owns (what clients set, not what the API server defaulted), without the fields
+ * `stripRules` names, and without a labels, annotations or spec map left empty. The input is
+ * never changed.
+ */
+export function project(object: KubernetesObject): Projection {
+  const live = object as KubeObject;
+  const stripped = structuredClone(live);
+  for (const rule of stripRules) {
+    // Conditions read the live object, so one rule's strip never decides another's.
+    if (appliesTo(rule, live)) removeAt(stripped, rule.path);
+  }
+  const { owned, defaulted } = splitOwned(stripped, live.metadata?.managedFields);
+  for (const empty of droppedWhenEmpty) {
+    const map = fieldAt(owned, empty.path);
+    if (appliesTo(empty, live) && isRecord(map) && Object.keys(map).length === 0) removeAt(owned, empty.path);
+  }
+  return { object: owned, ...(defaulted ? { defaulted } : {}) };
+}
+
+/** The desired-state projection of `object`, as `project` makes it, without what it left out. */
+export function sanitize(object: KubernetesObject): KubeObject {
+  return project(object).object;
+}
+
+function appliesTo(rule: Pick<StripRule, "kind" | "when">, live: KubeObject): boolean {
   if (rule.kind && (groupOf(live.apiVersion) !== rule.kind.group || live.kind !== rule.kind.kind)) {
     return false;
   }

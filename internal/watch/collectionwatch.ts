@@ -11,7 +11,7 @@
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { getJson } from "../kube/rawget.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
-import { sanitize } from "../sanitize/sanitize.ts";
+import { project } from "../sanitize/sanitize.ts";
 import type { Logger } from "../operator/informer.ts";
 import { followedOnlyWhenUnowned, isControllerOwned } from "../typeset/followability.ts";
 import { asWatched, newerThanSnapshot } from "./listfallback.ts";
@@ -23,12 +23,14 @@ import {
   type ResourceIdentity,
 } from "./stream.ts";
 import type { Collection } from "./watchedtypes.ts";
+import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import { sleep } from "../timing/sleep.ts";
 
 export type CollectionState = "Replaying" | "Running" | "Blocked";
 
 const initialEventsEnd = "k8s.io/initial-events-end";
-const backoff = { baseMs: 1000, maxMs: 30_000 };
+/** 1 s doubling to 30 s, jittered, so the watches one outage ended do not reconnect together. */
+const retryBackoff: Backoff = { baseMs: 1000, maxMs: 30_000, jitter: "equal" };
 
 export function collectionPath(c: Collection): string {
   const prefix = c.group === "" ? `/api/${c.version}` : `/apis/${c.group}/${c.version}`;
@@ -106,7 +108,7 @@ export class CollectionWatch {
   }
 
   private async loop(): Promise<void> {
-    let delay = backoff.baseMs;
+    let failures = 0;
     // What was last accepted per object, for no-op suppression; a fresh snapshot starts it over.
     let accepted = new AcceptedState();
     while (!this.abort.signal.aborted) {
@@ -138,7 +140,7 @@ export class CollectionWatch {
       // A quiet watch that reached the client's inactivity timeout simply reconnects from where
       // it was: no error, no backoff.
       if (!outcome.error || outcome.error.name === "TimeoutError") {
-        delay = backoff.baseMs;
+        failures = 0;
         continue;
       }
       const code = outcome.error.statusCode;
@@ -157,13 +159,13 @@ export class CollectionWatch {
             : "the API server no longer serves it",
         );
       }
+      const delay = backoffDelay(retryBackoff, failures++);
       this.logger.error("watch ended on an error; retrying", {
         collection: this.collection.key,
         error: outcome.error.message,
         retryInMs: delay,
       });
       await sleep(delay, this.abort.signal);
-      delay = Math.min(delay * 2, backoff.maxMs);
     }
   }
 
@@ -295,9 +297,9 @@ export class CollectionWatch {
     for (const [key, object] of buffer) {
       // A terminating object is being deleted: deletion is its desired state.
       if (object.metadata?.deletionTimestamp || !this.followed(object)) continue;
-      const sanitized = sanitize(object);
-      accepted.accept(key, sanitized);
-      objects.push({ identity: this.identityOf(object), object: sanitized });
+      const projection = project(object);
+      accepted.accept(key, projection.object, projection.defaulted);
+      objects.push({ identity: this.identityOf(object), ...projection });
     }
     this.out.send({ type: "snapshot", collection: this.collection, objects });
     this.setState("Running");
@@ -319,13 +321,13 @@ export class CollectionWatch {
       );
       return;
     }
-    const sanitized = sanitize(object);
-    if (!accepted.acceptIfChanged(key, sanitized)) return;
+    const projection = project(object);
+    if (!accepted.acceptIfChanged(key, projection.object, projection.defaulted)) return;
     this.out.send({
       type: "upsert",
       collection: this.collection,
       identity: this.identityOf(object),
-      object: sanitized,
+      ...projection,
     });
   }
 }

@@ -1,4 +1,5 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
+import type { Defaulted } from "../sanitize/owned.ts";
 import type { Collection } from "./watchedtypes.ts";
 
 /** Which object an item is about. The uid tells a recreated object from the one before it. */
@@ -16,6 +17,8 @@ export interface DesiredObject {
   identity: ResourceIdentity;
   /** The sanitized desired state. */
   object: KubernetesObject;
+  /** The fields the API server defaulted, left out of `object`: kept only where Git sets them. */
+  defaulted?: Defaulted;
 }
 
 /**

@@ -1,19 +1,28 @@
 import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import * as fs from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import * as isogit from "isomorphic-git";
-import http from "isomorphic-git/http/node";
+import { configEnv } from "../../internal/git/transport.ts";
+import { git } from "../support/gitcli.ts";
 import { GitServer, type GitUser } from "../support/gitserver.ts";
 
 const writer: GitUser = { username: "writer", password: "s3cret" };
 const reader: GitUser = { username: "reader", password: "r3ad", access: "read" };
 const author = { name: "Test Author", email: "test@example.com" };
 
+/** Basic auth as the operator sends it: a header from the environment, never in the URL. */
 function authAs(user: GitUser) {
-  return { onAuth: () => ({ username: user.username, password: user.password }) };
+  const basic = Buffer.from(`${user.username}:${user.password}`).toString("base64");
+  return configEnv([["http.extraHeader", `Authorization: Basic ${basic}`]]);
+}
+
+/** The stderr of a git call that must fail. */
+async function failure(args: string[], cwd: string, user: GitUser): Promise<string> {
+  return git(args, { cwd, env: authAs(user) }).then(
+    () => assert.fail(`git ${args.join(" ")} succeeded`),
+    (err: unknown) => String((err as { stderr?: unknown }).stderr),
+  );
 }
 
 describe("git server harness", () => {
@@ -31,25 +40,38 @@ describe("git server harness", () => {
 
   async function cloneAs(user: GitUser, url: string, name: string): Promise<string> {
     const dir = join(scratch, name);
-    await isogit.clone({ fs, http, dir, url, ref: "main", singleBranch: true, ...authAs(user) });
+    await git(["clone", "-q", "--single-branch", "-b", "main", url, dir], { env: authAs(user) });
     return dir;
   }
 
   async function commitFile(dir: string, path: string, content: string): Promise<string> {
     await writeFile(join(dir, path), content);
-    await isogit.add({ fs, dir, filepath: path });
-    return isogit.commit({ fs, dir, message: `write ${path}`, author });
+    const env = { GIT_AUTHOR_NAME: author.name, GIT_AUTHOR_EMAIL: author.email };
+    await git(["add", path], { cwd: dir });
+    await git(
+      [
+        "-c",
+        `user.name=${author.name}`,
+        "-c",
+        `user.email=${author.email}`,
+        "commit",
+        "-q",
+        "-m",
+        `write ${path}`,
+      ],
+      { cwd: dir, env },
+    );
+    return git(["rev-parse", "HEAD"], { cwd: dir });
   }
 
-  it("serves clone, commit and push with isomorphic-git over smart HTTP with basic auth", async () => {
+  it("serves clone, commit and push with the git CLI over smart HTTP with basic auth", async () => {
     const url = await server.createRepository("clone-push");
     await server.pushForeignCommit("clone-push", { files: { "README.md": "# seeded\n" } });
     const dir = await cloneAs(writer, url, "clone-push");
     assert.equal(await readFile(join(dir, "README.md"), "utf8"), "# seeded\n");
 
     const oid = await commitFile(dir, "a.yaml", "a: 1\n");
-    const result = await isogit.push({ fs, http, dir, remote: "origin", ref: "main", ...authAs(writer) });
-    assert.equal(result.ok, true);
+    await git(["push", "-q", "origin", "main"], { cwd: dir, env: authAs(writer) });
     assert.equal(await server.branchHead("clone-push", "main"), oid);
     assert.equal(await server.gitIn("clone-push", ["show", "main:a.yaml"]), "a: 1");
   });
@@ -61,25 +83,15 @@ describe("git server harness", () => {
     const foreign = await server.pushForeignCommit("stale", { files: { "foreign.yaml": "x: 1\n" } });
     await commitFile(dir, "ours.yaml", "y: 1\n");
 
-    const rejection = await isogit
-      .push({ fs, http, dir, remote: "origin", ref: "main", ...authAs(writer) })
-      .then(
-        () => undefined,
-        (err: unknown) => err,
-      );
-    assert.ok(rejection instanceof isogit.Errors.PushRejectedError, `unexpected ${String(rejection)}`);
-    assert.equal(rejection.data.reason, "not-fast-forward");
+    const rejection = await failure(["push", "origin", "main"], dir, writer);
+    assert.match(rejection, /\[rejected\].*\(fetch first\)/, rejection);
     assert.equal(await server.branchHead("stale", "main"), foreign, "the foreign commit stays");
 
     const badPassword = { username: writer.username, password: "wrong" };
-    const authFailure = await isogit
-      .push({ fs, http, dir, remote: "origin", ref: "main", ...authAs(badPassword) })
-      .then(
-        () => undefined,
-        (err: unknown) => err,
-      );
-    assert.ok(authFailure instanceof isogit.Errors.HttpError, `unexpected ${String(authFailure)}`);
-    assert.equal(authFailure.data.statusCode, 401);
+    const authFailure = await failure(["push", "origin", "main"], dir, badPassword);
+    // git was refused with 401 and, with prompts off, had no other credential to try.
+    assert.match(authFailure, /could not read Username|Authentication failed/, authFailure);
+    assert.ok(!authFailure.includes("wrong"), "no password in git's message");
   });
 
   it("refuses, by the server's compare-and-swap, an update whose branch moved after the advertisement", async () => {
@@ -92,14 +104,8 @@ describe("git server harness", () => {
       foreign = await server.pushForeignCommit("race", { files: { "foreign.yaml": "x: 1\n" } });
     });
 
-    const rejection = await isogit
-      .push({ fs, http, dir, remote: "origin", ref: "main", ...authAs(writer) })
-      .then(
-        () => undefined,
-        (err: unknown) => err,
-      );
-    assert.ok(rejection instanceof isogit.Errors.GitPushError, `unexpected ${String(rejection)}`);
-    assert.equal(rejection.data.result.refs["refs/heads/main"]?.ok, false);
+    const rejection = await failure(["push", "origin", "main"], dir, writer);
+    assert.match(rejection, /\[remote rejected\]/, rejection);
     assert.equal(await server.branchHead("race", "main"), foreign, "the foreign commit stays");
   });
 
@@ -108,14 +114,8 @@ describe("git server harness", () => {
     await server.pushForeignCommit("read-only", { files: { "README.md": "# seeded\n" } });
     const dir = await cloneAs(reader, url, "read-only");
     await commitFile(dir, "b.yaml", "b: 1\n");
-    const refused = await isogit
-      .push({ fs, http, dir, remote: "origin", ref: "main", ...authAs(reader) })
-      .then(
-        () => undefined,
-        (err: unknown) => err,
-      );
-    assert.ok(refused instanceof isogit.Errors.HttpError, `unexpected ${String(refused)}`);
-    assert.equal(refused.data.statusCode, 403);
+    const refused = await failure(["push", "origin", "main"], dir, reader);
+    assert.match(refused, /403/, refused);
     assert.ok(
       server.requests.some(
         (r) =>
@@ -154,18 +154,12 @@ describe("git server harness", () => {
     const port = server.port;
 
     await server.stop();
-    const down = await isogit.getRemoteInfo2({ http, url, protocolVersion: 1, ...authAs(writer) }).then(
-      () => undefined,
-      (err: unknown) => err,
-    );
-    // A pooled keep-alive connection the outage cut shows as a reset; a new one is refused.
-    assert.ok(
-      ["ECONNREFUSED", "ECONNRESET"].includes(String((down as NodeJS.ErrnoException | undefined)?.code)),
-    );
+    const down = await failure(["ls-remote", url], scratch, writer);
+    assert.match(down, /Connection refused|Couldn't connect/, down);
 
     await server.start();
     assert.equal(server.port, port);
-    const info = await isogit.getRemoteInfo2({ http, url, protocolVersion: 1, ...authAs(writer) });
-    assert.equal(info.refs?.find((r) => r.ref === "refs/heads/main")?.oid, seeded);
+    const refs = await git(["ls-remote", url, "refs/heads/main"], { env: authAs(writer) });
+    assert.equal(refs.split("\t")[0], seeded);
   });
 });

@@ -39,3 +39,20 @@ export function testenvBinaries(): TestenvBinaries {
   cached = binaries;
   return binaries;
 }
+
+let kustomize: string | undefined;
+
+/**
+ * The pinned kustomize built by `make kustomize` (hack/tools/kustomize.sh), which the operator
+ * runs to judge a folder as it renders. KUSTOMIZE_PATH overrides it.
+ */
+export function kustomizeBinary(): string {
+  kustomize ??=
+    process.env.KUSTOMIZE_PATH ??
+    execFileSync("bash", [join(repoRoot, "hack/tools/kustomize.sh"), "--print-path"], {
+      encoding: "utf8",
+    }).trim();
+  if (!existsSync(kustomize))
+    throw new Error(`kustomize is missing (${kustomize}): run \`make kustomize\` first`);
+  return kustomize;
+}

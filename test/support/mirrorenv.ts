@@ -39,8 +39,7 @@ export async function startMirrorEnvironment(
     await installCrds(kc);
     for (const name of namespaces) await core.createNamespace({ body: { metadata: { name } } });
     const url = await git.createRepository("state");
-    // isomorphic-git cannot fetch from a remote whose HEAD names a branch that does not exist,
-    // so the default branch exists, as it does on every hosted repository.
+    // The default branch exists, as it does on every hosted repository.
     await git.pushForeignCommit("state", { files: { "README.md": "# State\n" }, message: "Start" });
     const operator = startOperator(kc, {
       inClusterKubeProviders: namespaces.map((ns) => `${ns}/self`),

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { setupOperator, type Operator, type OperatorSettings } from "../../controllers/setup.ts";
 import { Manager } from "../../internal/operator/manager.ts";
-import { repoRoot } from "./binaries.ts";
+import { kustomizeBinary, repoRoot } from "./binaries.ts";
 import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 
@@ -30,6 +30,7 @@ export function startOperator(
     allowKubeconfigExec: false,
     allowKubeconfigInsecureTls: false,
     catalogRefreshMs: 1_000,
+    kustomizePath: kustomizeBinary(),
     ...settings,
   });
   const running = manager.start();

@@ -42,3 +42,23 @@ export function clients(kc: KubeConfig) {
     rules: watchRules(kc),
   };
 }
+
+/**
+ * Waits until every one of a GitTarget's `collections` has had its snapshot measured against the
+ * folder (RenderMatchesLive True over all of them): the snapshots were handled.
+ */
+export async function snapshotsMeasured(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  collections: number,
+) {
+  const { targets } = clients(kc);
+  return eventually(
+    async () => {
+      const found = condition(await targets.get(namespace, name), "RenderMatchesLive");
+      return found?.status === "True" && found.message.includes(`of ${collections} collections matches live`);
+    },
+    { timeoutMs: 60_000, description: `${name}'s ${collections} snapshots measured` },
+  );
+}

@@ -3,11 +3,9 @@
 // ServiceAccount they create, so the ClusterRole is shown to be enough as well as small.
 import { startOperatorProcess } from "../../support/operator.ts";
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it, type TestContext } from "node:test";
-import { promisify } from "node:util";
 import {
   AppsV1Api,
   AuthorizationV1Api,
@@ -27,12 +25,12 @@ import {
   watchRules,
 } from "../../../generated/v1alpha3/index.ts";
 import { EventRecorder } from "../../../internal/operator/events.ts";
-import { repoRoot, testenvBinaries } from "../../support/binaries.ts";
+import { repoRoot } from "../../support/binaries.ts";
+import { kubectl, type Kubectl } from "../../support/kubectl.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
 
-const exec = promisify(execFile);
 const systemNamespace = "gitops-reverser-system";
 const serviceAccount = `system:serviceaccount:${systemNamespace}:gitops-reverser`;
 
@@ -53,27 +51,6 @@ interface Manifest {
   roleRef?: { kind: string; name: string };
   subjects?: { kind: string; name: string; namespace?: string }[];
   spec?: Record<string, unknown>;
-}
-
-interface Kubectl {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the pinned kubectl as the control plane's admin; a failure is returned, not thrown. */
-async function kubectl(plane: ControlPlane, ...args: string[]): Promise<Kubectl> {
-  try {
-    const { stdout, stderr } = await exec(
-      testenvBinaries().kubectl,
-      ["--kubeconfig", plane.kubeconfigPath, ...args],
-      { maxBuffer: 64 * 1024 * 1024 },
-    );
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const failed = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: failed.code ?? -1, stdout: failed.stdout ?? "", stderr: failed.stderr ?? String(err) };
-  }
 }
 
 /** A kustomization rendered by the pinned kubectl, as text and as parsed objects. */

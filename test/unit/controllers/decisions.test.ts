@@ -10,6 +10,7 @@ import {
 } from "../../../internal/kubeprovider/decide.ts";
 import { gateRules } from "../../../internal/rules/gate.ts";
 import { compileClusterWatchRule, compileWatchRule } from "../../../internal/rulestore/compile.ts";
+import { readyStatus } from "./fixtures.ts";
 
 const provider = (spec: KubeProvider["spec"] = { inCluster: {} }): KubeProvider => ({
   apiVersion: "configbutler.ai/v1alpha3",
@@ -96,15 +97,6 @@ describe("GitTarget decisions", () => {
   });
 
   it("is Stalled by a folder the acceptance gate refuses, or a render that does not match live: only a person can fix those", () => {
-    const readyStatus = {
-      conditions: ["Ready", "SourceClusterReachable"].map((type) => ({
-        type,
-        status: "True" as const,
-        reason: "Succeeded",
-        message: "",
-        lastTransitionTime: "",
-      })),
-    };
     const ok = world({
       provider: { ...provider(), status: readyStatus },
       branch: { ...branch, status: readyStatus },
@@ -131,15 +123,25 @@ describe("GitTarget decisions", () => {
     assert.equal(diverged.find((c) => c.type === "Ready")?.status, "False");
   });
 
-  it("is Ready only when the references hold, both are Ready and every collection streams", () => {
-    const holds = (type: string) => ({
-      type,
-      status: "True" as const,
-      reason: "Succeeded",
-      message: "",
-      lastTransitionTime: "",
+  it("a refused folder's RenderMatchesLive points at the refusal, never at collections still replaying", () => {
+    const ok = world({
+      provider: { ...provider(), status: readyStatus },
+      branch: { ...branch, status: readyStatus },
     });
-    const readyStatus = { conditions: [holds("Ready"), holds("SourceClusterReachable")] };
+    const running = { total: 2, running: 2, replaying: 0, blocked: 0 };
+    const conditions = targetConditions(ok, undefined, running, {
+      attached: true,
+      refused: [],
+      renderGate: { status: "Unknown", reason: "Rechecking", message: "2 of 2 collections still replaying" },
+      folderRefusal: "clusters/a/kustomization.yaml has secretGenerator",
+    });
+    const render = conditions.find((c) => c.type === "RenderMatchesLive");
+    assert.deepEqual([render?.status, render?.reason], ["Unknown", "UnsupportedContent"]);
+    assert.doesNotMatch(render?.message ?? "", /replaying/);
+    assert.match(render?.message ?? "", /GitPathAccepted/);
+  });
+
+  it("is Ready only when the references hold, both are Ready and every collection streams", () => {
     const ok = world({
       provider: { ...provider(), status: readyStatus },
       branch: { ...branch, status: readyStatus },

@@ -25,6 +25,7 @@ describe("operator flags", () => {
       gitRefreshInterval: 600_000,
       additionalSensitiveResources: [],
       workerRoot: "/tmp/gitops-reverser-workers",
+      kustomizePath: "kustomize",
       metricsBindAddress: ":8080",
       healthProbeBindAddress: ":8081",
       leaderElect: false,

@@ -2,15 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { GitBranch, GitTarget, KubeProvider } from "../../../generated/v1alpha3/index.ts";
 import { reconcileRequest, targetConditions, type TargetWorld } from "../../../internal/gittarget/decide.ts";
-
-const holds = (type: string) => ({
-  type,
-  status: "True" as const,
-  reason: "Succeeded",
-  message: "",
-  lastTransitionTime: "",
-});
-const readyStatus = { conditions: [holds("Ready"), holds("SourceClusterReachable")] };
+import { readyStatus } from "./fixtures.ts";
 
 function world(suspend: boolean): TargetWorld {
   const target: GitTarget = {
@@ -83,5 +75,23 @@ describe("GitTarget gates", () => {
       ask: undefined,
       handled: "t0",
     });
+  });
+
+  it("a branch somebody keeps pushing to is RemoteMoving and Reconciling, not RemoteUnreachable and not Stalled", () => {
+    const since = new Date("2026-02-01T10:00:00Z");
+    const contention = { since, moves: 5, retainedWrites: 1 };
+    const conditions = targetConditions(world(false), undefined, running, { ...writing, contention });
+    const trio = conditions
+      .filter((c) => ["Ready", "Reconciling", "Stalled"].includes(c.type))
+      .map((c) => `${c.type}=${c.status} ${c.reason}`);
+    assert.deepEqual(trio, [
+      "Ready=Unknown RemoteMoving",
+      "Reconciling=True RemoteMoving",
+      "Stalled=False RemoteMoving",
+    ]);
+    assert.match(
+      conditions.find((c) => c.type === "Ready")?.message ?? "",
+      /^The branch moved 5 times while we pushed, since 2026-02-01T10:00:00.000Z: .* 1 decided write\(s\) are kept/,
+    );
   });
 });

@@ -2,9 +2,12 @@ import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { describe, it } from "node:test";
-import * as git from "isomorphic-git";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { RemoteMovedError } from "../../../internal/git/clone.ts";
 import { faultOf } from "../../../internal/git/fault.ts";
+import { runGit } from "../../../internal/git/gitexec.ts";
 
 /** The error a real call rejects with. */
 const rejection = (work: () => Promise<unknown>) =>
@@ -30,14 +33,23 @@ describe("whose fault a failed publication is", () => {
     assert.equal(faultOf(writeFailed), "local", "a write to a full disk names no path and is still local");
   });
 
-  it("a repository isomorphic-git cannot read is a local fault", () => {
-    assert.equal(faultOf(new git.Errors.NotFoundError("ff2ecaf1664ebbea34307edf298b551516269766")), "local");
-    assert.equal(faultOf(new git.Errors.InternalError("Invalid checksum in GitIndex buffer")), "local");
+  it("a repository git cannot read is a local fault", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "fault-"));
+    try {
+      assert.equal(faultOf(await rejection(() => runGit(["rev-parse", "HEAD"], { cwd: dir }))), "local");
+      await runGit(["init", "-q"], { cwd: dir });
+      await rm(join(dir, ".git", "objects"), { recursive: true });
+      const fetch = () => runGit(["fetch", "http://127.0.0.1:1/r.git"], { cwd: dir, remote: true });
+      assert.equal(faultOf(await rejection(fetch)), "local", "a fetch into a broken repository is local");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("a remote that cannot be reached, answers with an error or moved is not a local fault", async () => {
     assert.equal(faultOf(await refused()), "remote");
-    assert.equal(faultOf(new git.Errors.HttpError(503, "Service Unavailable", "")), "remote");
+    const unreachable = () => runGit(["ls-remote", "http://127.0.0.1:1/r.git"], { remote: true });
+    assert.equal(faultOf(await rejection(unreachable)), "remote", "git could not reach the server");
     assert.equal(faultOf(new RemoteMovedError("moved")), "remote");
     const deadline = AbortSignal.timeout(1);
     await new Promise((resolve) => deadline.addEventListener("abort", resolve));

@@ -48,6 +48,8 @@ function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined) {
     repository: clone,
     folders,
     logger: quiet,
+    // The shortest pauses between attempts on a moving remote.
+    random: () => 0,
     materialize: {
       committer: { name: "a", email: "b" },
       additionalSensitive: [],
@@ -117,6 +119,51 @@ describe("the publication cycle's base trust", () => {
     assert.equal(clone.fetches, 2);
     assert.equal(remote.files().get("f/hand.yaml"), document("hand", "by-hand"));
     assert.equal(remote.files().get("f/apps/configmaps/b.yaml"), document("b", "one"));
+  });
+
+  it("a remote that moves under every push is contention: each move costs a fetch and a replay, and the next cycle is due within half a second, not on the outage schedule", async () => {
+    const { clone, remote, publication, cycle } = setup();
+    await cycle(live(upsert("a", "one")));
+    let foreign = 0;
+    const push = clone.push.bind(clone);
+    clone.push = (root) => {
+      remote.pushForeign((files) => files.set("f/busy.yaml", document("busy", `n${++foreign}`)));
+      return push(root);
+    };
+    const write = live(upsert("b", "one"));
+    const fetchesBefore = clone.fetches;
+    const outcome = await cycle(write);
+    assert.deepEqual(outcome, {
+      kind: "contended",
+      error: "the remote branch kept moving through 5 attempts",
+      moves: 5,
+    });
+    assert.equal(clone.fetches - fetchesBefore, 4, "a fetch and a replay after each move but the last");
+    assert.equal(publication.contended?.moves, 5);
+    assert.ok(publication.contendedUntil - Date.now() <= 500, "the next cycle is due soon");
+    assert.equal((await cycle(write)).kind, "contended");
+    assert.equal(publication.contended?.moves, 10, "the moves add up until a push lands");
+
+    clone.push = push;
+    assert.equal((await cycle(write)).kind, "pushed");
+    assert.equal(publication.contended, undefined, "a landed push ends the contention");
+    assert.equal(publication.contendedUntil, 0);
+    assert.equal(remote.files().get("f/busy.yaml"), document("busy", "n10"), "nothing of theirs is lost");
+    assert.equal(remote.files().get("f/apps/configmaps/b.yaml"), document("b", "one"));
+  });
+
+  it("an unreachable remote ends a contention: the outage says what it is", async () => {
+    const { clone, remote, publication, cycle } = setup();
+    const push = clone.push.bind(clone);
+    clone.push = (root) => {
+      remote.pushForeign((files) => files.set("f/busy.yaml", document("busy", "n")));
+      return push(root);
+    };
+    assert.equal((await cycle(live(upsert("a", "one")))).kind, "contended");
+    clone.push = push;
+    clone.unreachable = true;
+    assert.equal((await cycle(live(upsert("a", "one")))).kind, "failed");
+    assert.equal(publication.contended, undefined);
   });
 
   it("a replay applies the decided actions only: a snapshot's sweep never runs again, so what the newer tip added survives", async () => {

@@ -115,11 +115,13 @@ describe("a branch worker's view of its target folders", () => {
 
   it("drops a write into a refused folder, and asks for a fresh snapshot once the folder is accepted again", () => {
     const { subject, seen } = folders();
-    const refusal = {
+    const problem = {
       path: "clusters/dev/kustomization.yaml",
       feature: "secretGenerator",
       message: "refused",
+      summary: "refused",
     };
+    const refusal = { problems: [problem], message: problem.message };
     subject.written(snapshotWrite, result({ refusal }));
     assert.equal(subject.isRefused(target), true);
     assert.deepEqual(seen.dropped, ["unsupported_content x1"]);

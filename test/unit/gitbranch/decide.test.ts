@@ -168,6 +168,31 @@ describe("GitBranch status", () => {
     assert.equal(find(d.conditions, "Reconciling").status, "True");
   });
 
+  it("a branch that keeps moving under the worker's pushes is RemoteMoving and Reconciling, never RemoteUnreachable", () => {
+    const worker = {
+      retainedWrites: 2,
+      retainedBytes: 2048,
+      intakePaused: false,
+      contention: { since, moves: 7, nextAttemptAt: since.getTime() + 300 },
+    };
+    const d = decideBranch({ ...checked({ kind: "answered" }, mine), worker }, 2);
+    const ready = find(d.conditions, "Ready");
+    assert.equal(ready.reason, "RemoteMoving");
+    assert.equal(ready.status, "Unknown");
+    assert.match(ready.message, /^The branch moved 7 times while we pushed, since 2026-02-01T10:00:00.000Z/);
+    assert.match(ready.message, /2 decided write\(s\) are kept and pushed again after a short pause/);
+    assert.equal(find(d.conditions, "Reconciling").status, "True");
+    assert.equal(find(d.conditions, "Stalled").status, "False");
+    assert.notEqual(workerReadyKey(worker), "", "contention wakes the GitBranch");
+    assert.notEqual(
+      workerReadyKey(worker),
+      workerReadyKey({ ...worker, contention: { ...worker.contention, moves: 8 } }),
+    );
+    const unreachable = { ...failing(false), contention: worker.contention };
+    const both = decideBranch({ ...checked({ kind: "answered" }, mine), worker: unreachable }, 2);
+    assert.equal(find(both.conditions, "Ready").reason, "RemoteUnreachable", "an outage says what it is");
+  });
+
   it("a worker that publishes again makes the holder Ready", () => {
     const healthy = { retainedWrites: 0, retainedBytes: 0, intakePaused: false };
     const d = decideBranch({ ...checked({ kind: "answered" }, mine), worker: healthy }, 2);

@@ -6,6 +6,8 @@ import { fileFacts } from "../../../internal/manifest/facts.ts";
 const accept = (files: Record<string, string>) =>
   acceptFolder(Object.entries(files).map(([path, content]) => fileFacts(path, content)));
 
+const features = (files: Record<string, string>) => accept(files)?.problems.map((p) => p.feature);
+
 const header = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n";
 
 const deployment = `apiVersion: apps/v1
@@ -84,9 +86,13 @@ describe("folder acceptance", () => {
         "configMapGenerator:\n  - name: app\n    behavior: replace\n    options: { disableNameSuffixHash: true }\n",
         "merging configMapGenerator",
       ],
-      ["patches:\n  - patch: |-\n      - op: remove\n        path: /spec\n", "inline patch"],
+      ["patches:\n  - patch: |-\n      kind: Service\n      metadata: { name: x }\n", "inline patch"],
       ["patchesStrategicMerge:\n  - |-\n    apiVersion: v1\n    kind: Service\n", "inline patch"],
-      ["patches:\n  - path: ops.yaml\n    target: { kind: Deployment }\n", "JSON6902 patch"],
+      [
+        "patches:\n  - patch: |-\n      - op: remove\n        path: /spec\n    target: { kind: Service }\n",
+        "JSON6902 patch",
+      ],
+      ["patches:\n  - path: p.yaml\n    options: { allowNameChange: true }\n", "patch that renames"],
       ["patchesJson6902:\n  - path: ops.yaml\n    target: { kind: Deployment, name: x }\n", "JSON6902 patch"],
       ["components: [../components/monitoring]\n", "components"],
       ["helmCharts:\n  - name: redis\n    repo: https://charts.example\n", "helmCharts"],
@@ -106,38 +112,37 @@ describe("folder acceptance", () => {
     for (const [body, feature] of cases) {
       const path = "clusters/prod/apps/kustomization.yaml";
       const refusal = accept({ [path]: `${header}${body}`, "clusters/prod/apps/cm.yaml": "" });
-      assert.equal(refusal?.feature, feature, body);
-      assert.equal(refusal.path, path, body);
+      assert.equal(refusal?.problems.length, 1, body);
+      assert.equal(refusal.problems[0]?.feature, feature, body);
+      assert.equal(refusal.problems[0].path, path, body);
       assert.ok(refusal.message.startsWith(`${path} has ${feature}`), refusal.message);
     }
   });
 
   it("says in the message what would clear the refusal", () => {
-    assert.deepEqual(
-      accept({ "clusters/prod/apps/kustomization.yaml": `${header}secretGenerator: [{ name: db }]\n` }),
-      {
-        path: "clusters/prod/apps/kustomization.yaml",
-        feature: "secretGenerator",
-        message:
-          "clusters/prod/apps/kustomization.yaml has secretGenerator, which the operator cannot manage safely; remove it to let the operator write this folder",
-      },
-    );
+    const path = "clusters/prod/apps/kustomization.yaml";
+    const message = `${path} has secretGenerator, which the operator cannot manage safely; remove it to let the operator write this folder`;
+    assert.deepEqual(accept({ [path]: `${header}secretGenerator: [{ name: db }]\n` }), {
+      problems: [
+        { path, feature: "secretGenerator", message, summary: `${path} has secretGenerator: remove it` },
+      ],
+      message,
+    });
   });
 
   it("refuses a kustomize Component in a kustomization file as an unsupported kind", () => {
     const refusal = accept({
       "c/kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
     });
-    assert.equal(refusal?.feature, "unsupported kustomization kind");
+    assert.equal(refusal?.problems[0]?.feature, "unsupported kustomization kind");
     assert.match(refusal.message, /\(Component in kustomize\.config\.k8s\.io\/v1alpha1\)/);
   });
 
   it("refuses a hash-suffixed configMapGenerator but accepts one with disableNameSuffixHash and no behavior", () => {
     const generator = "configMapGenerator:\n  - name: app\n    literals: [a=b]\n";
-    assert.equal(
-      accept({ "k/kustomization.yaml": `${header}${generator}` })?.feature,
+    assert.deepEqual(features({ "k/kustomization.yaml": `${header}${generator}` }), [
       "configMapGenerator with a hash suffix",
-    );
+    ]);
     assert.equal(
       accept({
         "k/kustomization.yaml": `${header}${generator}    options:\n      disableNameSuffixHash: true\n`,
@@ -166,23 +171,27 @@ describe("folder acceptance", () => {
   });
 
   it("refuses invalid YAML and a non-KRM document, but not an empty trailing document", () => {
-    assert.equal(accept({ "a/x.yaml": "key: [\n" })?.feature, "invalid YAML");
-    assert.equal(accept({ "a/x.yaml": "settings:\n  debug: true\n" })?.feature, "non-KRM document");
+    assert.deepEqual(features({ "a/x.yaml": "key: [\n" }), ["invalid YAML"]);
+    assert.deepEqual(features({ "a/x.yaml": "settings:\n  debug: true\n" }), ["non-KRM document"]);
     assert.equal(accept({ "a/x.yaml": `${service}---\n` }), undefined);
   });
 
+  it("names .gittargetignore as the way out for a file that is not a Kubernetes manifest", () => {
+    for (const content of ["settings:\n  debug: true\n", "replicas: {{ .Values.replicas }}\n"]) {
+      assert.match(accept({ "a/values.yaml": content })?.message ?? "", /list it in \.gittargetignore/);
+    }
+  });
+
   it("refuses a duplicate identity across two files, naming both", () => {
-    assert.deepEqual(accept({ "a/one.yaml": service, "a/two.yaml": service }), {
-      path: "a/two.yaml",
-      feature: "duplicate identity",
-      message:
-        "a/two.yaml has duplicate identity (Service/podinfo/podinfo, also in a/one.yaml), which the operator cannot manage safely; keep the object in one document only to let the operator write this folder",
-    });
+    assert.equal(
+      accept({ "a/one.yaml": service, "a/two.yaml": service })?.message,
+      "a/two.yaml has duplicate identity (Service/podinfo/podinfo, also in a/one.yaml), which the operator cannot manage safely; keep the object in one document only to let the operator write this folder",
+    );
   });
 
   it("refuses a duplicate identity within one file", () => {
     const refusal = accept({ "a/all.yaml": `${service}---\n${service}` });
-    assert.equal(refusal?.feature, "duplicate identity");
+    assert.equal(refusal?.problems[0]?.feature, "duplicate identity");
     assert.match(refusal.message, /\(Service\/podinfo\/podinfo, twice in this file\)/);
   });
 
@@ -199,20 +208,121 @@ describe("folder acceptance", () => {
       "b/patch.yaml": deployment,
     };
     assert.equal(accept(files), undefined);
-    assert.equal(
-      accept({ ...files, "o/kustomization.yaml": `${header}resources: [../b]\n` })?.feature,
+    assert.deepEqual(features({ ...files, "o/kustomization.yaml": `${header}resources: [../b]\n` }), [
       "duplicate identity",
-    );
+    ]);
   });
 
-  it("reports the first refusal in path order, before any duplicate", () => {
+  it("lists every problem in path order, duplicates among them", () => {
     const refusal = accept({
       "z/bad.yaml": "key: [\n",
-      "m/kustomization.yaml": `${header}namePrefix: x-\n`,
+      "m/kustomization.yaml": `${header}namePrefix: x-\nsecretGenerator: [{ name: db }]\n`,
       "a/one.yaml": service,
       "a/two.yaml": service,
     });
-    assert.equal(refusal?.path, "m/kustomization.yaml");
-    assert.equal(refusal.feature, "namePrefix");
+    assert.deepEqual(
+      refusal?.problems.map((p) => [p.path, p.feature]),
+      [
+        ["a/two.yaml", "duplicate identity"],
+        ["m/kustomization.yaml", "secretGenerator"],
+        ["m/kustomization.yaml", "namePrefix"],
+        ["z/bad.yaml", "invalid YAML"],
+      ],
+    );
+  });
+});
+
+describe("patches, classified by their content as kustomize does", () => {
+  const helmRelease = `# Flux: the chart's values for this cluster
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: not-used   # a targeted patch's own name is ignored
+spec:
+  values:
+    replicaCount: 2
+`;
+  const ops = "- op: replace\n  path: /spec/replicas\n  value: 2\n";
+
+  it("a strategic-merge patch with a target selector is accepted", () => {
+    const files = {
+      "apps/kustomization.yaml": `${header}resources: [release.yaml]\npatches:\n  - path: values.yaml\n    target:\n      kind: HelmRelease\n`,
+      "apps/release.yaml": helmRelease.replace("not-used", "podinfo"),
+      "apps/values.yaml": helmRelease,
+    };
+    assert.equal(accept(files), undefined);
+    assert.equal(
+      accept({ ...files, "apps/values.yaml": helmRelease.replace("not-used", "podinfo") }),
+      undefined,
+      "a patch restating the identity it patches is not a second copy",
+    );
+  });
+
+  it("a targeted patch file holding a JSON6902 op list is refused as one, naming the file", () => {
+    const refusal = accept({
+      "apps/kustomization.yaml": `${header}patches:\n  - path: ops.yaml\n    target: { kind: Deployment }\n`,
+      "apps/ops.yaml": ops,
+    });
+    assert.deepEqual(
+      refusal?.problems.map((p) => [p.path, p.feature]),
+      [["apps/ops.yaml", "JSON6902 patch"]],
+    );
+    assert.match(refusal.message, /rewrite it as a strategic-merge patch file/);
+  });
+
+  it("an inline patch is JSON6902 when it is an op list, and otherwise an inline strategic-merge patch", () => {
+    const inline = (patch: string) =>
+      features({
+        "k/kustomization.yaml": `${header}patches:\n  - target: { kind: Service }\n    patch: |-\n${patch.replace(/^/gm, "      ")}\n`,
+      });
+    assert.deepEqual(inline(ops), ["JSON6902 patch"]);
+    assert.deepEqual(inline('[{"op": "remove", "path": "/spec"}]'), ["JSON6902 patch"]);
+    assert.deepEqual(inline("kind: Service\nmetadata:\n  name: x\n"), ["inline patch"]);
+  });
+
+  it("refuses a targeted patch whose file the gate cannot read, since its content decides what it is", () => {
+    const kustomization = `${header}patches:\n  - path: ../outside/ops.yaml\n    target: { kind: Deployment }\n  - path: ops.json\n    target: { kind: Service }\n`;
+    assert.deepEqual(
+      accept({ "k/kustomization.yaml": kustomization })?.problems.map((p) => p.message.split(",")[0]),
+      [
+        "k/kustomization.yaml has unreadable targeted patch (../outside/ops.yaml)",
+        "k/kustomization.yaml has unreadable targeted patch (ops.json)",
+      ],
+    );
+  });
+});
+
+describe("the refusal message", () => {
+  const problems = (count: number) =>
+    Object.fromEntries(
+      Array.from({ length: count }, (_, i) => [
+        `a/file-${String(i).padStart(2, "0")}.yaml`,
+        "settings:\n  debug: true\n",
+      ]),
+    );
+
+  it("a folder with three problems lists all three", () => {
+    const message =
+      accept({
+        "a/kustomization.yaml": `${header}resources: [one.yaml]\nsecretGenerator: [{ name: db }]\n`,
+        "a/one.yaml": service,
+        "a/two.yaml": `${service}---\nsettings:\n  debug: true\n`,
+      })?.message ?? "";
+    assert.equal(
+      message,
+      "3 problems keep the operator from writing this folder; fix them in one commit: " +
+        "1. a/kustomization.yaml has secretGenerator: remove it; " +
+        "2. a/two.yaml has non-KRM document (document 1): give it apiVersion, kind and metadata.name, or remove it (or, if the file is not a Kubernetes manifest, list it in .gittargetignore); " +
+        "3. a/two.yaml has duplicate identity (Service/podinfo/podinfo, also in a/one.yaml): keep the object in one document only",
+    );
+  });
+
+  it("spells out five problems and counts the rest", () => {
+    const refusal = accept(problems(12));
+    assert.equal(refusal?.problems.length, 12);
+    assert.match(refusal.message, /^12 problems keep/);
+    assert.match(refusal.message, /5\. a\/file-04\.yaml has non-KRM document/);
+    assert.doesNotMatch(refusal.message, /6\. /);
+    assert.match(refusal.message, /; and 7 more$/);
   });
 });

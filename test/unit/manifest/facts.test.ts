@@ -117,7 +117,9 @@ describe("per-file findings", () => {
         path: "a/bad.yaml",
         feature: "invalid YAML",
         message:
-          "a/bad.yaml has invalid YAML (Map keys must be unique at line 6, column 1), which the operator cannot manage safely; fix the YAML to let the operator write this folder",
+          "a/bad.yaml has invalid YAML (Map keys must be unique at line 6, column 1), which the operator cannot manage safely; fix the YAML (or, if the file is not a Kubernetes manifest, list it in .gittargetignore) to let the operator write this folder",
+        summary:
+          "a/bad.yaml has invalid YAML (Map keys must be unique at line 6, column 1): fix the YAML (or, if the file is not a Kubernetes manifest, list it in .gittargetignore)",
       },
     ]);
     assert.deepEqual(facts.documents, []);
@@ -149,7 +151,7 @@ describe("per-file findings", () => {
     const facts = fileFacts("a/x.yaml", `${configMap("one")}---\nplain: data\n`);
     assert.equal(
       facts.findings[0]?.message,
-      "a/x.yaml has non-KRM document (document 1), which the operator cannot manage safely; give it apiVersion, kind and metadata.name, or remove it to let the operator write this folder",
+      "a/x.yaml has non-KRM document (document 1), which the operator cannot manage safely; give it apiVersion, kind and metadata.name, or remove it (or, if the file is not a Kubernetes manifest, list it in .gittargetignore) to let the operator write this folder",
     );
     assert.deepEqual(
       facts.documents.map((d) => d.name),
@@ -196,6 +198,7 @@ patchesStrategicMerge:
         ],
         replicas: [{ index: 0, name: "podinfo", count: 3 }],
         patchPaths: ["podinfo-patch.yaml", "limits.yaml"],
+        targetedPatchPaths: [],
       },
       findings: [],
     });
@@ -270,6 +273,7 @@ patchesStrategicMerge:
       images: [],
       replicas: [],
       patchPaths: [],
+      targetedPatchPaths: [],
     });
     assert.deepEqual(kustomization("").findings, []);
   });

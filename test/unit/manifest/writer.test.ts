@@ -269,7 +269,10 @@ describe("the writer in a kustomize folder", () => {
       write([{ op: "upsert", identity: id("app"), object: configMap("app", "apps", {}) }]),
       { committer, additionalSensitive: [], message: () => "", onRefused: () => undefined },
     );
-    assert.equal(result.refusal?.feature, "secretGenerator");
+    assert.deepEqual(
+      result.refusal?.problems.map((p) => p.feature),
+      ["secretGenerator"],
+    );
     assert.equal(result.commit, undefined);
     assert.equal(tree.files.size, 1);
   });

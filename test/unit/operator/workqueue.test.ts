@@ -6,6 +6,10 @@ import {
   MaxOfRateLimiter,
 } from "../../../internal/operator/ratelimiter.ts";
 import { WorkQueue } from "../../../internal/operator/workqueue.ts";
+import { seededRandom } from "../../support/random.ts";
+
+/** A random source of 1 takes the jitter's ceiling: the schedule itself, as client-go's. */
+const ceiling = () => 1;
 
 /** Takes every key the queue can hand out right now. */
 async function drain(queue: WorkQueue): Promise<string[]> {
@@ -88,7 +92,7 @@ describe("WorkQueue", () => {
     });
 
     it("backs a failing key off exponentially until it is forgotten", () => {
-      const queue = new WorkQueue(new ItemExponentialRateLimiter(10, 1000));
+      const queue = new WorkQueue(new ItemExponentialRateLimiter(10, 1000, ceiling));
       queue.addRateLimited("a");
       queue.addRateLimited("a");
       assert.equal(queue.numRequeues("a"), 2);
@@ -102,12 +106,28 @@ describe("WorkQueue", () => {
 
 describe("rate limiters", () => {
   it("ItemExponentialRateLimiter doubles per key up to its cap", () => {
-    const limiter = new ItemExponentialRateLimiter(5, 30);
+    const limiter = new ItemExponentialRateLimiter(5, 30, ceiling);
     assert.deepEqual(
       [1, 2, 3, 4, 5].map(() => limiter.when("a")),
       [5, 10, 20, 30, 30],
     );
     assert.equal(limiter.when("b"), 5, "each key backs off on its own");
+  });
+
+  it("ItemExponentialRateLimiter jitters each delay within its upper half, so keys that failed together spread out", () => {
+    const limiter = new ItemExponentialRateLimiter(100, 1000, seededRandom(7));
+    const keys = Array.from({ length: 20 }, (_, i) => `key-${i}`);
+    const first = keys.map((key) => limiter.when(key));
+    assert.ok(
+      first.every((d) => d >= 50 && d <= 100),
+      `within [50, 100]: ${first.join(", ")}`,
+    );
+    assert.ok(new Set(first).size > 10, "keys that failed at once do not retry at once");
+    const second = keys.map((key) => limiter.when(key));
+    assert.ok(
+      second.every((d) => d >= 100 && d <= 200),
+      "the ceiling still doubles per key",
+    );
   });
 
   it("BucketRateLimiter lets a burst through, then spaces retries at its rate", () => {
@@ -121,7 +141,7 @@ describe("rate limiters", () => {
   it("MaxOfRateLimiter takes the longest delay", () => {
     const now = 0;
     const limiter = new MaxOfRateLimiter(
-      new ItemExponentialRateLimiter(5, 1000),
+      new ItemExponentialRateLimiter(5, 1000, ceiling),
       new BucketRateLimiter(1, 1, () => now),
     );
     assert.equal(limiter.when("a"), 5);

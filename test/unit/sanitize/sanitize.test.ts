@@ -36,7 +36,59 @@ function liveDeployment({
           apiVersion: "apps/v1",
           time: "2026-11-29T10:00:00Z",
           fieldsType: "FieldsV1",
-          fieldsV1: { "f:spec": { "f:replicas": {} } },
+          fieldsV1: {
+            "f:metadata": {
+              "f:labels": { ".": {}, "f:app": {}, "f:tier": {} },
+              "f:annotations": {
+                ".": {},
+                "f:kubectl.kubernetes.io/last-applied-configuration": {},
+                "f:team.example.com/owner": {},
+              },
+            },
+            "f:spec": {
+              "f:replicas": {},
+              "f:selector": {},
+              "f:template": {
+                "f:metadata": { "f:labels": { ".": {}, "f:app": {} } },
+                "f:spec": {
+                  "f:containers": {
+                    'k:{"name":"web"}': {
+                      ".": {},
+                      "f:name": {},
+                      "f:image": {},
+                      "f:ports": {
+                        ".": {},
+                        'k:{"containerPort":80,"protocol":"TCP"}': { ".": {}, "f:containerPort": {} },
+                      },
+                    },
+                    'k:{"name":"sidecar"}': { ".": {}, "f:name": {}, "f:image": {} },
+                  },
+                },
+              },
+            },
+          },
+        },
+        {
+          manager: "kubectl-rollout",
+          operation: "Update",
+          apiVersion: "apps/v1",
+          time: "2026-11-29T09:58:00Z",
+          fieldsType: "FieldsV1",
+          fieldsV1: {
+            "f:spec": {
+              "f:template": {
+                "f:metadata": { "f:annotations": { ".": {}, "f:kubectl.kubernetes.io/restartedAt": {} } },
+              },
+            },
+          },
+        },
+        {
+          manager: "kube-controller-manager",
+          operation: "Update",
+          apiVersion: "apps/v1",
+          time: "2026-11-29T10:00:00Z",
+          fieldsType: "FieldsV1",
+          fieldsV1: { "f:metadata": { "f:annotations": { "f:deployment.kubernetes.io/revision": {} } } },
         },
         {
           manager: "kube-controller-manager",

@@ -1,0 +1,103 @@
+// How git reaches a remote with a credential, without the credential ever being an argument or
+// in a log. HTTP basic auth goes as an `http.extraHeader` through GIT_CONFIG_* environment
+// variables; an SSH key and its known_hosts lines go into files in a private directory (0700,
+// files 0600) made for the one call and removed after it, named by `core.sshCommand`. Host keys
+// are checked strictly, always: a host not in known_hosts is refused, never learned.
+import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export type RemoteAuth =
+  | { kind: "http"; username: string; password: string; caCert?: string }
+  | { kind: "ssh"; privateKey: string; knownHosts: string; passphrase?: string };
+
+/** Whether git reads `url` as SSH: ssh:// or scp-like (a colon before any slash, no scheme). */
+export function isSshUrl(url: string): boolean {
+  return /^ssh:\/\//i.test(url) || (!url.includes("://") && /^[^/]+:/.test(url));
+}
+
+/** GIT_CONFIG_COUNT/KEY/VALUE variables for `settings`: config that no file or argument carries. */
+export function configEnv(settings: [string, string][]): Record<string, string> {
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(settings.length) };
+  settings.forEach(([key, value], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = key;
+    env[`GIT_CONFIG_VALUE_${i}`] = value;
+  });
+  return env;
+}
+
+/**
+ * The ssh command line git runs (git hands it to a shell, so every path is single-quoted; the
+ * paths are ones made here, under a mkdtemp directory, and hold no quote).
+ */
+export function sshCommand(keyFile: string, knownHostsFile: string, askpass: boolean): string {
+  const options = [
+    "-F /dev/null",
+    `-i '${keyFile}'`,
+    "-o IdentitiesOnly=yes",
+    "-o IdentityAgent=none",
+    "-o StrictHostKeyChecking=yes",
+    `-o UserKnownHostsFile='${knownHostsFile}'`,
+    "-o GlobalKnownHostsFile=/dev/null",
+    "-o PasswordAuthentication=no",
+    "-o KbdInteractiveAuthentication=no",
+    "-o ConnectTimeout=30",
+    // Batch mode would also refuse the askpass helper that gives a key its passphrase.
+    ...(askpass ? [] : ["-o BatchMode=yes"]),
+  ];
+  return `ssh ${options.join(" ")}`;
+}
+
+/** Runs `work` with the environment that lets git reach the remote with `auth`. */
+export async function withTransport<T>(
+  auth: RemoteAuth | undefined,
+  work: (env: Record<string, string>) => Promise<T>,
+): Promise<T> {
+  if (!auth) return work({});
+  if (auth.kind === "http" && !auth.caCert) return work(configEnv(httpSettings(auth)));
+  const dir = await mkdtemp(join(tmpdir(), "gitops-reverser-transport-"));
+  try {
+    return await work(await writeTransport(dir, auth));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function httpSettings(auth: Extract<RemoteAuth, { kind: "http" }>): [string, string][] {
+  const basic = Buffer.from(`${auth.username}:${auth.password}`).toString("base64");
+  return [["http.extraHeader", `Authorization: Basic ${basic}`]];
+}
+
+async function writeTransport(dir: string, auth: RemoteAuth): Promise<Record<string, string>> {
+  await chmod(dir, 0o700);
+  const secret = async (name: string, content: string, mode = 0o600) => {
+    const path = join(dir, name);
+    await writeFile(path, content, { mode });
+    return path;
+  };
+  if (auth.kind === "http") {
+    const ca = await secret("ca.crt", auth.caCert ?? "");
+    return configEnv([...httpSettings(auth), ["http.sslCAInfo", ca]]);
+  }
+  // OpenSSH refuses a key file that does not end in a newline.
+  const key = await secret(
+    "identity",
+    auth.privateKey.endsWith("\n") ? auth.privateKey : `${auth.privateKey}\n`,
+  );
+  const knownHosts = await secret("known_hosts", auth.knownHosts);
+  const env = configEnv([["core.sshCommand", sshCommand(key, knownHosts, auth.passphrase !== undefined)]]);
+  if (auth.passphrase === undefined) return env;
+  // The passphrase stays in the environment; the helper only prints it to ssh.
+  const askpass = await secret(
+    "askpass",
+    '#!/bin/sh\nprintf "%s\\n" "$GITOPS_REVERSER_SSH_PASSPHRASE"\n',
+    0o700,
+  );
+  return {
+    ...env,
+    SSH_ASKPASS: askpass,
+    SSH_ASKPASS_REQUIRE: "force",
+    DISPLAY: "none",
+    GITOPS_REVERSER_SSH_PASSPHRASE: auth.passphrase,
+  };
+}
