@@ -8,9 +8,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 
-export GOTOOLCHAIN=local
-export GOFLAGS=-mod=mod
-export CGO_ENABLED=0
+# shellcheck source=../lib/gobuild.sh
+source "$here/../lib/gobuild.sh"
 jobs=${TESTENV_BUILD_JOBS:-2}
 
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/gitops-reverser/testenv
@@ -27,24 +26,14 @@ if cached; then
   exit 0
 fi
 
-# Two builds started at once (two terminals, two CI jobs) take turns on one lock: the second
-# waits, then finds the first one's binaries and builds nothing.
-mkdir -p "$cache_root"
-exec {lock}>"$cache_root/.build.lock"
-if ! flock -n "$lock"; then
-  echo "testenv: another build of the test environment is running; waiting for it"
-  flock "$lock"
-fi
+# Two builds started at once (two terminals, two CI jobs) take turns: the second waits, then
+# finds the first one's binaries and builds nothing.
+build_lock testenv "$cache_root"
 if cached; then
   echo "testenv: cached binaries in $dest"
   exit 0
 fi
-
-# Some machines keep Go outside the default PATH.
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="$PATH:/usr/local/go/bin"
-fi
-command -v go >/dev/null || { echo "testenv: Go 1.26 or newer is required to build the test environment" >&2; exit 1; }
+require_go testenv
 
 echo "testenv: building kube-apiserver, kubectl and etcd from Go modules (about 4 minutes on 2 cores, once per machine)"
 work=$(mktemp -d)

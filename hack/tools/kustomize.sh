@@ -10,9 +10,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 
-export GOTOOLCHAIN=local
-export GOFLAGS=-mod=mod
-export CGO_ENABLED=0
+# shellcheck source=../lib/gobuild.sh
+source "$here/../lib/gobuild.sh"
 jobs=${TESTENV_BUILD_JOBS:-2}
 
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/gitops-reverser/tools
@@ -29,24 +28,12 @@ if cached; then
   exit 0
 fi
 
-# Two builds started at once take turns on one lock: the second waits, then finds the first
-# one's binary and builds nothing.
-mkdir -p "$cache_root"
-exec {lock}>"$cache_root/.build.lock"
-if ! flock -n "$lock"; then
-  echo "kustomize: another build of kustomize is running; waiting for it"
-  flock "$lock"
-fi
+build_lock kustomize "$cache_root"
 if cached; then
   echo "kustomize: cached binary in $dest"
   exit 0
 fi
-
-# Some machines keep Go outside the default PATH.
-if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
-  export PATH="$PATH:/usr/local/go/bin"
-fi
-command -v go >/dev/null || { echo "kustomize: Go 1.26 or newer is required to build kustomize" >&2; exit 1; }
+require_go kustomize
 
 echo "kustomize: building sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION (once per machine)"
 partial="$dest.partial"

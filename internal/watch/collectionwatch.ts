@@ -203,7 +203,14 @@ export class CollectionWatch {
     let ended = false;
     return new Promise<Outcome>((resolve) => {
       let controller: AbortController | undefined;
-      const onAbort = () => controller?.abort();
+      // An abort (a resync, a stop) can come while the watch is still opening, before there is
+      // a controller to abort, or between two connections: it is remembered, and the watch is
+      // ended as soon as it opens, so the loop initializes again.
+      let abortRequested = this.resyncRequested || this.abort.signal.aborted;
+      const onAbort = () => {
+        abortRequested = true;
+        controller?.abort();
+      };
       this.connection = { abort: onAbort } as AbortController;
       this.abort.signal.addEventListener("abort", onAbort, { once: true });
       const finish = (error: unknown) => {
@@ -262,7 +269,7 @@ export class CollectionWatch {
       };
       new Watch(this.kubeConfig).watch(collectionPath(this.collection), query, onEvent, finish).then((c) => {
         controller = c;
-        if (this.abort.signal.aborted) c.abort();
+        if (abortRequested) c.abort();
         // The watch is open, so every change after the LIST's resourceVersion reaches it.
         else if (listFallback && !ended) void takeListSnapshot();
       }, finish);

@@ -6,10 +6,15 @@ import type { OperatorSettings } from "../../controllers/setup.ts";
 import { ControlPlane } from "./controlplane.ts";
 import { GitServer } from "./gitserver.ts";
 import { installCrds } from "./manifests.ts";
+import { applyMirror, type MirrorTarget } from "./mirror.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
+import { eventually } from "./wait.ts";
 
 export const mirrorUser = { username: "gitops", password: "s3cret" };
+
+/** Shutdown publishes for at most 20 s per worker; past this the operator is stuck. */
+const operatorStopMs = 90_000;
 
 export interface MirrorEnvironment {
   plane: ControlPlane;
@@ -55,8 +60,13 @@ export async function startMirrorEnvironment(
       operator,
       url,
       async stop() {
-        await operator.stop();
-        await stopAll();
+        // The harness stops even when the operator does not: a hung shutdown fails the suite
+        // loudly instead of leaving a control plane behind a test process that never exits.
+        const stopped = await Promise.race([
+          operator.stop().then(() => true),
+          new Promise<false>((resolve) => setTimeout(() => resolve(false), operatorStopMs).unref()),
+        ]).finally(stopAll);
+        if (!stopped) throw new Error(`the operator did not stop within ${operatorStopMs / 1000} s`);
       },
     };
   } catch (err) {
@@ -64,3 +74,51 @@ export async function startMirrorEnvironment(
     throw err;
   }
 }
+
+/**
+ * What the folder tests do on the environment's repository, where each scenario writes its own
+ * branch: read a file or the tip, wait for a file or for the branch to settle, and seed a folder
+ * by hand before mirroring the namespace into it.
+ */
+export function folderBranches(env: MirrorEnvironment) {
+  const show = (branch: string, path: string) => env.git.fileAt("state", branch, path);
+  const head = (branch: string) => env.git.branchHead("state", branch);
+  return {
+    show,
+    head,
+    inGit: (branch: string, path: string, test: (content: string) => boolean, description: string) =>
+      eventually(
+        async () => {
+          const content = await show(branch, path);
+          return content !== undefined && test(content) && content;
+        },
+        { timeoutMs: 60_000, description },
+      ),
+    /** The branch's tip once it has stopped moving for the length of one commit window and more. */
+    settled: async (branch: string) => {
+      let last = await head(branch);
+      let since = Date.now();
+      return eventually(
+        async () => {
+          const now = await head(branch);
+          if (now !== last) [last, since] = [now, Date.now()];
+          return Date.now() - since > 3_000 && now;
+        },
+        { timeoutMs: 60_000, description: `branch ${branch} to settle` },
+      );
+    },
+    /** Pushes the folder as its author would, then mirrors the namespace into it; returns that commit. */
+    seed: async (branch: string, files: Record<string, string>, target: Omit<MirrorTarget, "name">) => {
+      await env.git.pushForeignCommit("state", {
+        branch,
+        startFrom: "main",
+        files,
+        message: `The ${branch} folder, by hand`,
+      });
+      const seeded = await head(branch);
+      await applyMirror(env.kc, branch, env.url, mirrorUser, [{ name: branch, ...target }], branch);
+      return seeded;
+    },
+  };
+}
+export type FolderBranches = ReturnType<typeof folderBranches>;

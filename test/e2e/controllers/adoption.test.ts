@@ -11,9 +11,10 @@ import { project } from "../../../internal/sanitize/sanitize.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import type { GitServer } from "../../support/gitserver.ts";
 import { kubectl } from "../../support/kubectl.ts";
-import { applyMirror, type MirrorTarget } from "../../support/mirror.ts";
+import type { MirrorTarget } from "../../support/mirror.ts";
 import {
-  mirrorUser as user,
+  folderBranches,
+  type FolderBranches,
   startMirrorEnvironment,
   type MirrorEnvironment,
 } from "../../support/mirrorenv.ts";
@@ -32,7 +33,6 @@ describe("adoption writes only what clients set", () => {
   let git: GitServer;
   const scratch: string[] = [];
 
-  const head = (branch: string) => git.branchHead("state", branch);
   const show = (branch: string, path: string) => git.fileAt("state", branch, path);
   /** A scratch directory holding `files`, for kubectl to apply. */
   const folderOf = (files: Record<string, string>) => {
@@ -48,35 +48,17 @@ describe("adoption writes only what clients set", () => {
     const result = await kubectl(plane, "apply", "--server-side", ...args);
     assert.equal(result.code, 0, result.stderr);
   };
-  /** The branch's tip once it has stopped moving for the length of one commit window and more. */
-  const settled = async (branch: string) => {
-    let last = await head(branch);
-    let since = Date.now();
-    return eventually(
-      async () => {
-        const now = await head(branch);
-        if (now !== last) [last, since] = [now, Date.now()];
-        return Date.now() - since > 3_000 && now;
-      },
-      { timeoutMs: 60_000, description: `branch ${branch} to settle` },
-    );
-  };
+  let settled: FolderBranches["settled"], seed: FolderBranches["seed"];
   /** Pushes the folder as its author would, then mirrors the namespace into it; returns that commit. */
   const adopt = async (branch: string, files: Record<string, string>, target: Omit<MirrorTarget, "name">) => {
-    await git.pushForeignCommit("state", {
-      branch,
-      startFrom: "main",
-      files,
-      message: `The ${branch} folder`,
-    });
-    const seeded = await head(branch);
+    const seeded = await seed(branch, files, target);
     assert.ok(seeded, `the ${branch} branch`);
-    await applyMirror(env.kc, branch, env.url, user, [{ name: branch, ...target }], branch);
     return seeded;
   };
   before(async () => {
     env = await startMirrorEnvironment(["plain", "kust", "fresh"]);
     git = env.git;
+    ({ settled, seed } = folderBranches(env));
   });
   after(async () => {
     await env?.stop();

@@ -7,14 +7,14 @@ import { parseAllDocuments } from "yaml";
 import { kubeProviders } from "../../../generated/v1alpha3/index.ts";
 import type { GitServer } from "../../support/gitserver.ts";
 import { kubectl } from "../../support/kubectl.ts";
-import { applyMirror, mirrorFieldManager, type MirrorTarget } from "../../support/mirror.ts";
+import { mirrorFieldManager } from "../../support/mirror.ts";
 import {
-  mirrorUser as user,
+  folderBranches,
   startMirrorEnvironment,
+  type FolderBranches,
   type MirrorEnvironment,
 } from "../../support/mirrorenv.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
-import { eventually } from "../../support/wait.ts";
 import * as fixtures from "./fixtures/identityfolders.ts";
 import { clients, condition, conditionOf } from "./helpers.ts";
 
@@ -28,45 +28,10 @@ describe("documents are matched by the identity the folder renders them with", (
   let git: GitServer;
   let kc: KubeConfig;
   let core: CoreV1Api;
-  let url: string;
   const temp: string[] = [];
 
-  const show = (branch: string, path: string) => git.fileAt("state", branch, path);
-  const head = (branch: string) => git.branchHead("state", branch);
-  const inGit = (branch: string, path: string, test: (content: string) => boolean, description: string) =>
-    eventually(
-      async () => {
-        const content = await show(branch, path);
-        return content !== undefined && test(content) && content;
-      },
-      { timeoutMs: 60_000, description },
-    );
-  /** The branch's tip once it has stopped moving for the length of one commit window and more. */
-  const settled = async (branch: string) => {
-    let last = await head(branch);
-    let since = Date.now();
-    return eventually(
-      async () => {
-        const now = await head(branch);
-        if (now !== last) [last, since] = [now, Date.now()];
-        return Date.now() - since > 3_000 && now;
-      },
-      { timeoutMs: 60_000, description: `branch ${branch} to settle` },
-    );
-  };
-  const mirror = async (
-    branch: string,
-    files: Record<string, string>,
-    target: Omit<MirrorTarget, "name">,
-  ) => {
-    await git.pushForeignCommit("state", {
-      branch,
-      startFrom: "main",
-      files,
-      message: `The ${branch} folder`,
-    });
-    await applyMirror(kc, branch, url, user, [{ name: branch, ...target }], branch);
-  };
+  let show: FolderBranches["show"], head: FolderBranches["head"], inGit: FolderBranches["inGit"];
+  let settled: FolderBranches["settled"], mirror: FolderBranches["seed"];
   /** Lets the namespace's targets watch every namespace, as an Argo CD-style cluster-wide rule needs. */
   const grantAllNamespaces = (namespace: string) =>
     kubeProviders(kc).apply(
@@ -102,7 +67,8 @@ describe("documents are matched by the identity the folder renders them with", (
 
   before(async () => {
     env = await startMirrorEnvironment(namespaces);
-    ({ git, kc, core, url } = env);
+    ({ git, kc, core } = env);
+    ({ show, head, inGit, settled, seed: mirror } = folderBranches(env));
   });
   after(async () => {
     await env?.stop();

@@ -11,10 +11,10 @@ import {
 import { parse } from "yaml";
 import { writesDropped } from "../../../internal/telemetry/instruments.ts";
 import type { GitServer } from "../../support/gitserver.ts";
-import { applyMirror, type MirrorTarget } from "../../support/mirror.ts";
 import {
-  mirrorUser as user,
+  folderBranches,
   startMirrorEnvironment,
+  type FolderBranches,
   type MirrorEnvironment,
 } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
@@ -32,48 +32,14 @@ describe("the manifest-aware writer edits a repository the way a careful person 
   let kc: KubeConfig;
   let core: CoreV1Api;
   let apps: AppsV1Api;
-  let url: string;
 
-  const show = (branch: string, path: string) => git.fileAt("state", branch, path);
-  const head = (branch: string) => git.branchHead("state", branch);
-  const inGit = (branch: string, path: string, test: (content: string) => boolean, description: string) =>
-    eventually(
-      async () => {
-        const content = await show(branch, path);
-        return content !== undefined && test(content) && content;
-      },
-      { timeoutMs: 60_000, description },
-    );
-  /** The branch's tip once it has stopped moving for the length of one commit window and more. */
-  const settled = async (branch: string) => {
-    let last = await head(branch);
-    let since = Date.now();
-    return eventually(
-      async () => {
-        const now = await head(branch);
-        if (now !== last) [last, since] = [now, Date.now()];
-        return Date.now() - since > 3_000 && now;
-      },
-      { timeoutMs: 60_000, description: `branch ${branch} to settle` },
-    );
-  };
-  const mirror = async (
-    branch: string,
-    files: Record<string, string>,
-    target: Omit<MirrorTarget, "name">,
-  ) => {
-    await git.pushForeignCommit("state", {
-      branch,
-      startFrom: "main",
-      files,
-      message: `The ${branch} folder, by hand`,
-    });
-    await applyMirror(kc, branch, url, user, [{ name: branch, ...target }], branch);
-  };
+  let show: FolderBranches["show"], head: FolderBranches["head"], inGit: FolderBranches["inGit"];
+  let settled: FolderBranches["settled"], mirror: FolderBranches["seed"];
 
   before(async () => {
     env = await startMirrorEnvironment(scenarios);
-    ({ git, kc, core, url } = env);
+    ({ git, kc, core } = env);
+    ({ show, head, inGit, settled, seed: mirror } = folderBranches(env));
     apps = kc.makeApiClient(AppsV1Api);
   });
   after(() => env?.stop());

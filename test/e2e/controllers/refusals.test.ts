@@ -3,10 +3,10 @@ import { after, before, describe, it } from "node:test";
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
 import type { GitServer } from "../../support/gitserver.ts";
-import { applyMirror, type MirrorTarget } from "../../support/mirror.ts";
 import {
-  mirrorUser as user,
+  folderBranches,
   startMirrorEnvironment,
+  type FolderBranches,
   type MirrorEnvironment,
 } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
@@ -21,23 +21,8 @@ describe("the acceptance gate accepts what kustomize means and reports every pro
   let git: GitServer;
   let kc: KubeConfig;
   let core: CoreV1Api;
-  let url: string;
 
-  const show = (branch: string, path: string) => git.fileAt("state", branch, path);
-  const head = (branch: string) => git.branchHead("state", branch);
-  const mirror = async (
-    branch: string,
-    files: Record<string, string>,
-    target: Omit<MirrorTarget, "name">,
-  ) => {
-    await git.pushForeignCommit("state", {
-      branch,
-      startFrom: "main",
-      files,
-      message: `The ${branch} folder`,
-    });
-    await applyMirror(kc, branch, url, user, [{ name: branch, ...target }], branch);
-  };
+  let show: FolderBranches["show"], head: FolderBranches["head"], mirror: FolderBranches["seed"];
   /** Creates, in `namespace`, every ConfigMap of a multi-document file as it is written. */
   const createConfigMaps = async (namespace: string, content: string) => {
     for (const doc of parseAllDocuments(content)) {
@@ -48,7 +33,8 @@ describe("the acceptance gate accepts what kustomize means and reports every pro
 
   before(async () => {
     env = await startMirrorEnvironment(["targeted", "problems"]);
-    ({ git, kc, core, url } = env);
+    ({ git, kc, core } = env);
+    ({ show, head, seed: mirror } = folderBranches(env));
   });
   after(() => env?.stop());
 

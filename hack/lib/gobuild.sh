@@ -1,0 +1,28 @@
+# Sourced by the scripts that build a tool from Go modules into the cache outside the
+# repository (hack/testenv/build.sh, hack/tools/kustomize.sh): the Go build environment, one
+# lock per cache root so two builds started at once take turns, and Go found where some
+# machines keep it outside the default PATH.
+
+export GOTOOLCHAIN=local
+export GOFLAGS=-mod=mod
+export CGO_ENABLED=0
+
+# build_lock NAME CACHE_ROOT: waits for any other build into CACHE_ROOT to finish. The lock is
+# held until the calling script exits; the caller checks its cache again afterwards, since the
+# build it waited for may have made what it wanted.
+build_lock() {
+  mkdir -p "$2"
+  exec {build_lock_fd}>"$2/.build.lock"
+  if ! flock -n "$build_lock_fd"; then
+    echo "$1: another build is running; waiting for it"
+    flock "$build_lock_fd"
+  fi
+}
+
+# require_go NAME: puts /usr/local/go/bin on PATH when go is not found, or fails with why.
+require_go() {
+  if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+    export PATH="$PATH:/usr/local/go/bin"
+  fi
+  command -v go >/dev/null || { echo "$1: Go 1.26 or newer is required to build it" >&2; exit 1; }
+}
