@@ -4,8 +4,7 @@ import { materialize } from "../../../internal/git/materialize.ts";
 import type { DecidedWrite } from "../../../internal/git/writes.ts";
 import { FolderRenders, type Builder } from "../../../internal/kustomize/renders.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
-import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
-import type { Collection } from "../../../internal/watch/watchedtypes.ts";
+import { configMapIdentity, configMaps } from "../git/fixtures.ts";
 import { MemoryTree } from "../manifest/memorytree.ts";
 
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
@@ -37,25 +36,8 @@ async function overlayTree(): Promise<MemoryTree & { dir: string }> {
   return tree;
 }
 
-const identity: ResourceIdentity = {
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespace: "apps",
-  name: "settings",
-  uid: "u",
-};
-const collection: Collection = {
-  key: "configmaps",
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespaced: true,
-  namespace: "apps",
-  labelSelector: "",
-};
+const identity = configMapIdentity("settings");
+const collection = configMaps;
 
 function overlayWrite(data: Record<string, string>, snapshot = false): DecidedWrite {
   return {

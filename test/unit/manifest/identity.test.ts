@@ -12,18 +12,10 @@ import {
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
 import { acceptFollowed, findDocument } from "../../../internal/manifest/lookup.ts";
 import { newDocument } from "../../../internal/manifest/newdocument.ts";
-import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
+import { configMapIdentity } from "../git/fixtures.ts";
 import { MemoryTree } from "./memorytree.ts";
 
-const id = (name: string, namespace: string): ResourceIdentity => ({
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespace,
-  name,
-  uid: name,
-});
+const id = configMapIdentity;
 const configMap = (name: string, namespace: string | undefined, data: Record<string, string>) => ({
   apiVersion: "v1",
   kind: "ConfigMap",
