@@ -18,6 +18,7 @@ import { commitMessageFor } from "./message.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./writes.ts";
+import { untilAborted } from "../timing/sleep.ts";
 
 export { defaultWorkerRoot } from "./workerdirs.ts";
 
@@ -297,7 +298,7 @@ export class WorkerManager implements Runnable {
         this.options.logger.error("worker sweep failed", { error: String(err) }),
       );
     }, this.options.sweepIntervalMs ?? 60_000);
-    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    await untilAborted(signal);
     clearInterval(sweep);
     this.started = false;
     await Promise.all([...this.workers.values()].map(({ worker }) => worker.stop()));

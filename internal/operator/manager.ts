@@ -2,6 +2,7 @@ import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Controller } from "./controller.ts";
 import { SharedInformer, type InformerSource, type Logger } from "./informer.ts";
 import { LeaderElector, defaultLeaseTimings, type LeaderElectionConfig } from "./leaderelection.ts";
+import { untilAborted } from "../timing/sleep.ts";
 
 /** Something the manager starts and stops, such as the watch manager or the branch workers. */
 export interface Runnable {
@@ -109,7 +110,7 @@ export class Manager {
       const abort = new AbortController();
       this.election = { abort, run: this.elector.run(abort.signal) };
     }
-    await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    await untilAborted(signal);
     await Promise.allSettled(this.running);
     if (this.lostLease) throw new Error("lost the leader election lease");
   }

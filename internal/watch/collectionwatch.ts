@@ -24,7 +24,7 @@ import {
 } from "./stream.ts";
 import type { Collection } from "./watchedtypes.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
-import { sleep } from "../timing/sleep.ts";
+import { sleep, untilAborted } from "../timing/sleep.ts";
 
 export type CollectionState = "Replaying" | "Running" | "Blocked";
 
@@ -126,10 +126,7 @@ export class CollectionWatch {
         continue;
       }
       if (this.stream.paused) {
-        await Promise.race([
-          this.stream.whenResumed(),
-          new Promise((resolve) => this.abort.signal.addEventListener("abort", resolve, { once: true })),
-        ]);
+        await Promise.race([this.stream.whenResumed(), untilAborted(this.abort.signal)]);
         continue;
       }
       if (outcome.gone) {

@@ -12,6 +12,7 @@ import { CollectionWatch, type CollectionState } from "./collectionwatch.ts";
 import { discover } from "./discovery.ts";
 import { GitTargetEventStream } from "./stream.ts";
 import { planCollections, type WatchPlan } from "./watchedtypes.ts";
+import { untilAborted } from "../timing/sleep.ts";
 
 export interface WatchManagerOptions {
   /** How often discovery runs again; the seeds' cadence is 30 s. */
@@ -129,7 +130,7 @@ export class WatchManager implements Runnable {
     const timer = setInterval(() => {
       this.refresh().catch((err: unknown) => this.logger.error("discovery failed", { error: String(err) }));
     }, this.options.catalogRefreshMs ?? 30_000);
-    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    await untilAborted(signal);
     clearInterval(timer);
     this.started = false;
     await Promise.all([...this.watches.values()].flatMap((m) => [...m.values()].map((w) => w.stop())));

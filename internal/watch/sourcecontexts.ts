@@ -7,6 +7,7 @@ import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
 import { WatchManager } from "./manager.ts";
+import { untilAborted } from "../timing/sleep.ts";
 
 export interface SourceContext {
   key: string;
@@ -90,14 +91,14 @@ export class SourceContexts implements Runnable {
   async start(signal: AbortSignal): Promise<void> {
     this.signal = signal;
     for (const [key, entry] of this.contexts) this.contexts.set(key, this.run(entry.context, signal));
-    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    await untilAborted(signal);
     await Promise.all([...this.contexts.keys()].map((key) => this.stop(key)));
     this.signal = undefined;
   }
 
   private run(context: SourceContext, parent: AbortSignal): Running {
     const abort = new AbortController();
-    parent.addEventListener("abort", () => abort.abort(), { once: true });
+    void untilAborted(parent).then(() => abort.abort());
     const done = context.watchManager.start(abort.signal).catch((err: unknown) => {
       this.logger.error("source context stopped on an error", { provider: context.key, error: String(err) });
     });

@@ -23,12 +23,6 @@ const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 // cluster-wide rule also follows.
 const namespaces = ["kns", "argo", "argo-b", "amb", "amb-b"];
 
-// Known defect, not yet found: after a KubeProvider's grants change under a running target
-// (grantAllNamespaces below), the GitTarget controller sometimes stops reconciling and the
-// operator does not stop; in two of four full runs these two tests then timed out. They pass
-// alone. Skipped, with this reason, until the hang is found (see the session note).
-const grantChangeHang = "a KubeProvider grant change under a running target can hang the operator";
-
 describe("documents are matched by the identity the folder renders them with", () => {
   let env: MirrorEnvironment;
   let git: GitServer;
@@ -142,7 +136,7 @@ describe("documents are matched by the identity the folder renders them with", (
     ]);
   });
 
-  it("an unambiguous namespace-less document is matched", { skip: grantChangeHang }, async () => {
+  it("an unambiguous namespace-less document is matched", async () => {
     const folder = "clusters/dev/argo";
     const path = `${folder}/app.yaml`;
     await createConfigMaps(fixtures.destinationApp("argo-demo"), "argo");
@@ -186,7 +180,7 @@ describe("documents are matched by the identity the folder renders them with", (
     assert.deepEqual(await copiesOf("argo", folder, "banner", path), [], "no second document for banner");
   });
 
-  it("an ambiguous one is refused, never duplicated", { skip: grantChangeHang }, async () => {
+  it("an ambiguous one is refused, never duplicated", async () => {
     const folder = "clusters/dev/amb";
     const path = `${folder}/app.yaml`;
     await createConfigMaps(fixtures.destinationApp("amb-demo"), "amb");

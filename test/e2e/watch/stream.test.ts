@@ -223,6 +223,18 @@ describe("the watch plane streams desired state per GitTarget", () => {
     assert.equal(deletion.type === "delete" && deletion.exited, undefined, "a deletion is no exit");
   });
 
+  it("stops when it is stopped while it still discovers, as a replaced source context is", async () => {
+    const other = new WatchManager(kc, new RuleStore(), quiet);
+    other.serve({ namespace: "snap", name: "snap" });
+    const abort = new AbortController();
+    let stopped = false;
+    const run = other.start(abort.signal).then(() => (stopped = true));
+    // Aborted before discovery answers: the wait for the abort begins after it already fired.
+    abort.abort();
+    await eventually(() => stopped, { timeoutMs: 10_000, description: "the manager to stop" });
+    await run;
+  });
+
   it("discovers a CRD installed later, and streams its objects once a rule selects it", async () => {
     setRule(watchRule("later", "later", [{ apiGroups: ["example.com"], resources: ["widgets"] }]));
     assert.equal(manager.planOf({ namespace: "later", name: "later" })?.unresolved.length, 1);
