@@ -55,6 +55,8 @@ const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 export class Clone implements Repository {
   /** The commit the worktree is at: the root, or the last local commit on top of it. */
   private head: string | undefined;
+  /** The head's tree, once known: a commit compares the index's tree with it. */
+  private headTree: string | undefined;
   private cycle: AbortSignal | undefined;
   private readonly auth: RemoteAuth | undefined;
 
@@ -123,6 +125,7 @@ export class Clone implements Repository {
   async discard(): Promise<void> {
     await rm(this.options.dir, { recursive: true, force: true });
     this.head = undefined;
+    this.headTree = undefined;
   }
 
   private async resetTo(tip: string | undefined): Promise<void> {
@@ -141,6 +144,7 @@ export class Clone implements Repository {
       }
     }
     this.head = tip;
+    this.headTree = tip ? undefined : emptyTree;
   }
 
   /** The files under `folder` that differ between two commits, by git's tree walk. */
@@ -187,7 +191,9 @@ export class Clone implements Repository {
 
   /**
    * Stages `paths` (written or removed) and commits them; returns the new commit, or undefined
-   * when they change nothing. The paths go on stdin, so any number of them is one call.
+   * when they change nothing. The paths go on stdin, so any number of them is one call. Each
+   * git process is forked from this one, so a commit is three (stage, tree, commit); the
+   * branch ref follows at the push.
    */
   async commit(
     paths: Iterable<string>,
@@ -202,10 +208,10 @@ export class Clone implements Repository {
       });
     }
     const tree = (await this.git(["write-tree"])).stdout.toString("utf8").trim();
-    const before = this.head
+    this.headTree ??= this.head
       ? (await this.git(["rev-parse", `${this.head}^{tree}`])).stdout.toString("utf8").trim()
       : emptyTree;
-    if (tree === before) return undefined;
+    if (tree === this.headTree) return undefined;
     const env = {
       GIT_AUTHOR_NAME: author.name,
       GIT_AUTHOR_EMAIL: author.email,
@@ -215,8 +221,8 @@ export class Clone implements Repository {
     const parents = this.head ? ["-p", this.head] : [];
     const made = await this.git(["commit-tree", tree, ...parents], { env, input: message });
     const commit = made.stdout.toString("utf8").trim();
-    await this.git(["update-ref", `refs/heads/${this.options.branch}`, commit]);
     this.head = commit;
+    this.headTree = tree;
     return commit;
   }
 
@@ -226,20 +232,22 @@ export class Clone implements Repository {
   }
 
   /**
-   * Pushes the branch, after one advertisement shows the remote still where the commits were
-   * made: the branch at the root, or while it is absent its parent. The push leases the branch
-   * at that root (absent, when it is created), so a push racing ours makes the server refuse
-   * one of them. A moved remote, and a push the server refuses, is a RemoteMovedError: fetch,
-   * reset and replay.
+   * Pushes the branch without force. The push leases the branch at the root the commits were
+   * made on (absent, when it is created), so a remote that moved, or a push racing ours, makes
+   * git or the server refuse it. A branch being created from its parent is checked first with
+   * one advertisement, since the lease cannot see the parent move. A moved remote, and a push
+   * the server refuses, is a RemoteMovedError: fetch, reset and replay.
    */
   async push(root: Root): Promise<string> {
     const { dir, branch } = this.options;
-    if (!(await this.holds(root))) {
+    if (root.from !== "branch" && !(await this.holds(root))) {
       throw new RemoteMovedError(`the remote branch ${branch} is no longer where this cycle's commits start`);
     }
     const head = this.head;
     if (!head) throw new RemoteMovedError(`nothing was committed on ${branch} to push`);
     const ref = `refs/heads/${branch}`;
+    // The local branch shows what is being pushed, for whoever looks into the clone.
+    await this.git(["update-ref", ref, head]);
     const expected = root.from === "branch" ? root.commit : "";
     try {
       await this.remote(

@@ -5,7 +5,7 @@
 // checkoutApplied counts the retained writes whose commits the checkout holds on top of its root;
 // a write that failed part-way makes it unknown, which only a reset clears. Either doubt costs
 // one fetch, a reset, and a replay of every retained write's decided actions. A stale "trusted"
-// is caught by the push, which checks the advertisement before it sends anything. A remote that
+// is caught by the push, whose lease names the root it expects the branch at. A remote that
 // moved under the push is tried again after a short jittered pause, never on the outage
 // schedule (contention.ts).
 import type { Logger } from "../operator/informer.ts";

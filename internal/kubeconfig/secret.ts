@@ -7,6 +7,7 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { parseDocument } from "yaml";
 import { KubeProviderReason } from "../../generated/v1alpha3/conditions.ts";
+import { keepConnections } from "../kube/connections.ts";
 
 export interface KubeconfigOptions {
   /** Allow a user's exec credential plugin, which runs a command in the operator's pod. */
@@ -111,6 +112,7 @@ export function readKubeconfigSecret(
   kubeConfig.loadFromString(
     JSON.stringify({ clusters: [cluster], users: [user], contexts: [context], "current-context": current }),
   );
+  keepConnections(kubeConfig);
   // The checks above guarantee client-node keeps the one cluster, server and all.
   return { kubeConfig, server: kubeConfig.getCurrentCluster()!.server };
 }

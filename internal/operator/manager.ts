@@ -3,6 +3,7 @@ import type { Controller } from "./controller.ts";
 import { SharedInformer, type InformerSource, type Logger } from "./informer.ts";
 import { LeaderElector, defaultLeaseTimings, type LeaderElectionConfig } from "./leaderelection.ts";
 import { untilAborted } from "../timing/sleep.ts";
+import { keepConnections } from "../kube/connections.ts";
 
 /** Something the manager starts and stops, such as the watch manager or the branch workers. */
 export interface Runnable {
@@ -39,10 +40,14 @@ export class Manager {
   private stopping = false;
   private lostLease = false;
 
+  readonly kubeConfig: KubeConfig;
+
   constructor(
-    readonly kubeConfig: KubeConfig,
+    kubeConfig: KubeConfig,
     private readonly options: ManagerOptions,
-  ) {}
+  ) {
+    this.kubeConfig = keepConnections(kubeConfig);
+  }
 
   get logger(): Logger {
     return this.options.logger;

@@ -11,6 +11,7 @@ import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { eventually } from "./wait.ts";
+import { keepConnections } from "../../internal/kube/connections.ts";
 
 export interface ControlPlaneOptions {
   /** Turns on kube-apiserver's audit webhook backend, posting to a URL the test serves. */
@@ -138,7 +139,7 @@ export class ControlPlane {
 
   /** A fresh admin KubeConfig (group system:masters). */
   kubeConfig(): KubeConfig {
-    return kubeConfigFor(this.server, this.servingCa.certPem, "testenv-admin", this.admin);
+    return keepConnections(kubeConfigFor(this.server, this.servingCa.certPem, "testenv-admin", this.admin));
   }
 
   /** A user authenticated by a client certificate: `name` is the CN, each group an O. */
