@@ -9,11 +9,13 @@ import { sleep } from "../timing/sleep.ts";
 import type { StreamItem } from "../watch/stream.ts";
 import type { Repository, Signature } from "./clone.ts";
 import { renderRefusal } from "../kustomize/verdict.ts";
+import { identityKeyOf } from "../manifest/writer.ts";
 import type { MaterializeOptions, WorkTree } from "./materialize.ts";
 import { Publication, type Contention, type Unpublished } from "./publication.ts";
 import { RetrySchedule, type Outage } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
+import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
 import type { Change, DecidedWrite, TargetSettings } from "./writes.ts";
 
@@ -59,19 +61,6 @@ type Event =
   | { refresh: true }
   | { resumed: TargetSettings };
 
-/** Every accepted item costs this much besides its bytes, so many small ones count too. */
-const itemChargeBytes = 1024;
-
-const identityKeyOf = (c: Change) =>
-  `${c.identity.group}/${c.identity.resource}/${c.identity.namespace}/${c.identity.name}`;
-
-const bytesOf = (item: StreamItem) =>
-  item.type === "upsert"
-    ? JSON.stringify(item.object).length
-    : item.type === "snapshot"
-      ? item.objects.reduce((sum, o) => sum + JSON.stringify(o.object).length, 0)
-      : 0;
-
 export class BranchWorker {
   private readonly events: Event[] = [];
   /** What the queued items weigh, each with its charge: kept as they come and go, for the budget. */
@@ -87,8 +76,7 @@ export class BranchWorker {
   private readonly folders: TargetFolders;
   private readonly suspensions: Suspensions;
   private readonly publication: Publication;
-  private paused = false;
-  private intakeWaiters: (() => void)[] = [];
+  private readonly intake = new IntakeGate();
   private lastState = "";
   private unpublished: Unpublished | undefined;
 
@@ -135,8 +123,7 @@ export class BranchWorker {
    * budget is spent, in which case a landed push reopens it.
    */
   intakeOpen(): Promise<void> {
-    if (!this.paused) return Promise.resolve();
-    return new Promise((resolve) => this.intakeWaiters.push(resolve));
+    return this.intake.open();
   }
 
   /** Reads a refused folder again, so a fix in Git clears it; with `done` (a requestedAt), any folder. */
@@ -192,6 +179,11 @@ export class BranchWorker {
         await this.publish();
         continue;
       }
+      // While the push waits out its cooldown, the retained writes are committed a slice at a
+      // time, between the events, so the push finds them made.
+      const ahead = this.pending.map((p) => p.write);
+      if (await this.publication.commitAhead(ahead, (released) => this.queue(released, "front"), 100))
+        continue;
       if (this.idle() && Date.now() >= this.lastProvedAt + this.refreshInterval) {
         await this.refreshNow();
         continue;
@@ -235,7 +227,7 @@ export class BranchWorker {
     for (const closed of this.window.add(
       owner,
       target.timers,
-      identityKeyOf(change),
+      identityKeyOf(change.identity),
       { ...change, target },
       bytes,
       Date.now(),
@@ -285,11 +277,12 @@ export class BranchWorker {
       });
       return;
     }
-    this.pending.splice(0, writes.length);
+    this.pending.splice(0, outcome.published);
     this.retry.succeeded();
     this.lastPushAt = Date.now();
     this.lastProvedAt = Date.now();
-    if (outcome.kind === "pushed") this.options.onPublished?.(outcome.commit, writes);
+    if (outcome.kind === "pushed")
+      this.options.onPublished?.(outcome.commit, writes.slice(0, outcome.published));
   }
 
   /**
@@ -335,22 +328,15 @@ export class BranchWorker {
     }
   }
 
-  /**
-   * The intake budget: while a retry is pending, everything accepted and not published counts,
-   * and the first time it does not fit intake pauses until a push lands.
-   */
+  /** The intake budget (intakebudget.ts), weighed over everything accepted and not published. */
   private updateIntake(): void {
     const retained = this.pending.reduce((sum, p) => sum + p.bytes, 0) + this.queuedBytes + this.window.bytes;
-    const waiting = this.retry.current ?? this.publication.contended;
-    if (waiting && retained >= this.options.bufferLimitBytes) this.paused = true;
-    if (!waiting && this.paused) {
-      this.paused = false;
-      for (const resolve of this.intakeWaiters.splice(0)) resolve();
-    }
+    const waiting = (this.retry.current ?? this.publication.contended) !== undefined;
+    this.intake.update(waiting, retained, this.options.bufferLimitBytes);
     const state: BranchState = {
       retainedWrites: this.pending.length,
       retainedBytes: retained,
-      intakePaused: this.paused,
+      intakePaused: this.intake.paused,
       outage: this.retry.current,
       contention: this.publication.contended,
     };
@@ -371,6 +357,7 @@ export class BranchWorker {
         writes,
         () => undefined,
         this.options.shutdownGraceMs ?? 20_000,
+        true,
       );
       if ("error" in outcome) {
         const unpublished = writes.map((w) => `${w.target.key}: ${w.changes.length} change(s)`);
@@ -382,7 +369,7 @@ export class BranchWorker {
       }
     }
     this.abort.abort();
-    for (const resolve of this.intakeWaiters.splice(0)) resolve();
+    this.intake.release();
   }
 
   private async sleepUntilWork(): Promise<void> {
@@ -393,6 +380,8 @@ export class BranchWorker {
       this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
     ].filter((d): d is number => d !== undefined);
     const wait = deadlines.length > 0 ? Math.max(0, Math.min(...deadlines) - Date.now()) : 60_000;
+    // An event queued while the loop was awaiting something else has nobody to wake it.
+    if (this.events.length > 0) return;
     const woken = new Promise<void>((resolve) => (this.wake = resolve));
     await Promise.race([woken, sleep(wait, this.abort.signal)]);
     this.wake = () => undefined;

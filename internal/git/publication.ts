@@ -31,13 +31,18 @@ export interface PublicationOptions {
   cycleDeadlineMs?: number;
   /** What the pauses between attempts on a moving remote are jittered by. */
   random?: RandomSource;
+  /**
+   * How long one cycle commits before it pushes what it has: a backlog goes out in pushes of
+   * what fits, while the rest is committed, instead of in one push after all of it. 2 s.
+   */
+  commitBudgetMs?: number;
 }
 
 export type CycleOutcome =
-  /** The retained writes are on the remote at `commit`. */
-  | { kind: "pushed"; commit: string }
-  /** No retained write changed anything on the current tip: nothing to push. */
-  | { kind: "settled" }
+  /** The first `published` retained writes are on the remote at `commit`. */
+  | { kind: "pushed"; commit: string; published: number }
+  /** The first `published` retained writes changed nothing on the current tip: nothing to push. */
+  | { kind: "settled"; published: number }
   /** The remote kept moving through every attempt: every write is kept, and tried again soon. */
   | { kind: "contended"; error: string; moves: number }
   /** The remote could not be reached: every write is kept. */
@@ -105,7 +110,28 @@ export class Publication {
   }
 
   /**
-   * Makes the retained writes on the remote's current tip and pushes them, within `deadlineMs`.
+   * Commits retained writes the checkout does not hold yet, for about `sliceMs`, while the push
+   * waits for its cooldown: the cycle then pushes what is committed already. Only on a trusted
+   * base with a known checkout, since it never fetches; whatever fails is left to the cycle,
+   * which resets and replays. Returns whether it committed anything.
+   */
+  async commitAhead(retained: DecidedWrite[], onReleased: (items: Intake[]) => void, sliceMs: number) {
+    const applied = this.checkoutApplied;
+    if (!this.baseTrusted || applied === "unknown" || !this.root || applied >= retained.length) return false;
+    try {
+      await this.applyRetained(retained, onReleased, Date.now() + sliceMs);
+    } catch (err) {
+      this.options.logger.error("committing ahead of the push failed; the next cycle replays", {
+        error: err instanceof Error ? err.message : String(err),
+      });
+      if (faultOf(err) === "local") await this.resetClone(err);
+    }
+    return true;
+  }
+
+  /**
+   * Makes the retained writes on the remote's current tip and pushes them, within `deadlineMs`:
+   * all of them, or those committed within the commit budget (`all` lifts it, for shutdown).
    * `onReleased` gets the live items a snapshot's measurement released, to be written before
    * anything later.
    */
@@ -113,12 +139,14 @@ export class Publication {
     retained: DecidedWrite[],
     onReleased: (items: Intake[]) => void,
     deadlineMs = this.options.cycleDeadlineMs ?? 5 * 60_000,
+    all = false,
   ): Promise<CycleOutcome> {
     const { repository } = this.options;
     const deadline = AbortSignal.timeout(deadlineMs);
     repository.setCycleDeadline(deadline);
+    const budget = all ? Infinity : (this.options.commitBudgetMs ?? 2_000);
     try {
-      const outcome = await this.attempts(retained, onReleased, deadline);
+      const outcome = await this.attempts(retained, onReleased, deadline, budget);
       if (outcome.kind === "contended") this.contention.moved(outcome.moves, Date.now());
       else this.contention.ended();
       return outcome;
@@ -147,21 +175,22 @@ export class Publication {
     retained: DecidedWrite[],
     onReleased: (items: Intake[]) => void,
     deadline: AbortSignal,
+    budgetMs: number,
   ): Promise<CycleOutcome> {
     const { repository, logger } = this.options;
     const attempts = this.options.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.ensureBase();
-        await this.applyRetained(retained, onReleased);
+        const published = await this.applyRetained(retained, onReleased, Date.now() + budgetMs);
         if (repository.headCommit === rootCommit(this.root)) {
           this.checkoutApplied = 0;
-          return { kind: "settled" };
+          return { kind: "settled", published };
         }
         const commit = await repository.push(this.root!);
         this.root = { from: "branch", commit };
         this.checkoutApplied = 0;
-        return { kind: "pushed", commit };
+        return { kind: "pushed", commit, published };
       } catch (err) {
         if (!(err instanceof RemoteMovedError)) throw err;
         this.baseTrusted = false;
@@ -203,13 +232,19 @@ export class Publication {
     this.checkoutApplied = 0;
   }
 
-  /** Commits each retained write the checkout does not hold yet: planned the first time, replayed after. */
+  /**
+   * Commits each retained write the checkout does not hold yet, planned the first time and
+   * replayed after, until `stopAt` has passed (one at least): how many the checkout holds.
+   */
   private async applyRetained(
     retained: DecidedWrite[],
     onReleased: (items: Intake[]) => void,
-  ): Promise<void> {
+    stopAt: number,
+  ): Promise<number> {
     const { repository, folders } = this.options;
-    for (let i = this.checkoutApplied as number; i < retained.length; i++) {
+    const first = this.checkoutApplied as number;
+    for (let i = first; i < retained.length; i++) {
+      if (i > first && Date.now() >= stopAt) break;
       const write = retained[i]!;
       const inventory = folders.inventory(write.target);
       this.checkoutApplied = "unknown";
@@ -226,5 +261,6 @@ export class Publication {
       onReleased(folders.written(write, result));
       this.checkoutApplied = i + 1;
     }
+    return this.checkoutApplied as number;
   }
 }

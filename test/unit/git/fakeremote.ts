@@ -40,6 +40,7 @@ export class FakeClone implements Repository, WorkTree {
   headCommit: string | undefined;
   fetches = 0;
   pushes = 0;
+  commits = 0;
   discards = 0;
   /** Makes the next write throw, as a disk that filled up would; or throw this error. */
   failNextWrite: boolean | Error = false;
@@ -112,6 +113,7 @@ export class FakeClone implements Repository, WorkTree {
   commit(): Promise<string | undefined> {
     const same = this.headCommit && sameFiles(this.remote.commits.get(this.headCommit), this.files);
     if (same) return Promise.resolve(undefined);
+    this.commits++;
     this.headCommit = this.remote.store(this.files);
     return Promise.resolve(this.headCommit);
   }

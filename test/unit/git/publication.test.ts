@@ -31,7 +31,7 @@ const upsert = (name: string, value: string): Change => ({
 });
 const live = (...changes: Change[]): DecidedWrite => ({ target, reason: "live", changes });
 
-function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined) {
+function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined, commitBudgetMs?: number) {
   const remote = new FakeRemote();
   remote.pushForeign((files) => files.set("f/README.md", "# folder\n"));
   const clone = new FakeClone(remote);
@@ -50,6 +50,7 @@ function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined) {
     logger: quiet,
     // The shortest pauses between attempts on a moving remote.
     random: () => 0,
+    commitBudgetMs,
     materialize: {
       committer: { name: "a", email: "b" },
       additionalSensitive: [],
@@ -262,5 +263,58 @@ describe("prune Never", () => {
     assert.equal(remote.files().get(path("old")), document("old", "x"), "the swept document stays");
     assert.equal(remote.files().get(path("a")), document("a", "one"), "the deleted one stays");
     assert.equal(remote.files().get(path("kept")), document("kept", "one"));
+  });
+});
+
+describe("a backlog is pushed while it is still being committed", () => {
+  const backlog = () => ["b", "c", "d"].map((name) => live(upsert(name, "one")));
+
+  it("a cycle pushes what it committed within its budget, and the next cycle the rest", async () => {
+    // A budget of nothing: each cycle commits one write, then pushes it.
+    const { clone, remote, publication } = setup(undefined, 0);
+    const writes = backlog();
+    const first = await publication.cycle(writes, () => undefined);
+    assert.deepEqual(
+      { kind: first.kind, published: "published" in first && first.published },
+      {
+        kind: "pushed",
+        published: 1,
+      },
+    );
+    const pushed = [...remote.files().keys()].filter((p) => p.endsWith(".yaml"));
+    assert.deepEqual(pushed, ["f/apps/configmaps/b.yaml"], "only the first write is on the remote");
+    const rest = await publication.cycle(writes.slice(1), () => undefined);
+    assert.equal(rest.kind === "pushed" && rest.published, 1);
+    assert.equal(clone.pushes, 2);
+  });
+
+  it("shutdown's cycle pushes everything, whatever the budget", async () => {
+    const { clone, publication } = setup(undefined, 0);
+    const outcome = await publication.cycle(backlog(), () => undefined, 60_000, true);
+    assert.equal(outcome.kind === "pushed" && outcome.published, 3);
+    assert.equal(clone.commits, 3);
+    assert.equal(clone.pushes, 1);
+  });
+
+  it("writes committed ahead, while the push waits, are pushed as they are: no second commit, no fetch", async () => {
+    const { clone, publication } = setup();
+    await publication.cycle([live(upsert("a", "one"))], () => undefined);
+    const writes = backlog();
+    assert.equal(await publication.commitAhead(writes, () => undefined, 60_000), true);
+    assert.equal(clone.commits, 4, "one for the first push, one for each write ahead");
+    const outcome = await publication.cycle(writes, () => undefined);
+    assert.equal(outcome.kind === "pushed" && outcome.published, 3);
+    assert.equal(clone.commits, 4, "the cycle committed nothing again");
+    assert.equal(clone.fetches, 1);
+  });
+
+  it("committing ahead never fetches: on an untrusted base it waits for the cycle", async () => {
+    const { clone, remote, publication } = setup();
+    assert.equal(await publication.commitAhead(backlog(), () => undefined, 60_000), false, "no base yet");
+    await publication.cycle([live(upsert("a", "one"))], () => undefined);
+    remote.pushForeign((files) => files.set("f/other.yaml", "x: y\n"));
+    publication.distrust();
+    assert.equal(await publication.commitAhead(backlog(), () => undefined, 60_000), false, "distrusted");
+    assert.equal(clone.fetches, 1);
   });
 });
