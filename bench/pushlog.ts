@@ -15,7 +15,7 @@ export interface Push {
 
 const zero = /^0+$/;
 /** The empty tree, to diff a first push against. */
-const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbabf2c9";
+const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 export class PushLog {
   private readonly file: string;

@@ -5,6 +5,7 @@ import type { BenchConfig } from "./config.ts";
 import type { LatencyResult, ThroughputResult } from "./edits.ts";
 import type { WorkerTimings } from "./instrument.ts";
 import type { ReferenceResult } from "./reference.ts";
+import type { RestartResult } from "./restart.ts";
 import { mib, seconds } from "./sampler.ts";
 import type { SnapshotResult } from "./snapshot.ts";
 import type { WriterResult, WriterStep } from "./writer.ts";
@@ -21,6 +22,7 @@ export interface SizeResult {
   snapshot?: SnapshotResult & Measured;
   throughput?: ThroughputResult & Measured;
   latency?: LatencyResult & Measured;
+  restart?: RestartResult & Measured;
   reference?: ReferenceResult;
   writer?: WriterResult;
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
@@ -110,6 +112,17 @@ export function resultTable(result: RunResult): string {
         "",
       ]);
     }
+    const g = r.restart;
+    if (g) {
+      rows.push([
+        "(g) restart, Git matching: start → first edit pushed",
+        n,
+        s(g.firstEditMs),
+        `PATCH → push ${ms(g.editToPushMs)}; ${g.pushesBefore} push(es) before the edit's`,
+        rss(g),
+        "",
+      ]);
+    }
   }
   return table(["measurement", "N", "result", "detail", "peak RSS (d)", "vs git"], rows);
 }
@@ -121,6 +134,7 @@ export function workerTable(result: RunResult): string {
       ["(a) snapshot", r.snapshot],
       ["(b) throughput", r.throughput],
       ["(c) latency", r.latency],
+      ["(g) restart", r.restart],
     ] as const) {
       if (!m) continue;
       const w = m.worker;

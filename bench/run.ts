@@ -6,6 +6,7 @@
 //  (c) on the first size, edit→push latency of single edits, with idleTimeout 0s;
 //  (d) the process's peak RSS during each of those phases;
 //  (e) the same files written with the native git CLI, one commit and one push: the reference.
+//  (g) a restart with Git matching live, and the first edit after it.
 // Prints tables and writes bench-results/<timestamp>.json. A benchmark, not a test: it asserts
 // nothing about time. See bench/README.md.
 import { cpus, totalmem } from "node:os";

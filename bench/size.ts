@@ -19,6 +19,7 @@ import {
 } from "./cluster.ts";
 import type { BenchConfig } from "./config.ts";
 import { measureLatency, measureThroughput } from "./edits.ts";
+import { measureRestart } from "./restart.ts";
 import { WorkerProbe } from "./instrument.ts";
 import { PushLog } from "./pushlog.ts";
 import { referenceWrite } from "./reference.ts";
@@ -65,17 +66,21 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
   progress(`(a) N=${size}: starting the operator; waiting for ${size} files under ${folder}`);
   sampler.begin();
   const started = Date.now();
-  const operator = startOperator(kc, {
-    inClusterKubeProviders: [`${namespace}/self`],
-    workerRoot,
-    pushCooldownMs: 0,
-  });
-  const probe = new WorkerProbe(operator.workers);
+  const start = () => {
+    const running = startOperator(kc, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    // Each error the operator logs, stamped with the seconds since the first one started.
+    const record = running.errors.push.bind(running.errors);
+    running.errors.push = (...lines: string[]) =>
+      record(...lines.map((line) => `+${seconds(Date.now() - started)} s ${line}`));
+    return running;
+  };
+  let operator = start();
+  let probe = new WorkerProbe(operator.workers);
   sampler.onSample((rss) => probe.observe(rss));
-  // Each error the operator logs, stamped with the seconds since it started.
-  const record = operator.errors.push.bind(operator.errors);
-  operator.errors.push = (...lines: string[]) =>
-    record(...lines.map((line) => `+${seconds(Date.now() - started)} s ${line}`));
   try {
     const snapshot = await waitForSnapshot({
       git,
@@ -105,55 +110,67 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
         `  cold ${Math.round(r.writer.cold.ms)} ms (${r.writer.cold.parsed} files parsed), warm ${Math.round(r.writer.warm.ms)} ms (${r.writer.warm.parsed}), after a fetch ${Math.round(r.writer.afterFetch.ms)} ms (${r.writer.afterFetch.parsed})`,
       );
     }
-    if (snapshot.ms === undefined || !withEdits) return snapshot.ms !== undefined;
+    if (snapshot.ms === undefined) return false;
+    if (!withEdits) await idleWindow(kc, namespace, config);
+    else {
+      progress(
+        `(b) N=${size}: ${config.edits} edits from ${config.writers} writers at ${config.editRate || "unpaced"} edits/s`,
+      );
+      sampler.begin();
+      const throughput = await measureThroughput({
+        kc,
+        git,
+        repository,
+        namespace,
+        folder,
+        size,
+        edits: config.edits,
+        writers: config.writers,
+        rate: config.editRate,
+        settleTimeoutMs: config.settleTimeoutMs,
+        log,
+      });
+      r.throughput = { ...throughput, peakRssBytes: sampler.end(), worker: probe.take() };
+      progress(
+        `  ${throughput.landed}/${throughput.edits} edits pushed: ${throughput.editsPerSecond.toFixed(1)} edits/s`,
+      );
 
-    progress(
-      `(b) N=${size}: ${config.edits} edits from ${config.writers} writers at ${config.editRate || "unpaced"} edits/s`,
-    );
+      progress(`(c) N=${size}: idleTimeout 0s, then ${config.latencyEdits} single edits`);
+      await idleWindow(kc, namespace, config);
+      probe.take();
+      sampler.begin();
+      const latency = await measureLatency({
+        kc,
+        namespace,
+        folder,
+        size,
+        edits: config.latencyEdits,
+        editTimeoutMs: config.editTimeoutMs,
+        log,
+      });
+      r.latency = { ...latency, peakRssBytes: sampler.end(), worker: probe.take() };
+      progress(`  p50 ${latency.p50Ms} ms, p95 ${latency.p95Ms} ms`);
+    }
+
+    progress(`(g) N=${size}: a restart with Git matching live, one edit sent as it starts, idleTimeout 0s`);
+    await operator.stop();
     sampler.begin();
-    const throughput = await measureThroughput({
+    const restart = await measureRestart({
       kc,
-      git,
-      repository,
       namespace,
       folder,
-      size,
-      edits: config.edits,
-      writers: config.writers,
-      rate: config.editRate,
-      settleTimeoutMs: config.settleTimeoutMs,
       log,
-    });
-    r.throughput = { ...throughput, peakRssBytes: sampler.end(), worker: probe.take() };
-    progress(
-      `  ${throughput.landed}/${throughput.edits} edits pushed: ${throughput.editsPerSecond.toFixed(1)} edits/s`,
-    );
-
-    progress(`(c) N=${size}: idleTimeout 0s, then ${config.latencyEdits} single edits`);
-    const generation = await setWindow(kc, namespace, {
-      idleTimeout: "0s",
-      maxDuration: config.window.maxDuration,
-    });
-    await eventually(
-      async () => {
-        const state = await targetReady(kc, namespace);
-        return state.ready && state.generation >= generation;
+      timeoutMs: config.snapshotTimeoutMs,
+      start: () => {
+        operator = start();
+        probe = new WorkerProbe(operator.workers);
+        return operator;
       },
-      { timeoutMs: 60_000, description: "the GitTarget to observe idleTimeout 0s" },
-    );
-    probe.take();
-    sampler.begin();
-    const latency = await measureLatency({
-      kc,
-      namespace,
-      folder,
-      size,
-      edits: config.latencyEdits,
-      editTimeoutMs: config.editTimeoutMs,
-      log,
     });
-    r.latency = { ...latency, peakRssBytes: sampler.end(), worker: probe.take() };
-    progress(`  p50 ${latency.p50Ms} ms, p95 ${latency.p95Ms} ms`);
+    r.restart = { ...restart, peakRssBytes: sampler.end(), worker: probe.take() };
+    progress(
+      `  the edit landed ${s(restart.firstEditMs)} after the start, ${restart.pushesBefore} push(es) before it`,
+    );
   } finally {
     sampler.end();
     progress("  stopping the operator");
@@ -186,4 +203,21 @@ async function sameContent(git: GitServer, repository: string, files: Map<string
     if (pushed !== files.get(path)!.trim()) return false;
   }
   return true;
+}
+
+const s = (ms: number | undefined) => (ms === undefined ? "never" : `${seconds(ms)} s`);
+
+/** Sets the GitTarget's idleTimeout to 0s, as (c) and (g) measure with, and waits for it to hold. */
+async function idleWindow(kc: KubeConfig, namespace: string, config: BenchConfig): Promise<void> {
+  const generation = await setWindow(kc, namespace, {
+    idleTimeout: "0s",
+    maxDuration: config.window.maxDuration,
+  });
+  await eventually(
+    async () => {
+      const state = await targetReady(kc, namespace);
+      return state.ready && state.generation >= generation;
+    },
+    { timeoutMs: 60_000, description: "the GitTarget to observe idleTimeout 0s" },
+  );
 }

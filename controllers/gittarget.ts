@@ -297,6 +297,14 @@ export function setupGitTargetController(
   // A collection finishing its replay, or blocking, changes StreamsRunning: look again at once.
   sourceContexts.onStreamsChanged((t) => controller.queue.add(`${t.namespace}/${t.name}`));
   writeSide.workers.onTargetChanged((t) => controller.queue.add(`${t.namespace}/${t.name}`));
+  // A branch claim proved or moved feeds (or stops) its targets now. After a restart the
+  // GitBranch was Ready all along, so no status transition would say so.
+  writeSide.claims.onHolderChanged((_key, candidates) => {
+    for (const c of candidates) {
+      for (const t of targetsNaming("gitBranchRef")({ metadata: { namespace: c.namespace, name: c.name } }))
+        controller.queue.add(`${t.namespace}/${t.name}`);
+    }
+  });
   manager.addController(controller);
   return controller;
 }
