@@ -5,6 +5,7 @@ import type { BenchConfig } from "./config.ts";
 import type { LatencyResult, ThroughputResult } from "./edits.ts";
 import type { WorkerTimings } from "./instrument.ts";
 import type { ReferenceResult } from "./reference.ts";
+import type { ProcessResult } from "./process.ts";
 import type { RestartResult } from "./restart.ts";
 import { mib, seconds } from "./sampler.ts";
 import type { SnapshotResult } from "./snapshot.ts";
@@ -23,6 +24,7 @@ export interface SizeResult {
   throughput?: ThroughputResult & Measured;
   latency?: LatencyResult & Measured;
   restart?: RestartResult & Measured;
+  process?: ProcessResult;
   reference?: ReferenceResult;
   writer?: WriterResult;
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
@@ -109,6 +111,26 @@ export function resultTable(result: RunResult): string {
         `p50 ${ms(l.p50Ms)}`,
         `p95 ${ms(l.p95Ms)}, max ${ms(l.maxMs)}, ${l.landed}/${l.edits} edits`,
         rss(l),
+        "",
+      ]);
+    }
+    const p = r.process;
+    if (p) {
+      const peak = (bytes: number | undefined) => (bytes === undefined ? "—" : `${mib(bytes)} MiB`);
+      rows.push([
+        "(p) operator process: snapshot → pushed",
+        n,
+        s(p.snapshotMs),
+        "its own process, 5 s push cooldown, idleTimeout 0s",
+        peak(p.snapshotPeakRssBytes),
+        p.snapshotMs !== undefined && ref ? `${(p.snapshotMs / ref.totalMs).toFixed(1)}× git` : "",
+      ]);
+      rows.push([
+        "(p) operator process: restart → first edit pushed",
+        n,
+        s(p.restartFirstEditMs),
+        `${p.restartPushesBefore} push(es) before the edit's`,
+        peak(p.restartPeakRssBytes),
         "",
       ]);
     }

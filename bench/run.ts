@@ -6,7 +6,8 @@
 //  (c) on the first size, edit→push latency of single edits, with idleTimeout 0s;
 //  (d) the process's peak RSS during each of those phases;
 //  (e) the same files written with the native git CLI, one commit and one push: the reference.
-//  (g) a restart with Git matching live, and the first edit after it.
+//  (g) a restart with Git matching live, and the first edit after it;
+//  (p) the operator as its own process: its peak RSS (VmHWM) through a snapshot and a restart.
 // Prints tables and writes bench-results/<timestamp>.json. A benchmark, not a test: it asserts
 // nothing about time. See bench/README.md.
 import { cpus, totalmem } from "node:os";
@@ -52,7 +53,15 @@ const workerRoot = makeOwnedTempDir("bench-workers");
 try {
   const kc = plane.kubeConfig();
   await installCrds(kc);
-  const harness: Harness = { kc, git, user, workerRoot, config };
+  const harness: Harness = {
+    kc,
+    git,
+    user,
+    workerRoot,
+    config,
+    kubeconfigPath: plane.kubeconfigPath,
+    logDir: plane.dir,
+  };
   // Smallest first: the live edits run on it, and a snapshot that times out skips the larger sizes.
   let skip: string | undefined;
   for (const [index, size] of [...config.sizes].sort((a, b) => a - b).entries()) {

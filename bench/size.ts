@@ -19,6 +19,7 @@ import {
 } from "./cluster.ts";
 import type { BenchConfig } from "./config.ts";
 import { measureLatency, measureThroughput } from "./edits.ts";
+import { measureProcess } from "./process.ts";
 import { measureRestart } from "./restart.ts";
 import { WorkerProbe } from "./instrument.ts";
 import { PushLog } from "./pushlog.ts";
@@ -35,6 +36,9 @@ export interface Harness {
   user: { username: string; password: string };
   workerRoot: string;
   config: BenchConfig;
+  /** The control plane's admin kubeconfig, and where an operator process writes its log. */
+  kubeconfigPath: string;
+  logDir: string;
 }
 
 /** Measures one size; returns false when its snapshot did not complete (larger sizes would not either). */
@@ -55,6 +59,13 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
   r.reference = await referenceWrite(git, `reference-${namespace}`, user, files, config.referenceRepeats);
   progress(
     `  ${files.size} files: ${r.reference.runs.map((run) => `${seconds(run.totalMs)} s`).join(", ")}; median ${seconds(r.reference.totalMs)} s`,
+  );
+
+  progress(`(p) N=${size}: the operator as its own process: the snapshot, then a restart and one edit`);
+  r.process = await measureProcess(h, size, namespace);
+  const p = r.process;
+  progress(
+    `  snapshot ${s(p.snapshotMs)}, VmHWM ${mib(p.snapshotPeakRssBytes ?? 0)} MiB; after a restart the edit landed ${s(p.restartFirstEditMs)} after the start (${p.restartPushesBefore} push(es) before it), VmHWM ${mib(p.restartPeakRssBytes ?? 0)} MiB`,
   );
 
   const url = await git.createRepository(repository);

@@ -5,6 +5,7 @@ import { isMap, isScalar, parseAllDocuments, visit, type Document } from "yaml";
 import { groupOf, identityKey } from "./folder.ts";
 import { analyseKustomization, isJson6902 } from "./kustomizationfacts.ts";
 import { hasToken, tokenPaths } from "./rendermeasure.ts";
+import { contentDigest } from "../sanitize/digest.ts";
 
 export type FileRole = "manifest" | "kustomization" | "auxiliary";
 
@@ -22,6 +23,8 @@ export interface DocumentFacts {
   labels: Record<string, string>;
   /** Some string holds a Flux postBuild substitution token; `$${VAR}` is an escaped literal. */
   hasTokens: boolean;
+  /** The content digest of the document's value: a live object with the same digest changes nothing. */
+  digest: string;
 }
 
 /** Something in one file that makes the folder unmanageable. */
@@ -98,7 +101,13 @@ export function renderedFacts(path: string, objects: readonly unknown[]): FileFa
     const identity = identityOf(object);
     if (!identity) throw new Error(`a rendered document of ${path} is not a Kubernetes object`);
     const key = identityKey(groupOf(identity.apiVersion), identity.kind, identity.namespace, identity.name);
-    return { index, ...identity, key, hasTokens: tokenPaths(object).length > 0 };
+    return {
+      index,
+      ...identity,
+      key,
+      hasTokens: tokenPaths(object).length > 0,
+      digest: contentDigest(object),
+    };
   });
   return { path, role: "manifest", documents, findings: [] };
 }
@@ -117,7 +126,7 @@ function manifestFacts(path: string, documents: Document.Parsed[]): FileFacts {
     }
     const { apiVersion, kind, namespace, name } = identity;
     const key = identityKey(groupOf(apiVersion), kind, namespace, name);
-    facts.push({ index, ...identity, key, hasTokens: hasTokens(doc) });
+    facts.push({ index, ...identity, key, hasTokens: hasTokens(doc), digest: contentDigest(value) });
   });
   return { path, role: "manifest", documents: facts, findings };
 }

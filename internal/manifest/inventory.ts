@@ -166,6 +166,11 @@ export class FolderInventory {
     return this.files.get(path);
   }
 
+  /** The content digest of the document at `location`, as last read or written. */
+  digestAt(location: DocumentLocation): string | undefined {
+    return this.files.get(location.path)?.documents.find((d) => d.index === location.index)?.digest;
+  }
+
   /** Whether a file exists in the folder, as far as the inventory knows. */
   has(path: string): boolean {
     return this.files.has(path);

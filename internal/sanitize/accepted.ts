@@ -1,10 +1,9 @@
 // No-op suppression. Watch delivers every persisted write, so a status heartbeat arrives as a
 // MODIFIED with a new resourceVersion; its sanitized projection is unchanged, and comparing
 // projections is what tells it apart from an edit.
-import { createHash } from "node:crypto";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Defaulted } from "./owned.ts";
-import { toStableYaml } from "./stableyaml.ts";
+import { contentDigest } from "./digest.ts";
 
 /**
  * What was last accepted for each object on a stream, as a digest of its sanitized projection.
@@ -52,8 +51,6 @@ export class AcceptedState {
 }
 
 function digestOf(sanitized: KubernetesObject, defaulted: Defaulted | undefined): string {
-  const hash = createHash("sha256").update(toStableYaml(sanitized));
-  // The API server serializes an object's fields in a fixed order, so their JSON is stable.
-  if (defaulted) hash.update("\0").update(JSON.stringify(defaulted));
-  return hash.digest("base64");
+  // The defaulted fields it left out count too: the writer keeps those a document sets.
+  return contentDigest(defaulted ? [sanitized, defaulted] : sanitized);
 }

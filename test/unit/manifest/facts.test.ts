@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { fileFacts, isYamlPath, renderedFacts } from "../../../internal/manifest/facts.ts";
+import { contentDigest } from "../../../internal/sanitize/digest.ts";
 import { toStableYaml } from "../../../internal/sanitize/stableyaml.ts";
 
 const configMap = (name: string, extra = "") =>
@@ -62,6 +63,11 @@ describe("document facts", () => {
           key: "/ConfigMap/apps/one",
           labels: {},
           hasTokens: false,
+          digest: contentDigest({
+            apiVersion: "v1",
+            kind: "ConfigMap",
+            metadata: { name: "one", namespace: "apps" },
+          }),
         },
         {
           index: 2,
@@ -72,6 +78,11 @@ describe("document facts", () => {
           key: "rbac.authorization.k8s.io/ClusterRole//view",
           labels: {},
           hasTokens: false,
+          digest: contentDigest({
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "ClusterRole",
+            metadata: { name: "view" },
+          }),
         },
       ],
       findings: [],

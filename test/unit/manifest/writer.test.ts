@@ -128,6 +128,33 @@ describe("the manifest-aware writer", () => {
     assert.equal(tree.commits.length, 1);
   });
 
+  it("does not read a document that already is the live object, keys in any order", async () => {
+    const tree = new MemoryTree({
+      "clusters/dev/same.yaml":
+        "# kept as written\nkind: ConfigMap\napiVersion: v1\ndata:\n  k: v\nmetadata:\n  namespace: apps\n  name: same\n",
+      "clusters/dev/other.yaml":
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n  namespace: apps\ndata:\n  k: old\n",
+    });
+    const inventory = new FolderInventory("clusters/dev");
+    await inventory.refresh(tree);
+    const scanned = tree.reads;
+    const same = {
+      op: "upsert" as const,
+      identity: id("same"),
+      object: configMap("same", "apps", { k: "v" }),
+    };
+    assert.equal(await apply(tree, write([same]), [], inventory), undefined);
+    assert.equal(tree.reads, scanned, "agreeing with live, it is not read again");
+    const other = {
+      op: "upsert" as const,
+      identity: id("other"),
+      object: configMap("other", "apps", { k: "new" }),
+    };
+    await apply(tree, write([other]), [], inventory);
+    assert.equal(tree.reads, scanned + 1, "one that differs is read and edited");
+    assert.match(tree.files.get("clusters/dev/other.yaml")!, /k: new/);
+  });
+
   it("deletes just that document from a multi-document file, and an emptied file", async () => {
     const tree = new MemoryTree({
       "clusters/dev/bundle.yaml":

@@ -1,0 +1,95 @@
+// (p) The operator as it is deployed: its own process (controllers/main.ts, with the production
+// five-second push cooldown), whose peak RSS is the kernel's VmHWM, free of the benchmark's own
+// objects. Measured per size, before the in-process phases, on a repository of its own: the
+// initial snapshot, then a restart on the clone it left with one edit sent as it starts.
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { startOperatorProcess } from "../test/support/operator.ts";
+import { kustomizeBinary } from "../test/support/binaries.ts";
+import { sleep } from "../internal/timing/sleep.ts";
+import { applyMirror, configMapFolder, configMapName } from "./cluster.ts";
+import { PushLog } from "./pushlog.ts";
+import type { Harness } from "./size.ts";
+import { waitForSnapshot } from "./snapshot.ts";
+
+export interface ProcessResult {
+  /** Operator start to the push that completed the folder. */
+  snapshotMs: number | undefined;
+  /** The first process's VmHWM when its snapshot was pushed. */
+  snapshotPeakRssBytes: number | undefined;
+  /** The second process's start to the push that carried the edit sent as it started. */
+  restartFirstEditMs: number | undefined;
+  /** The second process's VmHWM when that edit was pushed. */
+  restartPeakRssBytes: number | undefined;
+  /** Pushes the restart made before the edit's. */
+  restartPushesBefore: number;
+}
+
+/** The kernel's high-water mark of a process's resident set, in bytes. */
+async function peakRss(pid: number): Promise<number | undefined> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
+  const kib = /^VmHWM:\s+(\d+) kB/m.exec(status)?.[1];
+  return kib === undefined ? undefined : Number(kib) * 1024;
+}
+
+export async function measureProcess(h: Harness, size: number, namespace: string): Promise<ProcessResult> {
+  const { kc, git, user, config } = h;
+  const repository = `process-${namespace}`;
+  const folder = configMapFolder(namespace);
+  const url = await git.createRepository(repository);
+  const log = await PushLog.install(git, repository);
+  await applyMirror(kc, namespace, url, user, { ...config.window, idleTimeout: "0s" });
+  const workerRoot = join(h.workerRoot, `process-${namespace}`);
+  const start = () =>
+    startOperatorProcess(h.kubeconfigPath, h.logDir, [
+      `--in-cluster-kube-providers=${namespace}/self`,
+      `--worker-root=${workerRoot}`,
+      `--kustomize-path=${kustomizeBinary()}`,
+      "--log-level=error",
+    ]);
+
+  let started = Date.now();
+  let operator = await start();
+  const snapshot = await waitForSnapshot({
+    git,
+    repository,
+    folder,
+    size,
+    started,
+    timeoutMs: config.snapshotTimeoutMs,
+    log,
+    workerRoot,
+  });
+  const snapshotPeakRssBytes = await peakRss(operator.process.pid);
+  await operator.process.stop(30_000);
+
+  await log.skipExisting();
+  const before = (await log.pushes()).length;
+  const token = `process-${Date.now() % 1_000_000}-0`;
+  started = Date.now();
+  operator = await start();
+  try {
+    await kc.makeApiClient(CoreV1Api).patchNamespacedConfigMap({
+      namespace,
+      name: configMapName(1),
+      body: [{ op: "replace", path: "/data/gamma", value: token }],
+    });
+    while (!log.landed.has(token) && Date.now() < started + config.snapshotTimeoutMs) {
+      await sleep(50);
+      await log.scan(folder);
+    }
+    const landedAt = log.landed.get(token);
+    const pushes = await log.pushes();
+    const edit = pushes.findIndex((p, i) => i >= before && landedAt !== undefined && p.at >= landedAt);
+    return {
+      snapshotMs: snapshot.ms,
+      snapshotPeakRssBytes,
+      restartFirstEditMs: landedAt === undefined ? undefined : landedAt - started,
+      restartPeakRssBytes: await peakRss(operator.process.pid),
+      restartPushesBefore: (edit < 0 ? pushes.length : edit) - before,
+    };
+  } finally {
+    await operator.process.stop(30_000);
+  }
+}
