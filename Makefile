@@ -100,7 +100,7 @@ demo: node_modules testenv kustomize ## Run the operator against a local apiserv
 	node --import tsx hack/demo/demo.ts
 
 .PHONY: bench
-bench: node_modules testenv ## Measure snapshot, edit throughput, latency and RSS against native git (BENCH_SIZES=1000,10000; see bench/README.md).
+bench: node_modules testenv build ## Measure snapshot, edit throughput, latency and RSS against native git (BENCH_SIZES=1000,10000; see bench/README.md).
 	node --expose-gc --import tsx bench/run.ts
 
 .PHONY: testenv-up

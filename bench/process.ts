@@ -1,6 +1,7 @@
-// (p) The operator as it is deployed: its own process (controllers/main.ts, with the production
-// five-second push cooldown), whose peak RSS is the kernel's VmHWM, free of the benchmark's own
-// objects. Measured per size, before the in-process phases, on a repository of its own: the
+// (p) The operator as it is deployed: its own process, compiled as the image runs it
+// (dist/controllers/main.js, from `make build`), with the production five-second push
+// cooldown. Its peak RSS is the kernel's VmHWM, free of the benchmark's own objects. Measured
+// per size, before the in-process phases, on a namespace and repository of its own: the
 // initial snapshot, then a restart on the clone it left with one edit sent as it starts.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -8,7 +9,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { startOperatorProcess } from "../test/support/operator.ts";
 import { kustomizeBinary } from "../test/support/binaries.ts";
 import { sleep } from "../internal/timing/sleep.ts";
-import { applyMirror, configMapFolder, configMapName } from "./cluster.ts";
+import { applyMirror, configMapFolder, configMapName, fillNamespace } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";
 import type { Harness } from "./size.ts";
 import { waitForSnapshot } from "./snapshot.ts";
@@ -33,8 +34,11 @@ async function peakRss(pid: number): Promise<number | undefined> {
   return kib === undefined ? undefined : Number(kib) * 1024;
 }
 
+/** Measures the operator process on a namespace of its own, filled like the size's. */
 export async function measureProcess(h: Harness, size: number, namespace: string): Promise<ProcessResult> {
   const { kc, git, user, config } = h;
+  // Its own namespace: a GitProvider's URL is immutable, and the in-process phases use theirs.
+  await fillNamespace(kc, namespace, size, config.createBatch);
   const repository = `process-${namespace}`;
   const folder = configMapFolder(namespace);
   const url = await git.createRepository(repository);
@@ -42,12 +46,19 @@ export async function measureProcess(h: Harness, size: number, namespace: string
   await applyMirror(kc, namespace, url, user, { ...config.window, idleTimeout: "0s" });
   const workerRoot = join(h.workerRoot, `process-${namespace}`);
   const start = () =>
-    startOperatorProcess(h.kubeconfigPath, h.logDir, [
-      `--in-cluster-kube-providers=${namespace}/self`,
-      `--worker-root=${workerRoot}`,
-      `--kustomize-path=${kustomizeBinary()}`,
-      "--log-level=error",
-    ]);
+    startOperatorProcess(
+      h.kubeconfigPath,
+      h.logDir,
+      [
+        `--in-cluster-kube-providers=${namespace}/self`,
+        `--worker-root=${workerRoot}`,
+        `--kustomize-path=${kustomizeBinary()}`,
+        "--log-level=error",
+      ],
+      // BENCH_OPERATOR_NODE_OPTIONS: V8 flags to measure the process under (its heap's sizes).
+      { NODE_OPTIONS: process.env.BENCH_OPERATOR_NODE_OPTIONS ?? "" },
+      true,
+    );
 
   let started = Date.now();
   let operator = await start();

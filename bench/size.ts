@@ -62,7 +62,7 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
   );
 
   progress(`(p) N=${size}: the operator as its own process: the snapshot, then a restart and one edit`);
-  r.process = await measureProcess(h, size, namespace);
+  r.process = await measureProcess(h, size, `${namespace}-p`);
   const p = r.process;
   progress(
     `  snapshot ${s(p.snapshotMs)}, VmHWM ${mib(p.snapshotPeakRssBytes ?? 0)} MiB; after a restart the edit landed ${s(p.restartFirstEditMs)} after the start (${p.restartPushesBefore} push(es) before it), VmHWM ${mib(p.restartPeakRssBytes ?? 0)} MiB`,

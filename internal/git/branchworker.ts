@@ -16,6 +16,7 @@ import { RetrySchedule, type Outage } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
 import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
+import { InventoryStore } from "./inventorystore.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
 import type { Change, DecidedWrite, TargetSettings } from "./writes.ts";
 
@@ -83,9 +84,11 @@ export class BranchWorker {
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
     this.suspensions = new Suspensions((key) => options.folders.onResyncRequested(key, undefined));
+    const dir = options.clone.dir;
     this.folders = new TargetFolders(
       { holdMs: options.renderHoldMs ?? 10 * 60_000, budgetBytes: options.bufferLimitBytes },
       options.folders,
+      dir === undefined ? undefined : new InventoryStore(dir),
     );
     this.publication = new Publication({
       repository: options.clone,
@@ -368,6 +371,12 @@ export class BranchWorker {
         });
       }
     }
+    // Kept so a restart reads only what changed since; without it, a restart reads every folder.
+    await this.folders
+      .saveInventories()
+      .catch((err: unknown) =>
+        this.options.logger.error("saving the folders' inventories failed", { error: String(err) }),
+      );
     this.abort.abort();
     this.intake.release();
   }

@@ -4,6 +4,7 @@
 // live item and tells it what each write found; it reports every change to the target's status.
 import type { Refusal } from "../manifest/acceptance.ts";
 import { FolderInventory } from "../manifest/inventory.ts";
+import type { InventoryStore } from "./inventorystore.ts";
 import { acceptFollowed } from "../manifest/lookup.ts";
 import type { PlacementSource } from "../manifest/ladder.ts";
 import type { StreamItem } from "../watch/stream.ts";
@@ -74,7 +75,17 @@ export class TargetFolders {
   constructor(
     private readonly limits: { holdMs: number; budgetBytes: number },
     private readonly callbacks: TargetFolderCallbacks,
+    /** Where each folder's inventory is kept across a restart, and started from. */
+    private readonly store?: InventoryStore,
   ) {}
+
+  /** Keeps every folder's inventory, so a restart reads only what changed since. */
+  async saveInventories(): Promise<void> {
+    for (const folder of this.folders.values()) {
+      const saved = folder.inventory.save();
+      if (saved) await this.store?.save(saved);
+    }
+  }
 
   /** The inventory of a target's folder, kept across commits. */
   inventory(target: TargetSettings): FolderInventory {
@@ -195,9 +206,12 @@ export class TargetFolders {
   private folder(target: TargetSettings): TargetFolder {
     let folder = this.folders.get(target.key);
     if (!folder) {
+      const inventory = new FolderInventory(target.path);
+      const saved = this.store?.load(target.path);
+      if (saved) inventory.restore(saved);
       folder = {
         target,
-        inventory: new FolderInventory(target.path),
+        inventory,
         gate: new RenderGate(this.limits),
         collections: new TargetCollections(),
         refusedWrites: new RefusedWrites(),

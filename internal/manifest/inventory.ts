@@ -26,6 +26,15 @@ const ignoreFile = ".gittargetignore";
 /** A document of the folder, with the file it is in. */
 export type LocatedDocument = DocumentFacts & { path: string };
 
+/** What an inventory knows, as plain data: kept across a restart, so a folder is not read again. */
+export interface SavedInventory {
+  version: 1;
+  folder: string;
+  commit: string;
+  ignore: string;
+  files: FileFacts[];
+}
+
 // Documents are found by group, kind and name first: the namespace they render in may come from
 // a kustomization or an applier rather than from the document.
 const nameKey = (group: string, kind: string, name: string) => `${group}/${kind}/${name}`;
@@ -43,6 +52,7 @@ export class FolderInventory {
   /** Files holding a document that writes no namespace: where an applier may have to fill one in. */
   private readonly unnamespaced = new Set<string>();
   private ignored: Ignore = ignore();
+  private ignoreSource = "";
   /** The commit the inventory was read at; null until the first read. */
   private commit: string | undefined | null = null;
   private verdict: Refusal | undefined | null = null;
@@ -68,8 +78,9 @@ export class FolderInventory {
       return;
     }
     const from = this.commit;
-    const changed =
-      from && head && tree.changedPaths ? await tree.changedPaths(from, head, this.folder) : undefined;
+    // A commit the clone no longer has (a saved inventory, a clone made afresh) cannot be
+    // compared with: the folder is read whole instead.
+    const changed = from && head ? await changedBetween(tree, from, head, this.folder) : undefined;
     if (changed && !changed.includes(`${this.prefix}${ignoreFile}`)) {
       for (const path of changed) this.update(path, await tree.read(path));
       this.lastRefreshParsed = changed.length;
@@ -78,6 +89,26 @@ export class FolderInventory {
     }
     this.commit = head;
     this.observedAt = new Date();
+  }
+
+  /** What the inventory knows, at the commit it was read at; undefined before it has read one. */
+  save(): SavedInventory | undefined {
+    if (!this.commit) return undefined;
+    const files = [...this.files.values()];
+    return { version: 1, folder: this.folder, commit: this.commit, ignore: this.ignoreSource, files };
+  }
+
+  /**
+   * Takes what a saved inventory knew, at its commit, as if it had read that commit: the next
+   * refresh reads only what changed since. Returns false, taking nothing, for another folder.
+   */
+  restore(saved: SavedInventory): boolean {
+    if (saved.version !== 1 || saved.folder !== this.folder || !saved.commit) return false;
+    this.clear(saved.ignore);
+    for (const facts of saved.files) this.record(facts);
+    this.commit = saved.commit;
+    this.observedAt = new Date();
+    return true;
   }
 
   /** Forgets what was read, so the next refresh reads the whole folder: after a reset or a failed write. */
@@ -218,15 +249,19 @@ export class FolderInventory {
     return this.commit ?? undefined;
   }
 
-  private async readAll(tree: VersionedTree): Promise<void> {
+  private clear(ignoreSource: string): void {
     this.files.clear();
     this.byKey.clear();
     this.byName.clear();
     this.unnamespaced.clear();
     this.verdict = null;
     this.kustomizationsChanged();
-    const ignoreSource = await tree.read(`${this.prefix}${ignoreFile}`);
-    this.ignored = ignore().add(ignoreSource ?? "");
+    this.ignoreSource = ignoreSource;
+    this.ignored = ignore().add(ignoreSource);
+  }
+
+  private async readAll(tree: VersionedTree): Promise<void> {
+    this.clear((await tree.read(`${this.prefix}${ignoreFile}`)) ?? "");
     const paths = (await tree.list(this.folder === "." ? "" : this.folder)).sort();
     let parsed = 0;
     for (const path of paths) {
@@ -285,4 +320,12 @@ function drop(index: Map<string, DocumentLocation[]>, key: string, path: string)
   const locations = index.get(key)?.filter((l) => l.path !== path) ?? [];
   if (locations.length > 0) index.set(key, locations);
   else index.delete(key);
+}
+
+async function changedBetween(tree: VersionedTree, from: string, to: string, folder: string) {
+  try {
+    return await tree.changedPaths?.(from, to, folder);
+  } catch {
+    return undefined;
+  }
 }

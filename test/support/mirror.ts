@@ -67,9 +67,13 @@ export async function applyMirror(
     gitTargets(kc),
     watchRules(kc),
   ];
+  // Applied again over an earlier mirror of the namespace, the credential is already there.
   await kc
     .makeApiClient(CoreV1Api)
-    .createNamespacedSecret({ namespace, body: { metadata: { name: "git" }, stringData: user } });
+    .createNamespacedSecret({ namespace, body: { metadata: { name: "git" }, stringData: user } })
+    .catch((err: unknown) => {
+      if ((err as { code?: number }).code !== 409) throw err;
+    });
   await gitProviders(kc).apply(
     {
       apiVersion,

@@ -147,3 +147,50 @@ describe("the folder inventory", () => {
     assert.deepEqual(inventory.chainOf("f/base/deployment.yaml"), ["f/base/kustomization.yaml"]);
   });
 });
+
+describe("an inventory kept across a restart", () => {
+  it("restored at the commit the worktree is at, it reads nothing, and knows every document", async () => {
+    const tree = new HistoryTree(folderOf(20));
+    await tree.commit([], "seed");
+    const before = new FolderInventory("f");
+    await before.refresh(tree);
+    const saved = JSON.parse(JSON.stringify(before.save())) as NonNullable<
+      ReturnType<FolderInventory["save"]>
+    >;
+
+    const after = new FolderInventory("f");
+    assert.equal(after.restore(saved), true);
+    const reads = tree.reads;
+    await after.refresh(tree);
+    assert.equal(tree.reads, reads, "no file read");
+    assert.equal(after.documentCount, 20);
+    assert.deepEqual(after.locate("/ConfigMap/apps/c7"), before.locate("/ConfigMap/apps/c7"));
+  });
+
+  it("restored at an older commit, it reads only what changed since; at one the tree lacks, all of it", async () => {
+    const tree = new HistoryTree(folderOf(20));
+    await tree.commit([], "seed");
+    const before = new FolderInventory("f");
+    await before.refresh(tree);
+    const saved = before.save()!;
+    tree.files.set("f/apps/configmaps/c3.yaml", configMap("renamed"));
+    await tree.commit(["f/apps/configmaps/c3.yaml"], "foreign");
+
+    const after = new FolderInventory("f");
+    after.restore(saved);
+    await after.refresh(tree);
+    assert.equal(after.lastRefreshParsed, 1);
+    assert.ok(after.locate("/ConfigMap/apps/renamed"));
+    assert.equal(after.locate("/ConfigMap/apps/c3"), undefined);
+
+    const lost = new FolderInventory("f");
+    lost.restore({ ...saved, commit: "a-commit-this-clone-never-had" });
+    await lost.refresh(tree);
+    assert.equal(lost.lastRefreshParsed, 20, "read whole");
+  });
+
+  it("is not taken for another folder", () => {
+    const saved = { version: 1 as const, folder: "other", commit: "c", ignore: "", files: [] };
+    assert.equal(new FolderInventory("f").restore(saved), false);
+  });
+});
