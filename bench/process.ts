@@ -27,6 +27,9 @@ export interface ProcessResult {
   restartPushesBefore: number;
 }
 
+/** What the Dockerfile sets NODE_OPTIONS to, so the process is measured as the image runs it. */
+const imageNodeOptions = "--max-semi-space-size=4";
+
 /** The kernel's high-water mark of a process's resident set, in bytes. */
 async function peakRss(pid: number): Promise<number | undefined> {
   const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
@@ -55,8 +58,8 @@ export async function measureProcess(h: Harness, size: number, namespace: string
         `--kustomize-path=${kustomizeBinary()}`,
         "--log-level=error",
       ],
-      // BENCH_OPERATOR_NODE_OPTIONS: V8 flags to measure the process under (its heap's sizes).
-      { NODE_OPTIONS: process.env.BENCH_OPERATOR_NODE_OPTIONS ?? "" },
+      // The image's NODE_OPTIONS (Dockerfile), unless BENCH_OPERATOR_NODE_OPTIONS measures others.
+      { NODE_OPTIONS: process.env.BENCH_OPERATOR_NODE_OPTIONS ?? imageNodeOptions },
       true,
     );
 
