@@ -9,7 +9,7 @@ import { contentDigest } from "../sanitize/digest.ts";
 
 export type FileRole = "manifest" | "kustomization" | "auxiliary";
 
-/** One Kubernetes document of a manifest file. */
+/** One Kubernetes document of a manifest file. Saved across restarts: see SavedInventory's version. */
 export interface DocumentFacts {
   /** The document's position in the multi-document file, empty documents counted. */
   index: number;

@@ -26,7 +26,10 @@ const ignoreFile = ".gittargetignore";
 /** A document of the folder, with the file it is in. */
 export type LocatedDocument = DocumentFacts & { path: string };
 
-/** What an inventory knows, as plain data: kept across a restart, so a folder is not read again. */
+/**
+ * What an inventory knows, as plain data: kept across a restart, so a folder is not read again.
+ * Its version changes whenever FileFacts changes shape, so no facts of another shape are taken.
+ */
 export interface SavedInventory {
   version: 1;
   folder: string;
@@ -104,8 +107,14 @@ export class FolderInventory {
    */
   restore(saved: SavedInventory): boolean {
     if (saved.version !== 1 || saved.folder !== this.folder || !saved.commit) return false;
-    this.clear(saved.ignore);
-    for (const facts of saved.files) this.record(facts);
+    try {
+      this.clear(saved.ignore);
+      for (const facts of saved.files) this.record(facts);
+    } catch {
+      // A file in a shape this version does not know: read the folder instead.
+      this.clear("");
+      return false;
+    }
     this.commit = saved.commit;
     this.observedAt = new Date();
     return true;

@@ -194,3 +194,21 @@ describe("an inventory kept across a restart", () => {
     assert.equal(new FolderInventory("f").restore(saved), false);
   });
 });
+
+describe("a saved inventory of a shape this version does not know", () => {
+  it("is not taken, and the folder is read whole", async () => {
+    const tree = new HistoryTree(folderOf(3));
+    await tree.commit([], "seed");
+    const inventory = new FolderInventory("f");
+    const broken = {
+      version: 1 as const,
+      folder: "f",
+      commit: "c",
+      ignore: "",
+      files: [{ path: "f/x.yaml" }],
+    };
+    assert.equal(inventory.restore(broken as never), false);
+    await inventory.refresh(tree);
+    assert.equal(inventory.lastRefreshParsed, 3);
+  });
+});
