@@ -5,12 +5,11 @@
 // initial snapshot, then a restart on the clone it left with one edit sent as it starts.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { CoreV1Api } from "@kubernetes/client-node";
 import { startOperatorProcess } from "../test/support/operator.ts";
 import { kustomizeBinary } from "../test/support/binaries.ts";
-import { sleep } from "../internal/timing/sleep.ts";
-import { applyMirror, configMapFolder, configMapName, fillNamespace } from "./cluster.ts";
+import { applyMirror, configMapFolder, fillNamespace } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";
+import { measureRestart } from "./restart.ts";
 import type { Harness } from "./size.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 
@@ -63,7 +62,7 @@ export async function measureProcess(h: Harness, size: number, namespace: string
       true,
     );
 
-  let started = Date.now();
+  const started = Date.now();
   let operator = await start();
   const snapshot = await waitForSnapshot({
     git,
@@ -78,30 +77,21 @@ export async function measureProcess(h: Harness, size: number, namespace: string
   const snapshotPeakRssBytes = await peakRss(operator.process.pid);
   await operator.process.stop(30_000);
 
-  await log.skipExisting();
-  const before = (await log.pushes()).length;
-  const token = `process-${Date.now() % 1_000_000}-0`;
-  started = Date.now();
-  operator = await start();
   try {
-    await kc.makeApiClient(CoreV1Api).patchNamespacedConfigMap({
+    const restart = await measureRestart({
+      kc,
       namespace,
-      name: configMapName(1),
-      body: [{ op: "replace", path: "/data/gamma", value: token }],
+      folder,
+      log,
+      timeoutMs: config.snapshotTimeoutMs,
+      start: async () => (operator = await start()),
     });
-    while (!log.landed.has(token) && Date.now() < started + config.snapshotTimeoutMs) {
-      await sleep(50);
-      await log.scan(folder);
-    }
-    const landedAt = log.landed.get(token);
-    const pushes = await log.pushes();
-    const edit = pushes.findIndex((p, i) => i >= before && landedAt !== undefined && p.at >= landedAt);
     return {
       snapshotMs: snapshot.ms,
       snapshotPeakRssBytes,
-      restartFirstEditMs: landedAt === undefined ? undefined : landedAt - started,
+      restartFirstEditMs: restart.firstEditMs,
       restartPeakRssBytes: await peakRss(operator.process.pid),
-      restartPushesBefore: (edit < 0 ? pushes.length : edit) - before,
+      restartPushesBefore: restart.pushesBefore,
     };
   } finally {
     await operator.process.stop(30_000);

@@ -3,7 +3,6 @@
 // to the push that carries the edit, and the pushes before it (none, when the restart costs
 // nothing: every collection is observed again, and nothing in Git needs to change).
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import type { RunningOperator } from "../test/support/operator.ts";
 import { sleep } from "../internal/timing/sleep.ts";
 import { configMapName } from "./cluster.ts";
 import type { PushLog } from "./pushlog.ts";
@@ -23,7 +22,8 @@ export async function measureRestart(options: {
   folder: string;
   log: PushLog;
   timeoutMs: number;
-  start: () => RunningOperator;
+  /** Starts the operator: in the benchmark's process, or as its own. */
+  start: () => unknown;
 }): Promise<RestartResult> {
   const { kc, namespace, folder, log } = options;
   const core = kc.makeApiClient(CoreV1Api);
@@ -32,7 +32,7 @@ export async function measureRestart(options: {
   // The shape the push log looks for in a diff (edits.ts).
   const token = `restart-${Date.now() % 1_000_000}-0`;
   const started = Date.now();
-  options.start();
+  await options.start();
   await core.patchNamespacedConfigMap({
     namespace,
     name: configMapName(0),

@@ -255,16 +255,20 @@ export function setupGitTargetController(
     gitProviders: manager.informer<GitProvider>(informerSource(kc, resourceTypes.GitProvider)),
     namespaces: manager.informer<V1Namespace>(informerSource(kc, namespaceType)),
   };
-  const targetsNaming = (kind: "kubeProviderRef" | "gitBranchRef") => (object: KubernetesObject) =>
+  /** The targets whose `kind` reference names `ref`. */
+  const targetsReferencing = (
+    kind: "kubeProviderRef" | "gitBranchRef",
+    ref: { namespace: string; name: string },
+  ) =>
     informers.targets
       .list()
-      .filter((t) =>
-        sameRef(refOf(t.spec[kind], t.metadata.namespace!), {
-          namespace: object.metadata?.namespace ?? "",
-          name: object.metadata?.name ?? "",
-        }),
-      )
+      .filter((t) => sameRef(refOf(t.spec[kind], t.metadata.namespace!), ref))
       .map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! }));
+  const targetsNaming = (kind: "kubeProviderRef" | "gitBranchRef") => (object: KubernetesObject) =>
+    targetsReferencing(kind, {
+      namespace: object.metadata?.namespace ?? "",
+      name: object.metadata?.name ?? "",
+    });
 
   const controller = new Controller(
     "gittarget",
@@ -275,13 +279,7 @@ export function setupGitTargetController(
     // A sibling's path or deletion decides an overlap, so every target on the branch looks again.
     .watches(
       informers.targets,
-      (t) =>
-        targetsNaming("gitBranchRef")({
-          metadata: {
-            namespace: refOf(t.spec.gitBranchRef, t.metadata.namespace!).namespace,
-            name: t.spec.gitBranchRef.name,
-          },
-        }),
+      (t) => targetsReferencing("gitBranchRef", refOf(t.spec.gitBranchRef, t.metadata.namespace!)),
       generationChanged,
     )
     .watches(informers.providers, targetsNaming("kubeProviderRef"), anyOf(generationChanged, readyTransition))
@@ -301,8 +299,7 @@ export function setupGitTargetController(
   // GitBranch was Ready all along, so no status transition would say so.
   writeSide.claims.onHolderChanged((_key, candidates) => {
     for (const c of candidates) {
-      for (const t of targetsNaming("gitBranchRef")({ metadata: { namespace: c.namespace, name: c.name } }))
-        controller.queue.add(`${t.namespace}/${t.name}`);
+      for (const t of targetsReferencing("gitBranchRef", c)) controller.queue.add(`${t.namespace}/${t.name}`);
     }
   });
   manager.addController(controller);

@@ -184,8 +184,14 @@ export class BranchWorker {
       }
       // While the push waits out its cooldown, the retained writes are committed a slice at a
       // time, between the events, so the push finds them made.
-      const ahead = this.pending.map((p) => p.write);
-      if (await this.publication.commitAhead(ahead, (released) => this.queue(released, "front"), 100))
+      if (
+        this.pending.length > 0 &&
+        (await this.publication.commitAhead(
+          this.retained(),
+          (released) => this.queue(released, "front"),
+          100,
+        ))
+      )
         continue;
       if (this.idle() && Date.now() >= this.lastProvedAt + this.refreshInterval) {
         await this.refreshNow();
@@ -247,6 +253,11 @@ export class BranchWorker {
     this.retain({ target, reason: "live", changes }, closed.bytes);
   }
 
+  /** The retained writes, oldest first. */
+  private retained(): DecidedWrite[] {
+    return this.pending.map((p) => p.write);
+  }
+
   private retain(write: DecidedWrite, bytes: number): void {
     this.pending.push({ write, bytes: bytes + itemChargeBytes * Math.max(1, write.changes.length) });
   }
@@ -267,7 +278,7 @@ export class BranchWorker {
 
   /** Publishes every retained write; a failure keeps them all and waits out the retry schedule. */
   private async publish(): Promise<void> {
-    const writes = this.pending.map((p) => p.write);
+    const writes = this.retained();
     const outcome = await this.publication.cycle(writes, (released) => this.queue(released, "front"));
     if (outcome.kind === "contended") return;
     if (outcome.kind === "failed") {
@@ -355,7 +366,7 @@ export class BranchWorker {
   private async shutdown(): Promise<void> {
     this.decide(this.window.close("shutdown"));
     if (this.pending.length > 0) {
-      const writes = this.pending.map((p) => p.write);
+      const writes = this.retained();
       const outcome = await this.publication.cycle(
         writes,
         () => undefined,

@@ -144,7 +144,7 @@ export class Clone implements Repository {
       }
     }
     this.head = tip;
-    this.headTree = tip ? undefined : emptyTree;
+    this.headTree = undefined;
   }
 
   /** The files under `folder` that differ between two commits, by git's tree walk. */
@@ -192,8 +192,8 @@ export class Clone implements Repository {
   /**
    * Stages `paths` (written or removed) and commits them; returns the new commit, or undefined
    * when they change nothing. The paths go on stdin, so any number of them is one call. Each
-   * git process is forked from this one, so a commit is three (stage, tree, commit); the
-   * branch ref follows at the push.
+   * git process is forked from this one, so a commit is three (stage, tree, commit) and no
+   * local ref is moved: the push names the commit, and a reset moves the branch.
    */
   async commit(
     paths: Iterable<string>,
@@ -246,8 +246,6 @@ export class Clone implements Repository {
     const head = this.head;
     if (!head) throw new RemoteMovedError(`nothing was committed on ${branch} to push`);
     const ref = `refs/heads/${branch}`;
-    // The local branch shows what is being pushed, for whoever looks into the clone.
-    await this.git(["update-ref", ref, head]);
     const expected = root.from === "branch" ? root.commit : "";
     try {
       await this.remote(
