@@ -15,6 +15,8 @@ export interface BenchConfig {
   window: { idleTimeout: string; maxDuration: string };
   /** Edits of the latency phase, each sent once the previous one was pushed. */
   latencyEdits: number;
+  /** Files elsewhere in phase (l)'s repository, on the first size; 0 skips the phase. */
+  largeRepositoryFiles: number;
   /** Runs of the native git reference per size; the median is reported. */
   referenceRepeats: number;
   /** Upper bounds, so every wait in the run ends. */
@@ -54,6 +56,7 @@ export function readConfig(): BenchConfig {
       maxDuration: process.env.BENCH_EDIT_MAX ?? "10s",
     },
     latencyEdits: numberFrom("BENCH_LATENCY_EDITS", 30),
+    largeRepositoryFiles: numberFrom("BENCH_LARGE_REPOSITORY_FILES", 50_000),
     referenceRepeats: Math.max(1, numberFrom("BENCH_REFERENCE_REPEATS", 3)),
     snapshotTimeoutMs: numberFrom("BENCH_SNAPSHOT_TIMEOUT_S", 240) * 1000,
     settleTimeoutMs: numberFrom("BENCH_SETTLE_TIMEOUT_S", 180) * 1000,

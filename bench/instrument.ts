@@ -16,7 +16,7 @@ export interface WorkerTimings {
   /** Of syncMs, the reset: removing every worktree file and checking the tip out again. */
   resets: number;
   resetMs: number;
-  /** clone.commit(): git update-index of the touched paths, write-tree and commit-tree. */
+  /** clone.commit(): the touched paths read and streamed to the clone's git fast-import. */
   commits: number;
   commitMs: number;
   pushes: number;

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { startOperatorProcess } from "../test/support/operator.ts";
 import { kustomizeBinary } from "../test/support/binaries.ts";
 import { applyMirror, configMapFolder, fillNamespace } from "./cluster.ts";
+import { prefillRepository } from "./largerepo.ts";
 import { PushLog } from "./pushlog.ts";
 import { measureRestart } from "./restart.ts";
 import type { Harness } from "./size.ts";
@@ -36,14 +37,23 @@ async function peakRss(pid: number): Promise<number | undefined> {
   return kib === undefined ? undefined : Number(kib) * 1024;
 }
 
-/** Measures the operator process on a namespace of its own, filled like the size's. */
-export async function measureProcess(h: Harness, size: number, namespace: string): Promise<ProcessResult> {
+/**
+ * Measures the operator process on a namespace of its own, filled like the size's, in a
+ * repository that holds `otherFiles` files besides the target folder.
+ */
+export async function measureProcess(
+  h: Harness,
+  size: number,
+  namespace: string,
+  otherFiles = 0,
+): Promise<ProcessResult> {
   const { kc, git, user, config } = h;
   // Its own namespace: a GitProvider's URL is immutable, and the in-process phases use theirs.
   await fillNamespace(kc, namespace, size, config.createBatch);
   const repository = `process-${namespace}`;
   const folder = configMapFolder(namespace);
   const url = await git.createRepository(repository);
+  if (otherFiles > 0) await prefillRepository(git, repository, user, otherFiles);
   const log = await PushLog.install(git, repository);
   await applyMirror(kc, namespace, url, user, { ...config.window, idleTimeout: "0s" });
   const workerRoot = join(h.workerRoot, `process-${namespace}`);

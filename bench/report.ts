@@ -25,6 +25,8 @@ export interface SizeResult {
   latency?: LatencyResult & Measured;
   restart?: RestartResult & Measured;
   process?: ProcessResult;
+  /** (l) the same as (p), in a repository holding many other files; how many. */
+  largeRepository?: ProcessResult & { otherFiles: number };
   reference?: ReferenceResult;
   writer?: WriterResult;
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
@@ -114,9 +116,9 @@ export function resultTable(result: RunResult): string {
         "",
       ]);
     }
+    const peak = (bytes: number | undefined) => (bytes === undefined ? "—" : `${mib(bytes)} MiB`);
     const p = r.process;
     if (p) {
-      const peak = (bytes: number | undefined) => (bytes === undefined ? "—" : `${mib(bytes)} MiB`);
       rows.push([
         "(p) operator process: snapshot → pushed",
         n,
@@ -132,6 +134,27 @@ export function resultTable(result: RunResult): string {
         `${p.restartPushesBefore} push(es) before the edit's`,
         peak(p.restartPeakRssBytes),
         "",
+      ]);
+    }
+    const lr = r.largeRepository;
+    if (lr) {
+      const versus = (large: number | undefined, small: number | undefined) =>
+        large !== undefined && small !== undefined ? `${((large / small - 1) * 100).toFixed(0)}% vs (p)` : "";
+      rows.push([
+        "(l) operator process, large repository: snapshot → pushed",
+        n,
+        s(lr.snapshotMs),
+        `${lr.otherFiles} other files in the repository; RSS ${versus(lr.snapshotPeakRssBytes, p?.snapshotPeakRssBytes)}`,
+        peak(lr.snapshotPeakRssBytes),
+        versus(lr.snapshotMs, p?.snapshotMs),
+      ]);
+      rows.push([
+        "(l) operator process, large repository: restart → first edit",
+        n,
+        s(lr.restartFirstEditMs),
+        `${lr.restartPushesBefore} push(es) before the edit's`,
+        peak(lr.restartPeakRssBytes),
+        versus(lr.restartFirstEditMs, p?.restartFirstEditMs),
       ]);
     }
     const g = r.restart;

@@ -7,7 +7,8 @@
 //  (d) the process's peak RSS during each of those phases;
 //  (e) the same files written with the native git CLI, one commit and one push: the reference.
 //  (g) a restart with Git matching live, and the first edit after it;
-//  (p) the operator as its own process: its peak RSS (VmHWM) through a snapshot and a restart.
+//  (p) the operator as its own process: its peak RSS (VmHWM) through a snapshot and a restart;
+//  (l) on the first size, (p) again in a repository holding 50,000 other files.
 // Prints tables and writes bench-results/<timestamp>.json. A benchmark, not a test: it asserts
 // nothing about time. See bench/README.md.
 import { cpus, totalmem } from "node:os";

@@ -68,6 +68,16 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
     `  snapshot ${s(p.snapshotMs)}, VmHWM ${mib(p.snapshotPeakRssBytes ?? 0)} MiB; after a restart the edit landed ${s(p.restartFirstEditMs)} after the start (${p.restartPushesBefore} push(es) before it), VmHWM ${mib(p.restartPeakRssBytes ?? 0)} MiB`,
   );
 
+  if (withEdits && config.largeRepositoryFiles > 0) {
+    const otherFiles = config.largeRepositoryFiles;
+    progress(`(l) N=${size}: the operator process again, in a repository with ${otherFiles} other files`);
+    r.largeRepository = { ...(await measureProcess(h, size, `${namespace}-l`, otherFiles)), otherFiles };
+    const l = r.largeRepository;
+    progress(
+      `  snapshot ${s(l.snapshotMs)}, VmHWM ${mib(l.snapshotPeakRssBytes ?? 0)} MiB; restart edit ${s(l.restartFirstEditMs)}, VmHWM ${mib(l.restartPeakRssBytes ?? 0)} MiB`,
+    );
+  }
+
   const url = await git.createRepository(repository);
   const log = await PushLog.install(git, repository);
   await applyMirror(kc, namespace, url, user, config.window);

@@ -388,6 +388,9 @@ export class BranchWorker {
       .catch((err: unknown) =>
         this.options.logger.error("saving the folders' inventories failed", { error: String(err) }),
       );
+    await this.options.clone
+      .close()
+      .catch((err: unknown) => this.options.logger.error("closing the clone failed", { error: String(err) }));
     this.abort.abort();
     this.intake.release();
   }

@@ -5,9 +5,11 @@
 // that the remote still shows the root the commits were made on, then pushes with that root as
 // the lease, so the server's compare-and-swap holds too.
 import * as fs from "node:fs";
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { runGit, type GitRun } from "./gitexec.ts";
+import { emptyTree, Importer } from "./importer.ts";
+import type { ImportedFile } from "./importstream.ts";
 import { parseAdvertisement } from "./lsremote.ts";
 import { rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
 import { withTransport, type RemoteAuth } from "./transport.ts";
@@ -47,10 +49,21 @@ export interface Repository {
   setCycleDeadline(signal: AbortSignal | undefined): void;
   /** Removes the local clone after a local fault: the next fetchAndReset clones afresh. */
   discard(): Promise<void>;
+  /** Puts every local commit into the repository and stops the clone's processes: the worker stops. */
+  close(): Promise<void>;
 }
 
-/** The tree of no files, which an empty branch's index writes. */
-const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+/** How many importer streams end between two checks of git's own housekeeping (`gc --auto`). */
+const importsPerHousekeeping = 25;
+
+/** Files read at once while a commit is built: enough to overlap reads, far below a process's fd limit. */
+const readsAtOnce = 64;
+
+/**
+ * Git's housekeeping runs in the foreground, when the clone asks: a detached gc would outlive
+ * the call and could repack under a running importer.
+ */
+const foregroundHousekeeping = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"];
 
 export class Clone implements Repository {
   /** The commit the worktree is at: the root, or the last local commit on top of it. */
@@ -59,6 +72,9 @@ export class Clone implements Repository {
   private headTree: string | undefined;
   private cycle: AbortSignal | undefined;
   private readonly auth: RemoteAuth | undefined;
+  /** The running commit stream, between the first commit after any other git call and that call. */
+  private importer: Importer | undefined;
+  private imports = 0;
 
   constructor(private readonly options: CloneOptions) {
     const auth = options.auth;
@@ -77,9 +93,21 @@ export class Clone implements Repository {
     this.cycle = signal;
   }
 
-  /** A local git call in the worktree. */
-  private git(args: string[], run: GitRun = {}) {
+  /** A local git call in the worktree, once the importer's objects are in the repository. */
+  private async git(args: string[], run: GitRun = {}) {
+    await this.endImport();
     return runGit(args, { cwd: this.dir, ...run });
+  }
+
+  /** Ends the importer, so its commits are in the repository for the next git call. */
+  private async endImport(): Promise<void> {
+    const importer = this.importer;
+    if (!importer) return;
+    this.importer = undefined;
+    await importer.end();
+    if (++this.imports % importsPerHousekeeping === 0) {
+      await runGit([...foregroundHousekeeping, "gc", "--auto", "--quiet"], { cwd: this.dir });
+    }
   }
 
   /** A git call that talks to the remote: with the transport, bounded by its deadlines. */
@@ -108,6 +136,7 @@ export class Clone implements Repository {
       const ref = root.from === "branch" ? branch : root.parent;
       await this.remote(
         [
+          ...foregroundHousekeeping,
           "fetch",
           "-q",
           "--no-tags",
@@ -123,9 +152,16 @@ export class Clone implements Repository {
   }
 
   async discard(): Promise<void> {
+    const importer = this.importer;
+    this.importer = undefined;
+    await importer?.kill();
     await rm(this.options.dir, { recursive: true, force: true });
     this.head = undefined;
     this.headTree = undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.endImport();
   }
 
   private async resetTo(tip: string | undefined): Promise<void> {
@@ -190,10 +226,10 @@ export class Clone implements Repository {
   }
 
   /**
-   * Stages `paths` (written or removed) and commits them; returns the new commit, or undefined
-   * when they change nothing. The paths go on stdin, so any number of them is one call. Each
-   * git process is forked from this one, so a commit is three (stage, tree, commit) and no
-   * local ref is moved: the push names the commit, and a reset moves the branch.
+   * Commits `paths` (written or removed) on top of the head; returns the new commit, or
+   * undefined when they change nothing. The commit goes through the clone's importer, so it
+   * forks no process; no index is written and no local ref is moved: the push names the commit,
+   * and a reset moves the branch.
    */
   async commit(
     paths: Iterable<string>,
@@ -201,29 +237,33 @@ export class Clone implements Repository {
     author: Signature,
     committer: Signature,
   ): Promise<string | undefined> {
-    const touched = [...new Set(paths)];
-    if (touched.length > 0) {
-      await this.git(["update-index", "--add", "--remove", "-z", "--stdin"], {
-        input: `${touched.join("\0")}\0`,
-      });
+    const importer = (this.importer ??= new Importer(this.dir));
+    this.headTree ??= this.head ? await importer.treeOf(this.head) : emptyTree;
+    const files = await this.filesOf([...new Set(paths)]);
+    const when = Math.floor(Date.now() / 1000);
+    const made = await importer.commit({ parent: this.head, author, committer, when, message, files });
+    // Files that were written back as they were: the commit is dropped, unreferenced.
+    if (made.tree === this.headTree) return undefined;
+    this.head = made.commit;
+    this.headTree = made.tree;
+    return made.commit;
+  }
+
+  /** The worktree's version of each path, as git would stage it: file, executable, link, or gone. */
+  private async filesOf(paths: readonly string[]): Promise<ImportedFile[]> {
+    const files: ImportedFile[] = [];
+    for (let i = 0; i < paths.length; i += readsAtOnce) {
+      files.push(...(await Promise.all(paths.slice(i, i + readsAtOnce).map((p) => this.fileOf(p)))));
     }
-    const tree = (await this.git(["write-tree"])).stdout.toString("utf8").trim();
-    this.headTree ??= this.head
-      ? (await this.git(["rev-parse", `${this.head}^{tree}`])).stdout.toString("utf8").trim()
-      : emptyTree;
-    if (tree === this.headTree) return undefined;
-    const env = {
-      GIT_AUTHOR_NAME: author.name,
-      GIT_AUTHOR_EMAIL: author.email,
-      GIT_COMMITTER_NAME: committer.name,
-      GIT_COMMITTER_EMAIL: committer.email,
-    };
-    const parents = this.head ? ["-p", this.head] : [];
-    const made = await this.git(["commit-tree", tree, ...parents], { env, input: message });
-    const commit = made.stdout.toString("utf8").trim();
-    this.head = commit;
-    this.headTree = tree;
-    return commit;
+    return files;
+  }
+
+  private async fileOf(path: string): Promise<ImportedFile> {
+    const full = join(this.dir, path);
+    const stat = await lstat(full).catch(() => undefined);
+    if (stat?.isSymbolicLink()) return { path, mode: "120000", content: Buffer.from(await readlink(full)) };
+    if (!stat?.isFile()) return { path, deleted: true };
+    return { path, mode: stat.mode & 0o111 ? "100755" : "100644", content: await readFile(full) };
   }
 
   /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */
@@ -245,6 +285,7 @@ export class Clone implements Repository {
     }
     const head = this.head;
     if (!head) throw new RemoteMovedError(`nothing was committed on ${branch} to push`);
+    await this.endImport();
     const ref = `refs/heads/${branch}`;
     const expected = root.from === "branch" ? root.commit : "";
     try {

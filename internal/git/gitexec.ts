@@ -84,13 +84,18 @@ function baseEnv(): Record<string, string> {
   return out;
 }
 
+/** The environment every git process runs in, with a call's own additions. */
+export function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
+  return { ...baseEnv(), ...fixedEnv, ...extra };
+}
+
 export function runGit(args: readonly string[], run: GitRun = {}): Promise<GitResult> {
   const command = args.find((a) => !a.startsWith("-")) ?? "";
   return new Promise((resolve, reject) => {
     if (run.signal?.aborted) return reject(run.signal.reason as Error);
     const child = spawn("git", args, {
       cwd: run.cwd,
-      env: { ...baseEnv(), ...fixedEnv, ...run.env },
+      env: gitEnv(run.env),
       stdio: ["pipe", "pipe", "pipe"],
       signal: run.signal,
     });

@@ -89,6 +89,7 @@ describe("the SSH transport", () => {
     const foreign = await git.pushForeignCommit("over-ssh", { files: { "foreign.yaml": "x: 1\n" } });
     await assert.rejects(clone.push(next), RemoteMovedError);
     assert.equal(await git.branchHead("over-ssh", "main"), foreign, "the foreign commit stays");
+    await clone.close();
   });
 
   it("an unknown host key is refused", async () => {

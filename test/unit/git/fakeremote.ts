@@ -75,6 +75,10 @@ export class FakeClone implements Repository, WorkTree {
 
   setCycleDeadline(): void {}
 
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
   discard(): Promise<void> {
     this.discards++;
     this.files.clear();

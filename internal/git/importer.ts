@@ -1,0 +1,136 @@
+// One long-lived `git fast-import` per clone: a commit is a few lines on its stdin and two
+// answers on its stdout, not three processes. Each process is forked from the operator, whose
+// fork cost grows with its memory, so a commit per change (idleTimeout 0s) was bounded by forks.
+// The importer's objects reach the repository only when it ends, so the clone ends it before
+// any other git call; the next commit starts a new one.
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { once } from "node:events";
+import { GitCommandError, gitEnv } from "./gitexec.ts";
+import { commitCommand, treeOfListing, type ImportedCommit } from "./importstream.ts";
+
+/** The ref the importer moves: private to the operator, so no branch moves before a reset. */
+export const importRef = "refs/gitops-reverser/import";
+
+/** The tree of no files: what an importer lists for the root of an empty commit. */
+export const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+type Waiter = { resolve: (line: string) => void; reject: (err: Error) => void };
+
+export class Importer {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly waiting: Waiter[] = [];
+  private buffered = "";
+  private stderr = "";
+  private failure: Error | undefined;
+  private marks = 0;
+  /** The commits this stream made, by hash: fast-import reads its own only by their marks. */
+  private readonly made = new Map<string, number>();
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly exited: Promise<number | null>;
+
+  constructor(dir: string) {
+    // --force: the import ref follows whatever the clone committed on last, fast-forward or not.
+    this.child = spawn("git", ["fast-import", "--quiet", "--force", "--date-format=raw"], {
+      cwd: dir,
+      env: gitEnv(),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    this.child.stdout.setEncoding("utf8");
+    this.child.stdout.on("data", (chunk: string) => this.answer(chunk));
+    this.child.stderr.on("data", (b: Buffer) => (this.stderr += b.toString("utf8")));
+    this.child.stdin.on("error", () => undefined);
+    this.child.on("error", (err) => this.fail(err));
+    this.exited = once(this.child, "close").then(([code]) => {
+      this.fail(new GitCommandError("fast-import", code as number | null, this.stderr, "local"));
+      return code as number | null;
+    });
+  }
+
+  /** Commits `commit` on top of its parent; returns the new commit and its root tree. */
+  commit(
+    commit: Omit<ImportedCommit, "ref" | "mark" | "from"> & { parent: string | undefined },
+  ): Promise<{ commit: string; tree: string }> {
+    return this.serialized(async () => {
+      const mark = ++this.marks;
+      const answers = this.answers(2);
+      await this.send(commitCommand({ ...commit, ref: importRef, mark, from: this.dataref(commit.parent) }));
+      const [listing, hash] = await answers;
+      const tree = listing!.startsWith("missing ") ? emptyTree : treeOfListing(listing!);
+      this.made.set(hash!.trim(), mark);
+      return { commit: hash!.trim(), tree };
+    });
+  }
+
+  /** The root tree of a commit: one the repository holds, or one this stream made. */
+  treeOf(commit: string): Promise<string> {
+    return this.serialized(async () => {
+      const answer = this.answers(1);
+      await this.send([Buffer.from(`ls ${this.dataref(commit)} ""\n`)]);
+      return treeOfListing((await answer)[0]!);
+    });
+  }
+
+  private dataref(commit: string | undefined): string | undefined {
+    const mark = commit === undefined ? undefined : this.made.get(commit);
+    return mark === undefined ? commit : `:${mark}`;
+  }
+
+  /** Ends the stream: fast-import writes its objects and the import ref, then exits. */
+  async end(): Promise<void> {
+    await this.queue.catch(() => undefined);
+    this.child.stdin.end();
+    const code = await this.exited;
+    if (code !== 0) throw new GitCommandError("fast-import", code, this.stderr, "local");
+  }
+
+  /** Stops it without writing anything: its commits are being thrown away. */
+  async kill(): Promise<void> {
+    this.child.kill("SIGKILL");
+    await this.exited;
+  }
+
+  private serialized<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work, work);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async send(chunks: Buffer[]): Promise<void> {
+    for (const chunk of chunks) {
+      if (this.failure) throw this.failure;
+      if (!this.child.stdin.write(chunk)) {
+        await Promise.race([once(this.child.stdin, "drain"), this.exited]);
+      }
+    }
+  }
+
+  /**
+   * The next `count` lines fast-import answers, awaited once the command is sent. When the
+   * send fails, the same failure rejects these; it is reported by the send.
+   */
+  private answers(count: number): Promise<string[]> {
+    const lines = Array.from({ length: count }, () =>
+      this.failure
+        ? Promise.reject(this.failure)
+        : new Promise<string>((resolve, reject) => this.waiting.push({ resolve, reject })),
+    );
+    const all = Promise.all(lines);
+    all.catch(() => undefined);
+    return all;
+  }
+
+  private answer(chunk: string): void {
+    this.buffered += chunk;
+    let newline: number;
+    while ((newline = this.buffered.indexOf("\n")) >= 0) {
+      const line = this.buffered.slice(0, newline);
+      this.buffered = this.buffered.slice(newline + 1);
+      this.waiting.shift()?.resolve(line);
+    }
+  }
+
+  private fail(err: Error): void {
+    this.failure ??= err;
+    for (const waiter of this.waiting.splice(0)) waiter.reject(this.failure);
+  }
+}

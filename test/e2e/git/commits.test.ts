@@ -1,0 +1,151 @@
+// A clone's commits go through one git fast-import per clone; what reaches the server must be
+// what `git add` and `git commit` would have made of the same worktree.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { chmod, symlink } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Clone } from "../../../internal/git/clone.ts";
+import { GitServer } from "../../support/gitserver.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+
+const user = { username: "operator", password: "operator-password" };
+const signature = { name: "Operator", email: "operator@example.com" };
+
+/** This process's children that are a git fast-import. */
+function importers(): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("fast-import");
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+describe("a clone's commits", () => {
+  let git: GitServer;
+  let scratch: string;
+
+  before(async () => {
+    git = await GitServer.start({ users: [user] });
+    scratch = makeOwnedTempDir("commits-test");
+  });
+  after(async () => {
+    await git?.close();
+    removeOwnedTempDir(scratch);
+  });
+
+  const cloneOf = async (name: string) => {
+    const url = await git.createRepository(name);
+    return new Clone({ dir: join(scratch, name), url, branch: "main", auth: user });
+  };
+
+  it("records odd names, modes and links exactly as git add would", async () => {
+    const clone = await cloneOf("exact");
+    const root = await clone.fetchAndReset();
+    const files = {
+      "apps/plain.yaml": "a: 1\n",
+      "apps/with space.yaml": "b: 2\n",
+      'apps/quote"d\\.yaml': "c: 3\n",
+      "apps/ünïcode.yaml": "d: ä\n",
+      "hack/run.sh": "#!/bin/sh\necho hi\n",
+    };
+    for (const [path, content] of Object.entries(files)) await clone.write(path, content);
+    await chmod(join(clone.dir, "hack/run.sh"), 0o755);
+    await symlink("plain.yaml", join(clone.dir, "apps/link.yaml"));
+    const paths = [...Object.keys(files), "apps/link.yaml"];
+    const commit = await clone.commit(paths, "Add files\n", signature, signature);
+    assert.equal(await clone.push(root), commit);
+
+    assert.equal(await git.branchHead("exact", "main"), commit);
+    const listing = await git.gitIn("exact", ["ls-tree", "-r", "-z", "main"]);
+    const entries = listing
+      .split("\0")
+      .filter(Boolean)
+      .map((e) => `${e.split(" ")[0]} ${e.split("\t")[1]}`);
+    assert.deepEqual(
+      entries.sort(),
+      [
+        "100644 apps/plain.yaml",
+        '100644 apps/quote"d\\.yaml',
+        "100644 apps/with space.yaml",
+        "100644 apps/ünïcode.yaml",
+        "100755 hack/run.sh",
+        "120000 apps/link.yaml",
+      ].sort(),
+    );
+    for (const [path, content] of Object.entries(files)) {
+      assert.equal(await git.gitIn("exact", ["show", `main:${path}`]), content.trimEnd());
+    }
+    assert.equal(
+      await git.gitIn("exact", ["log", "-1", "--format=%an <%ae>|%cn <%ce>|%B", "main"]),
+      "Operator <operator@example.com>|Operator <operator@example.com>|Add files",
+    );
+    await clone.close();
+  });
+
+  it("makes no commit when the files are written back as they were, and chains the ones it makes", async () => {
+    const clone = await cloneOf("chain");
+    const root = await clone.fetchAndReset();
+    assert.equal(
+      await clone.commit([], "nothing\n", signature, signature),
+      undefined,
+      "an empty branch stays empty",
+    );
+    await clone.write("a.yaml", "a: 1\n");
+    const first = await clone.commit(["a.yaml"], "one\n", signature, signature);
+    await clone.write("a.yaml", "a: 1\n");
+    assert.equal(await clone.commit(["a.yaml"], "same\n", signature, signature), undefined);
+    await clone.write("b.yaml", "b: 1\n");
+    const second = await clone.commit(["b.yaml"], "two\n", signature, signature);
+    await clone.remove("a.yaml");
+    const third = await clone.commit(["a.yaml"], "three\n", signature, signature);
+    assert.equal(clone.headCommit, third);
+    assert.equal(await clone.push(root), third);
+
+    assert.equal(
+      await git.gitIn("chain", ["rev-list", "--parents", "main"]),
+      [`${third} ${second}`, `${second} ${first}`, first].join("\n"),
+    );
+    assert.equal(await git.gitIn("chain", ["ls-tree", "--name-only", "main"]), "b.yaml");
+    await clone.close();
+  });
+
+  it("commits on a fetched tip after a reset, and throws the discarded commits away", async () => {
+    const clone = await cloneOf("reset");
+    await git.pushForeignCommit("reset", { files: { "README.md": "# r\n" } });
+    await clone.fetchAndReset();
+    await clone.write("mine.yaml", "m: 1\n");
+    await clone.commit(["mine.yaml"], "lost\n", signature, signature);
+    const foreign = await git.pushForeignCommit("reset", { files: { "theirs.yaml": "t: 1\n" } });
+
+    const root = await clone.fetchAndReset();
+    assert.deepEqual(root, { from: "branch", commit: foreign });
+    assert.equal(clone.exists("mine.yaml"), false, "the reset removed the discarded commit's file");
+    await clone.write("mine.yaml", "m: 2\n");
+    const replayed = await clone.commit(["mine.yaml"], "replayed\n", signature, signature);
+    assert.equal(await clone.push(root), replayed);
+    assert.equal(await git.gitIn("reset", ["rev-parse", "main^"]), foreign);
+    assert.equal(await git.gitIn("reset", ["show", "main:mine.yaml"]), "m: 2");
+    await clone.close();
+  });
+
+  it("leaves no process running once closed or discarded", async () => {
+    const [closed, discarded] = [await cloneOf("closed"), await cloneOf("discarded")];
+    for (const clone of [closed, discarded]) {
+      await clone.fetchAndReset();
+      await clone.write("a.yaml", "a: 1\n");
+      await clone.commit(["a.yaml"], "a\n", signature, signature);
+    }
+    assert.equal(importers().length, 2, "each clone streams its commits to one importer");
+    await closed.close();
+    await discarded.discard();
+    assert.deepEqual(importers(), []);
+  });
+});
