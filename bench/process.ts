@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { startOperatorProcess } from "../test/support/operator.ts";
 import { kustomizeBinary } from "../test/support/binaries.ts";
 import { applyMirror, configMapFolder, fillNamespace } from "./cluster.ts";
+import { measureThroughput, type ThroughputResult } from "./edits.ts";
 import { prefillRepository } from "./largerepo.ts";
 import { PushLog } from "./pushlog.ts";
 import { measureRestart } from "./restart.ts";
@@ -19,6 +20,8 @@ export interface ProcessResult {
   snapshotMs: number | undefined;
   /** The first process's VmHWM when its snapshot was pushed. */
   snapshotPeakRssBytes: number | undefined;
+  /** With edits: (b)'s edit stream sent to the first process, and its VmHWM after it. */
+  throughput?: ThroughputResult & { peakRssBytes: number | undefined };
   /** The second process's start to the push that carried the edit sent as it started. */
   restartFirstEditMs: number | undefined;
   /** The second process's VmHWM when that edit was pushed. */
@@ -45,8 +48,9 @@ export async function measureProcess(
   h: Harness,
   size: number,
   namespace: string,
-  otherFiles = 0,
+  options: { otherFiles?: number; withEdits?: boolean } = {},
 ): Promise<ProcessResult> {
+  const otherFiles = options.otherFiles ?? 0;
   const { kc, git, user, config } = h;
   // Its own namespace: a GitProvider's URL is immutable, and the in-process phases use theirs.
   await fillNamespace(kc, namespace, size, config.createBatch);
@@ -85,6 +89,25 @@ export async function measureProcess(
     workerRoot,
   });
   const snapshotPeakRssBytes = await peakRss(operator.process.pid);
+  let throughput: ProcessResult["throughput"];
+  if (options.withEdits && snapshot.ms !== undefined) {
+    const { edits, writers, editRate: rate, settleTimeoutMs } = config;
+    const stream = {
+      kc,
+      git,
+      repository,
+      namespace,
+      folder,
+      size,
+      edits,
+      writers,
+      rate,
+      settleTimeoutMs,
+      log,
+    };
+    const result = await measureThroughput(stream);
+    throughput = { ...result, peakRssBytes: await peakRss(operator.process.pid) };
+  }
   await operator.process.stop(30_000);
 
   try {
@@ -99,6 +122,7 @@ export async function measureProcess(
     return {
       snapshotMs: snapshot.ms,
       snapshotPeakRssBytes,
+      ...(throughput ? { throughput } : {}),
       restartFirstEditMs: restart.firstEditMs,
       restartPeakRssBytes: await peakRss(operator.process.pid),
       restartPushesBefore: restart.pushesBefore,

@@ -127,6 +127,17 @@ export function resultTable(result: RunResult): string {
         peak(p.snapshotPeakRssBytes),
         p.snapshotMs !== undefined && ref ? `${(p.snapshotMs / ref.totalMs).toFixed(1)}× git` : "",
       ]);
+      const t = p.throughput;
+      if (t) {
+        rows.push([
+          `(p) operator process: edit throughput, ${t.writers} writers`,
+          n,
+          `${t.editsPerSecond.toFixed(1)} edits/s`,
+          `${t.landed}/${t.edits} landed (${t.offeredPerSecond}/s offered); ${t.pushes} pushes; p50 ${ms(t.p50Ms)}, p95 ${ms(t.p95Ms)}`,
+          peak(t.peakRssBytes),
+          "",
+        ]);
+      }
       rows.push([
         "(p) operator process: restart → first edit pushed",
         n,

@@ -62,16 +62,16 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
   );
 
   progress(`(p) N=${size}: the operator as its own process: the snapshot, then a restart and one edit`);
-  r.process = await measureProcess(h, size, `${namespace}-p`);
+  r.process = await measureProcess(h, size, `${namespace}-p`, { withEdits });
   const p = r.process;
   progress(
-    `  snapshot ${s(p.snapshotMs)}, VmHWM ${mib(p.snapshotPeakRssBytes ?? 0)} MiB; after a restart the edit landed ${s(p.restartFirstEditMs)} after the start (${p.restartPushesBefore} push(es) before it), VmHWM ${mib(p.restartPeakRssBytes ?? 0)} MiB`,
+    `  snapshot ${s(p.snapshotMs)}, VmHWM ${mib(p.snapshotPeakRssBytes ?? 0)} MiB; ${p.throughput ? `edits ${p.throughput.editsPerSecond.toFixed(1)}/s, p50 ${p.throughput.p50Ms} ms, VmHWM ${mib(p.throughput.peakRssBytes ?? 0)} MiB; ` : ""}after a restart the edit landed ${s(p.restartFirstEditMs)} after the start (${p.restartPushesBefore} push(es) before it), VmHWM ${mib(p.restartPeakRssBytes ?? 0)} MiB`,
   );
 
   if (withEdits && config.largeRepositoryFiles > 0) {
     const otherFiles = config.largeRepositoryFiles;
     progress(`(l) N=${size}: the operator process again, in a repository with ${otherFiles} other files`);
-    r.largeRepository = { ...(await measureProcess(h, size, `${namespace}-l`, otherFiles)), otherFiles };
+    r.largeRepository = { ...(await measureProcess(h, size, `${namespace}-l`, { otherFiles })), otherFiles };
     const l = r.largeRepository;
     progress(
       `  snapshot ${s(l.snapshotMs)}, VmHWM ${mib(l.snapshotPeakRssBytes ?? 0)} MiB; restart edit ${s(l.restartFirstEditMs)}, VmHWM ${mib(l.restartPeakRssBytes ?? 0)} MiB`,

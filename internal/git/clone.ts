@@ -3,13 +3,18 @@
 // never trusted: the worker's first cycle fetches and resets. After that the worker decides when
 // to fetch (its base trust); the clone only does what it is told, and every push checks first
 // that the remote still shows the root the commits were made on, then pushes with that root as
-// the lease, so the server's compare-and-swap holds too.
+// the lease, so the server's compare-and-swap holds too. The clone is partial (commits and trees;
+// a blob when a checked-out file needs it) and sparse: it checks out the folders its worker
+// lists and the directories their kustomizations build from (sparse.ts), so the rest of a large
+// repository costs neither fetch, checkout nor disk.
 import * as fs from "node:fs";
 import { lstat, mkdir, readdir, readFile, readlink, rm, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { fileFacts, isKustomizationPath } from "../manifest/facts.ts";
 import { runGit, type GitRun } from "./gitexec.ts";
 import { emptyTree, Importer } from "./importer.ts";
 import type { ImportedFile } from "./importstream.ts";
+import { coverOf, covers, uncoveredReferences } from "./sparse.ts";
 import { parseAdvertisement } from "./lsremote.ts";
 import { rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
 import { withTransport, type RemoteAuth } from "./transport.ts";
@@ -75,6 +80,8 @@ export class Clone implements Repository {
   /** The running commit stream, between the first commit after any other git call and that call. */
   private importer: Importer | undefined;
   private imports = 0;
+  /** The directories this process checked out, once the sparse checkout's own list is read. */
+  private included: Set<string> | undefined;
 
   constructor(private readonly options: CloneOptions) {
     const auth = options.auth;
@@ -110,6 +117,15 @@ export class Clone implements Repository {
     }
   }
 
+  /**
+   * A local git call that may fetch what a partial clone left out (the blobs of files it checks
+   * out): with the transport, and its failures the remote's unless git names the clone.
+   */
+  private async lazy(args: string[]) {
+    await this.endImport();
+    return this.remote(args, this.dir);
+  }
+
   /** A git call that talks to the remote: with the transport, bounded by its deadlines. */
   private remote(args: string[], cwd?: string) {
     const deadlines = [AbortSignal.timeout(this.options.callTimeoutMs ?? 2 * 60_000), this.cycle];
@@ -129,7 +145,11 @@ export class Clone implements Repository {
   async fetchAndReset(advertisement?: Advertisement): Promise<Root> {
     const { dir, url, branch, parentBranch } = this.options;
     await mkdir(dir, { recursive: true });
-    if (!fs.existsSync(join(dir, ".git"))) await this.git(["init", "-q", `--initial-branch=${branch}`]);
+    if (!fs.existsSync(join(dir, ".git"))) {
+      await this.git(["init", "-q", `--initial-branch=${branch}`]);
+      // Nothing but the repository's top-level files until a folder is listed (include()).
+      await this.git(["sparse-checkout", "set", "--cone", "--sparse-index"]);
+    }
     await this.git(["config", "remote.origin.url", url]);
     const root = rootFrom(advertisement ?? (await this.advertise()), branch, parentBranch);
     if (root.from !== "empty") {
@@ -141,6 +161,8 @@ export class Clone implements Repository {
           "-q",
           "--no-tags",
           "--no-write-fetch-head",
+          // Commits and trees only: a blob is fetched when a checked-out file needs it.
+          "--filter=blob:none",
           "origin",
           `+refs/heads/${ref}:refs/remotes/origin/${ref}`,
         ],
@@ -169,8 +191,10 @@ export class Clone implements Repository {
     // HEAD names the write branch whether or not it has a commit yet.
     await this.git(["symbolic-ref", "HEAD", `refs/heads/${branch}`]);
     if (tip) {
-      await this.git(["reset", "-q", "--hard", tip]);
+      await this.lazy(["reset", "-q", "--hard", tip]);
       await this.git(["clean", "-q", "-ffdx"]);
+      // A commit fetched may make a kustomization build from a directory not checked out yet.
+      for (const folder of await this.includedFolders()) await this.includeReferences(folder);
     } else {
       // An empty branch: no commit yet, no index, no files.
       await this.git(["update-ref", "-d", `refs/heads/${branch}`]);
@@ -216,6 +240,11 @@ export class Clone implements Repository {
 
   /** Every file under `folder` ("" for the root), relative to the repository root. */
   async list(folder: string): Promise<string[]> {
+    await this.include(folder);
+    return this.filesUnder(folder);
+  }
+
+  private async filesUnder(folder: string): Promise<string[]> {
     const root = join(this.dir, folder);
     if (!fs.existsSync(root)) return [];
     const entries = await readdir(root, { recursive: true, withFileTypes: true });
@@ -247,6 +276,54 @@ export class Clone implements Repository {
     this.head = made.commit;
     this.headTree = made.tree;
     return made.commit;
+  }
+
+  /** Whether the clone checks out only some directories: the sparse checkout it was made with. */
+  private get sparse(): boolean {
+    return fs.existsSync(join(this.dir, ".git", "info", "sparse-checkout"));
+  }
+
+  /** The directories checked out: read from git once per process, then kept. */
+  private async includedFolders(): Promise<Set<string>> {
+    if (!this.sparse) return new Set();
+    if (!this.included) {
+      const { stdout } = await this.git(["sparse-checkout", "list"]);
+      this.included = new Set(
+        stdout
+          .toString("utf8")
+          .split("\n")
+          .filter((d) => d !== ""),
+      );
+    }
+    return this.included;
+  }
+
+  /**
+   * Checks a target folder out, with every directory its kustomizations build from outside it.
+   * A folder at the repository's root checks out everything.
+   */
+  private async include(folder: string): Promise<void> {
+    const included = await this.includedFolders();
+    if (!this.sparse || covers(coverOf(included), folder)) return;
+    if (coverOf([folder]) === "all") {
+      await this.lazy(["sparse-checkout", "disable"]);
+      await rm(join(this.dir, ".git", "info", "sparse-checkout"), { force: true });
+      this.included = undefined;
+      return;
+    }
+    included.add(folder);
+    await this.lazy(["sparse-checkout", "add", "--", folder]);
+    await this.includeReferences(folder);
+  }
+
+  /** Includes what the kustomizations under `folder` build from directories not checked out. */
+  private async includeReferences(folder: string): Promise<void> {
+    const kustomizations = (await this.filesUnder(folder)).filter(isKustomizationPath);
+    for (const path of kustomizations) {
+      const resources = fileFacts(path, (await this.read(path)) ?? "").kustomization?.resources ?? [];
+      const cover = coverOf((await this.includedFolders()).values());
+      for (const dir of uncoveredReferences(path, resources, cover)) await this.include(dir);
+    }
   }
 
   /** The worktree's version of each path, as git would stage it: file, executable, link, or gone. */

@@ -69,6 +69,11 @@ const auxiliaryNames = new Set([".sops.yaml"]);
 
 const baseName = (path: string) => path.slice(path.lastIndexOf("/") + 1);
 
+/** Whether kustomize would read this file as its directory's kustomization. */
+export function isKustomizationPath(path: string): boolean {
+  return kustomizationNames.has(baseName(path));
+}
+
 /** Whether the folder scan reads this file at all (a .yaml/.yml file, or a `Kustomization`). */
 export function isYamlPath(path: string): boolean {
   return /\.ya?ml$/.test(path) || baseName(path) === "Kustomization";

@@ -101,6 +101,8 @@ export class GitServer {
     await mkdir(dirname(path), { recursive: true });
     await git(["init", "--bare", "--quiet", `--initial-branch=${options.defaultBranch ?? "main"}`, path]);
     await git(["config", "receive.denyNonFastForwards", "true"], { cwd: path });
+    // Partial clones, as the Git hosts serve them.
+    await git(["config", "uploadpack.allowFilter", "true"], { cwd: path });
     return this.repositoryUrl(name);
   }
 
