@@ -340,7 +340,8 @@ export class Clone implements Repository {
     const stat = await lstat(full).catch(() => undefined);
     if (stat?.isSymbolicLink()) return { path, mode: "120000", content: Buffer.from(await readlink(full)) };
     if (!stat?.isFile()) return { path, deleted: true };
-    return { path, mode: stat.mode & 0o111 ? "100755" : "100644", content: await readFile(full) };
+    // Git records a file as executable by its owner's execute bit alone.
+    return { path, mode: stat.mode & 0o100 ? "100755" : "100644", content: await readFile(full) };
   }
 
   /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */

@@ -9,7 +9,7 @@ import { GitCommandError, gitEnv } from "./gitexec.ts";
 import { commitCommand, treeOfListing, type ImportedCommit } from "./importstream.ts";
 
 /** The ref the importer moves: private to the operator, so no branch moves before a reset. */
-export const importRef = "refs/gitops-reverser/import";
+const importRef = "refs/gitops-reverser/import";
 
 /** The tree of no files: what an importer lists for the root of an empty commit. */
 export const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -79,8 +79,8 @@ export class Importer {
   async end(): Promise<void> {
     await this.queue.catch(() => undefined);
     this.child.stdin.end();
-    const code = await this.exited;
-    if (code !== 0) throw new GitCommandError("fast-import", code, this.stderr, "local");
+    // Its exit set the failure every later call gets: git's own message, when it did not end well.
+    if ((await this.exited) !== 0) throw this.failure!;
   }
 
   /** Stops it without writing anything: its commits are being thrown away. */

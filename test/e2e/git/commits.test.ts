@@ -55,9 +55,12 @@ describe("a clone's commits", () => {
       'apps/quote"d\\.yaml': "c: 3\n",
       "apps/ünïcode.yaml": "d: ä\n",
       "hack/run.sh": "#!/bin/sh\necho hi\n",
+      "hack/group.sh": "#!/bin/sh\necho group\n",
     };
     for (const [path, content] of Object.entries(files)) await clone.write(path, content);
     await chmod(join(clone.dir, "hack/run.sh"), 0o755);
+    // Executable for its group only: git records it as a plain file (its owner's bit decides).
+    await chmod(join(clone.dir, "hack/group.sh"), 0o654);
     await symlink("plain.yaml", join(clone.dir, "apps/link.yaml"));
     const paths = [...Object.keys(files), "apps/link.yaml"];
     const commit = await clone.commit(paths, "Add files\n", signature, signature);
@@ -77,6 +80,7 @@ describe("a clone's commits", () => {
         "100644 apps/with space.yaml",
         "100644 apps/ünïcode.yaml",
         "100755 hack/run.sh",
+        "100644 hack/group.sh",
         "120000 apps/link.yaml",
       ].sort(),
     );
