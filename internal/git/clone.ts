@@ -80,6 +80,8 @@ export class Clone implements Repository {
   /** The running commit stream, between the first commit after any other git call and that call. */
   private importer: Importer | undefined;
   private imports = 0;
+  /** Paths the importer committed that the index does not show yet: staged when it ends. */
+  private readonly unstaged = new Set<string>();
   /** The directories this process checked out, once the sparse checkout's own list is read. */
   private included: Set<string> | undefined;
 
@@ -112,6 +114,13 @@ export class Clone implements Repository {
     if (!importer) return;
     this.importer = undefined;
     await importer.end();
+    // The index follows the head, one call per stream: a reset then rewrites only what differs
+    // from its target, as it did when each commit staged its paths, not the whole folder.
+    if (this.unstaged.size > 0) {
+      const input = `${[...this.unstaged].join("\0")}\0`;
+      this.unstaged.clear();
+      await runGit(["update-index", "--add", "--remove", "-z", "--stdin"], { cwd: this.dir, input });
+    }
     if (++this.imports % importsPerHousekeeping === 0) {
       await runGit([...foregroundHousekeeping, "gc", "--auto", "--quiet"], { cwd: this.dir });
     }
@@ -176,6 +185,7 @@ export class Clone implements Repository {
   async discard(): Promise<void> {
     const importer = this.importer;
     this.importer = undefined;
+    this.unstaged.clear();
     await importer?.kill();
     await rm(this.options.dir, { recursive: true, force: true });
     this.head = undefined;
@@ -188,6 +198,8 @@ export class Clone implements Repository {
 
   private async resetTo(tip: string | undefined): Promise<void> {
     const { dir, branch } = this.options;
+    // The reset replaces the head these paths were committed on: staging them would be undone.
+    this.unstaged.clear();
     // HEAD names the write branch whether or not it has a commit yet.
     await this.git(["symbolic-ref", "HEAD", `refs/heads/${branch}`]);
     if (tip) {
@@ -257,8 +269,8 @@ export class Clone implements Repository {
   /**
    * Commits `paths` (written or removed) on top of the head; returns the new commit, or
    * undefined when they change nothing. The commit goes through the clone's importer, so it
-   * forks no process; no index is written and no local ref is moved: the push names the commit,
-   * and a reset moves the branch.
+   * forks no process; the index is brought to the head when the importer ends (one call for the
+   * stream), and no local ref is moved: the push names the commit, and a reset moves the branch.
    */
   async commit(
     paths: Iterable<string>,
@@ -268,11 +280,13 @@ export class Clone implements Repository {
   ): Promise<string | undefined> {
     const importer = (this.importer ??= new Importer(this.dir));
     this.headTree ??= this.head ? await importer.treeOf(this.head) : emptyTree;
-    const files = await this.filesOf([...new Set(paths)]);
+    const touched = [...new Set(paths)];
+    const files = await this.filesOf(touched);
     const when = Math.floor(Date.now() / 1000);
     const made = await importer.commit({ parent: this.head, author, committer, when, message, files });
     // Files that were written back as they were: the commit is dropped, unreferenced.
     if (made.tree === this.headTree) return undefined;
+    for (const path of touched) this.unstaged.add(path);
     this.head = made.commit;
     this.headTree = made.tree;
     return made.commit;

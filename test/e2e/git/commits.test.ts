@@ -1,7 +1,7 @@
 // A clone's commits go through one git fast-import per clone; what reaches the server must be
 // what `git add` and `git commit` would have made of the same worktree.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { chmod, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -137,6 +137,30 @@ describe("a clone's commits", () => {
     assert.equal(await clone.push(root), replayed);
     assert.equal(await git.gitIn("reset", ["rev-parse", "main^"]), foreign);
     assert.equal(await git.gitIn("reset", ["show", "main:mine.yaml"]), "m: 2");
+    await clone.close();
+  });
+
+  it("keeps the index at the head, so a reset onto a foreign commit rewrites only what it changed", async () => {
+    const clone = await cloneOf("replay");
+    const root = await clone.fetchAndReset();
+    assert.deepEqual(await clone.list("f"), [], "the worker's folder scan checks the folder out");
+    const paths = ["f/a.yaml", "f/b.yaml", "f/c.yaml"];
+    for (const path of paths) await clone.write(path, `${path}: 1\n`);
+    await clone.commit(paths, "three\n", signature, signature);
+    await clone.write("f/a.yaml", "f/a.yaml: 2\n");
+    await clone.commit(["f/a.yaml"], "a again\n", signature, signature);
+    await clone.push(root);
+    const inode = (path: string) => statSync(join(clone.dir, path)).ino;
+    const before = paths.map(inode);
+
+    await git.pushForeignCommit("replay", { files: { "f/c.yaml": "foreign: 1\n" } });
+    await clone.fetchAndReset();
+    assert.equal(await clone.read("f/c.yaml"), "foreign: 1\n");
+    assert.deepEqual(
+      paths.slice(0, 2).map(inode),
+      before.slice(0, 2),
+      "the files it did not change stay as they are",
+    );
     await clone.close();
   });
 
