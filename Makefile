@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-NODE_TEST := node --import tsx --test --test-reporter=spec --test-timeout=300000 --test-force-exit
+NODE_TEST := node --import tsx --test --test-reporter=spec --test-timeout=300000
 UNIT_TESTS := 'test/unit/**/*.test.ts'
 E2E_TESTS := 'test/e2e/**/*.test.ts'
 
