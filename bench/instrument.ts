@@ -16,9 +16,14 @@ export interface WorkerTimings {
   /** Of syncMs, the reset: removing every worktree file and checking the tip out again. */
   resets: number;
   resetMs: number;
-  /** clone.commit(): the touched paths read and streamed to the clone's git fast-import. */
+  /**
+   * Commits sent to the clone's git fast-import (clone.send()), and the time the worker waited
+   * for their answers (clone.settle()): a commit is streamed while the next write is made, so
+   * only what was not answered by then is waited for.
+   */
   commits: number;
   commitMs: number;
+  settles: number;
   pushes: number;
   pushMs: number;
   /** clone.list() calls (one per folder scan, so one per decided write) and clone.read() calls. */
@@ -41,6 +46,7 @@ const zero = (): WorkerTimings => ({
   resetMs: 0,
   commits: 0,
   commitMs: 0,
+  settles: 0,
   pushes: 0,
   pushMs: 0,
   scans: 0,
@@ -53,7 +59,7 @@ const counters = {
   publish: ["publishes", "publishMs"],
   fetchAndReset: ["syncs", "syncMs"],
   resetTo: ["resets", "resetMs"],
-  commit: ["commits", "commitMs"],
+  settle: ["settles", "commitMs"],
   push: ["pushes", "pushMs"],
 } as const;
 
@@ -78,7 +84,7 @@ export class WorkerProbe {
   observe(rss: number): void {
     const methods = new Set([...this.inFlight].map((call) => call.method));
     const steps: Step[] = (["sync", "commit", "push"] as const).filter((m) =>
-      methods.has(m === "sync" ? "fetchAndReset" : m),
+      methods.has(m === "sync" ? "fetchAndReset" : m === "commit" ? "settle" : m),
     );
     if (steps.length === 0 && methods.has("publish")) steps.push("materialize");
     const peaks = this.totals.peakRssBytes;
@@ -107,11 +113,13 @@ export class WorkerProbe {
     this.time(inside as unknown as Methods, "publish");
     this.time(clone, "fetchAndReset");
     this.time(clone, "resetTo");
-    this.time(clone, "commit");
+    // commit() is send() and settle(), which are counted.
+    this.time(clone, "settle");
     this.time(clone, "push");
     for (const [method, counter] of [
       ["list", "scans"],
       ["read", "reads"],
+      ["send", "commits"],
     ] as const) {
       if (typeof clone[method] !== "function") continue;
       const original = clone[method].bind(clone);

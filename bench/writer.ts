@@ -3,7 +3,7 @@
 // each write did before the inventory was kept; with the warm inventory a worker keeps; and
 // warm again after somebody else's commit was fetched, which re-reads only what that commit
 // changed. Times are materialize(): the inventory refresh, the acceptance gate, the in-place
-// edit and the git CLI's commit.
+// edit and the commit, answered.
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Clone } from "../internal/git/clone.ts";
@@ -92,6 +92,7 @@ export async function measureWriter(
     const timed = async (write: DecidedWrite): Promise<WriterStep> => {
       const started = performance.now();
       await materialize(clone, inventory, write, options);
+      await clone.settle();
       return { ms: performance.now() - started, parsed: inventory.lastRefreshParsed };
     };
     const cold = await timed(edit(namespace, 0, 1));

@@ -40,10 +40,14 @@ export interface AppliedChange {
   path: string;
 }
 
-/** The worktree a write is made in: files, the commit it is at, and a commit of the paths it touched. */
+/**
+ * The worktree a write is made in: files, the commit it is at, and a commit of the paths it
+ * touched. A clone also streams commits (send), so the next write does not wait for the last.
+ */
 export type WorkTree = FileTree &
   VersionedTree &
-  Pick<Clone, "exists" | "commit"> & {
+  Pick<Clone, "exists" | "commit"> &
+  Partial<Pick<Clone, "send" | "settle">> & {
     /** Where the worktree is on disk, for kustomize to read; an in-memory tree has none. */
     readonly dir?: string;
   };
@@ -57,8 +61,13 @@ export interface FolderState {
 }
 
 export interface MaterializeResult {
-  /** The new commit, when the write changed the folder. */
+  /** The new commit, when the write changed the folder and the tree committed it at once. */
   commit?: string;
+  /**
+   * The write changed the folder, and its commit was streamed (WorkTree.send): the head and
+   * the inventory follow once it is answered, and a commit that changed nothing is dropped then.
+   */
+  sent?: true;
   /** The acceptance gate refused the folder: nothing was written. */
   refusal?: Refusal;
   /** A snapshot's measurement of the folder's tokens against live: empty when clean. */
@@ -89,8 +98,11 @@ export async function materialize(
   // A snapshot judges the folder as kustomize renders it; any other write takes only the verdict
   // already known at this commit, so a folder kustomize cannot build stays refused for free.
   const judging = write.sweep !== undefined && !replay;
-  const rendering = (at: "commit" | "known" | "worktree") =>
-    renderVerdict(options.renders, tree.dir, inventory, at);
+  const rendering = async (at: "commit" | "known" | "worktree") => {
+    // A render at the commit is kept by the inventory's commit: the commits in flight first.
+    if (at === "commit" && options.renders) await tree.settle?.();
+    return renderVerdict(options.renders, tree.dir, inventory, at);
+  };
   const verdict = await rendering(judging ? "commit" : "known");
   if (verdict.refusal) return { refusal: verdict.refusal, placements: [], decided: [] };
 
@@ -169,12 +181,13 @@ export async function materialize(
       writer.touched.add(path);
     }
   }
-  const commit = await tree.commit(
-    writer.touched,
-    options.message(write, applied),
-    options.committer,
-    options.committer,
-  );
+  const message = options.message(write, applied);
+  const { committer } = options;
+  if (tree.send) {
+    tree.send(writer.touched, message, committer, committer, (commit) => inventory.committed(commit));
+    return { sent: true, divergences, placements, decided, ...judged };
+  }
+  const commit = await tree.commit(writer.touched, message, committer, committer);
   inventory.committed(commit);
   return { commit, divergences, placements, decided, ...judged };
 }

@@ -261,6 +261,11 @@ export class Publication {
       onReleased(folders.written(write, result));
       this.checkoutApplied = i + 1;
     }
+    // Each write's commit was streamed while the next was made: the head is theirs once answered.
+    const held = this.checkoutApplied;
+    this.checkoutApplied = "unknown";
+    await repository.settle();
+    this.checkoutApplied = held;
     return this.checkoutApplied as number;
   }
 }

@@ -46,7 +46,8 @@ export interface FolderReport {
 export type DropReason = "render_fidelity_pending" | "render_fidelity_diverged" | "unsupported_content";
 
 export interface TargetFolderCallbacks {
-  onReport(targetKey: string, report: FolderReport): void;
+  /** `byWrite`: made by a write, which a push follows; otherwise by a read of the folder. */
+  onReport(targetKey: string, report: FolderReport, byWrite: boolean): void;
   onDropped(targetKey: string, reason: DropReason, count: number): void;
   onPlaced(
     targetKey: string,
@@ -158,7 +159,7 @@ export class TargetFolders {
         this.callbacks.onDropped(target.key, "render_fidelity_diverged", change.dropped.length);
       released = change.released.map((i) => ({ ...i, admitted: true }));
     }
-    this.report(target);
+    this.report(target, true);
     return released;
   }
 
@@ -224,7 +225,7 @@ export class TargetFolders {
     return folder;
   }
 
-  private report(target: TargetSettings): void {
+  private report(target: TargetSettings, byWrite = false): void {
     const folder = this.folder(target);
     const { inventory } = folder;
     const kustomizations = inventory.kustomizations();
@@ -235,17 +236,21 @@ export class TargetFolders {
         : kustomizations.length === 1
           ? "KustomizeRoot"
           : "BuiltIn");
-    this.callbacks.onReport(target.key, {
-      refusal: folder.refusal,
-      refusedWrites: folder.refusedWrites.messages(),
-      renderGate: folder.gate.report(),
-      placement: {
-        source,
-        kustomizeRoot: source === "KustomizeRoot" ? kustomizations[0] : undefined,
-        documents: inventory.documentCount,
-        commit: inventory.readAt,
-        observedAt: inventory.observedAt,
+    this.callbacks.onReport(
+      target.key,
+      {
+        refusal: folder.refusal,
+        refusedWrites: folder.refusedWrites.messages(),
+        renderGate: folder.gate.report(),
+        placement: {
+          source,
+          kustomizeRoot: source === "KustomizeRoot" ? kustomizations[0] : undefined,
+          documents: inventory.documentCount,
+          commit: inventory.readAt,
+          observedAt: inventory.observedAt,
+        },
       },
-    });
+      byWrite,
+    );
   }
 }

@@ -15,6 +15,8 @@ import { Clone, type CloneOptions, type Signature } from "./clone.ts";
 import type { MaterializeOptions } from "./materialize.ts";
 import type { Unpublished } from "./publication.ts";
 import { commitMessageFor } from "./message.ts";
+import { contentionFacts } from "./contention.ts";
+import { outageFacts } from "./outage.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./writes.ts";
@@ -84,6 +86,27 @@ interface Attachment {
 
 const targetKey = (t: TargetRef) => `${t.namespace}/${t.name}`;
 
+// What a GitTarget's status reads of its branch's worker: an outage or a contention, with the
+// writes they hold. The backlog alone moves with every write, and is not shown.
+const branchShown = (state: BranchState | undefined) =>
+  JSON.stringify([outageFacts(state), contentionFacts(state)]);
+
+// A write moves where its folder was read (the commit, when, how many documents) with every
+// commit. The push publishes that, and wakes the target anyway: with a commit per change, a
+// status write per commit was as many server-side applies as edits.
+const reportShown = (report: FolderReport | undefined) =>
+  JSON.stringify(
+    report && {
+      ...report,
+      placement: report.placement && {
+        ...report.placement,
+        commit: undefined,
+        observedAt: undefined,
+        documents: undefined,
+      },
+    },
+  );
+
 export class WorkerManager implements Runnable {
   readonly name = "branch-workers";
   readonly needLeaderElection = true;
@@ -124,10 +147,20 @@ export class WorkerManager implements Runnable {
     this.targetListeners.push(listener);
   }
 
-  private updateTarget(key: string, update: (state: TargetWriteState) => void): void {
+  /**
+   * Updates a target's write state. Its listeners hear of it unless `unseen` says its status
+   * reads nothing that changed, judged on the state before the update.
+   */
+  private updateTarget(
+    key: string,
+    update: (state: TargetWriteState) => void,
+    unseen?: (before: TargetWriteState) => boolean,
+  ): void {
     const state = this.targetStates.get(key) ?? { refused: new Set<string>() };
+    const quiet = unseen?.(state) ?? false;
     update(state);
     this.targetStates.set(key, state);
+    if (quiet) return;
     const [namespace = "", name = ""] = key.split("/");
     for (const listener of this.targetListeners) listener({ namespace, name });
   }
@@ -210,11 +243,20 @@ export class WorkerManager implements Runnable {
           // A paused branch's watches stop reading, with their cursors kept, until a push lands.
           if (state.intakePaused) attachment.stream.pause();
           else attachment.stream.resume();
-          this.updateTarget(key, (s) => (s.branch = state));
+          this.updateTarget(
+            key,
+            (s) => (s.branch = state),
+            (before) => branchShown(before.branch) === branchShown(state),
+          );
         }
       },
       folders: {
-        onReport: (key, report) => this.updateTarget(key, (s) => (s.folder = report)),
+        onReport: (key, report, byWrite) =>
+          this.updateTarget(
+            key,
+            (s) => (s.folder = report),
+            (before) => byWrite && reportShown(before.folder) === reportShown(report),
+          ),
         onDropped: (...args) => folders?.onDropped?.(...args),
         onPlaced: (...args) => folders?.onPlaced?.(...args),
         onResyncRequested: (...args) => folders?.onResyncRequested?.(...args),

@@ -60,15 +60,21 @@ function patchesOf(file: FileFacts, list: "patchPaths" | "targetedPatchPaths") {
   }));
 }
 
-// Only the content of a targeted patch says whether it is a strategic-merge patch (read-only
-// context) or a JSON6902 op list (refused); a file the gate does not read could be either.
 function unreadablePatches(files: FileFacts[]): Finding[] {
   const read = new Set(files.map((file) => file.path));
-  return files.flatMap((file) =>
-    patchesOf(file, "targetedPatchPaths")
-      .filter(({ resolved }) => !read.has(resolved))
-      .map(({ patch }) => finding(file.path, "unreadable targeted patch", patch)),
-  );
+  return files.flatMap((file) => unreadablePatchesOf(file, (path) => read.has(path)));
+}
+
+/**
+ * The targeted patches a file's kustomization names that the gate does not read (`read` says
+ * which files it does). Only the content of a targeted patch says whether it is a
+ * strategic-merge patch (read-only context) or a JSON6902 op list (refused); a file the gate
+ * does not read could be either.
+ */
+export function unreadablePatchesOf(file: FileFacts, read: (path: string) => boolean): Finding[] {
+  return patchesOf(file, "targetedPatchPaths")
+    .filter(({ resolved }) => !read(resolved))
+    .map(({ patch }) => finding(file.path, "unreadable targeted patch", patch));
 }
 
 function duplicates(files: FileFacts[]): Finding[] {

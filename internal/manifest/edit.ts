@@ -23,19 +23,40 @@ export function parseManifestFile(source: string): Document.Parsed[] {
   return documents;
 }
 
+/** An edited file, with its documents as the check that it reads back right parsed them. */
+export interface EditedFile {
+  text: string;
+  /** As yaml's parseAllDocuments reads `text`; none when the text is the source, unchanged. */
+  documents?: Document.Parsed[];
+}
+
 /**
  * Returns the file with document `index` patched in place to equal `desired` (a plain JSON
  * object). Returns `source` unchanged (same string) when the document already equals `desired`.
  */
 export function replaceDocument(source: string, index: number, desired: unknown): string {
-  const documents = parseManifestFile(source);
-  const document = documentAt(documents, index);
-  if (jsonEqual(valueOf(document), desired)) return source;
-  const expected = documents.map((other, i) => (i === index ? desired : valueOf(other)));
-  const layout = detectLayout(source, documents);
+  return replaceDocumentChecked(source, index, desired).text;
+}
+
+/**
+ * replaceDocument, with the edited file's documents as its check read them, so a caller that
+ * needs them does not parse the file again. `parsed` is the source as parseManifestFile reads
+ * it, when the caller has it: the splice only reads it.
+ */
+export function replaceDocumentChecked(
+  source: string,
+  index: number,
+  desired: unknown,
+  parsed: Document.Parsed[] = parseManifestFile(source),
+): EditedFile {
+  const document = documentAt(parsed, index);
+  if (jsonEqual(valueOf(document), desired)) return { text: source };
+  const expected = parsed.map((other, i) => (i === index ? desired : valueOf(other)));
+  const layout = detectLayout(source, parsed);
   const spliced = spliceInPlace(source, document, layout, desired);
-  if (spliced !== undefined && readsAs(spliced, expected)) return spliced;
-  const span = spansOf(source, documents)[index]!;
+  const checked = spliced === undefined ? undefined : readsAs(spliced, expected);
+  if (checked) return { text: spliced!, documents: checked };
+  const span = spansOf(source, parsed)[index]!;
   // yaml writes a block scalar's indentation indicator right only for 2-space indentation, so
   // when the file's own indentation does not read back, 2 spaces are tried too.
   for (const fallback of [layout, defaultLayout]) {
@@ -43,7 +64,8 @@ export function replaceDocument(source: string, index: number, desired: unknown)
     const fresh = documentAt(parseManifestFile(source), index);
     const rendered = inLineBreaks(source, rerenderDocument(fresh, desired, fallback));
     const text = source.slice(0, span.start) + rendered + source.slice(span.end);
-    if (readsAs(text, expected)) return text;
+    const documents = readsAs(text, expected);
+    if (documents) return { text, documents };
   }
   throw new Error(`bug: re-rendering document ${index} does not read back as the desired object`);
 }
@@ -137,16 +159,17 @@ function inLineBreaks(source: string, text: string): string {
 }
 
 // The check every edit must pass: `text` reads as exactly `expected`, document by document.
-function readsAs(text: string, expected: readonly unknown[]): boolean {
+// Returns the documents it read, or undefined when they are not that.
+function readsAs(text: string, expected: readonly unknown[]): Document.Parsed[] | undefined {
   const documents = parseAllDocuments(text);
   try {
-    return (
+    const right =
       documents.length === expected.length &&
       documents.every(
         (document, i) => document.errors.length === 0 && jsonEqual(document.toJS(), expected[i]),
-      )
-    );
+      );
+    return right ? [...documents] : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }

@@ -79,12 +79,15 @@ export function isYamlPath(path: string): boolean {
   return /\.ya?ml$/.test(path) || baseName(path) === "Kustomization";
 }
 
-/** Facts of one file from its path and content: pure, no I/O. */
-export function fileFacts(path: string, content: string): FileFacts {
+/**
+ * Facts of one file from its path and content: pure, no I/O. `parsed` is the content as yaml's
+ * parseAllDocuments reads it, when the caller has just read it so (an edit's check).
+ */
+export function fileFacts(path: string, content: string, parsed?: Document.Parsed[]): FileFacts {
   const name = baseName(path);
   if (auxiliaryNames.has(name)) return { path, role: "auxiliary", documents: [], findings: [] };
   const role = kustomizationNames.has(name) ? "kustomization" : "manifest";
-  const documents = parseAllDocuments(content);
+  const documents = parsed ?? parseAllDocuments(content);
   const error = documents.flatMap((doc) => doc.errors)[0];
   if (error) return { path, role, documents: [], findings: [invalidYaml(path, error.message)] };
   try {

@@ -9,9 +9,9 @@ import { keepWrittenDefaults, type Defaulted } from "../sanitize/owned.ts";
 import { contentDigest } from "../sanitize/digest.ts";
 import { toStableYaml } from "../sanitize/stableyaml.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
-import { appendDocument, parseManifestFile, removeDocument, replaceDocument } from "./edit.ts";
+import { appendDocument, parseManifestFile, removeDocument, replaceDocumentChecked } from "./edit.ts";
 import { editThrough } from "./editthrough.ts";
-import { renderedFacts, type FileFacts } from "./facts.ts";
+import { fileFacts, renderedFacts, type FileFacts } from "./facts.ts";
 import { identityKey, type DocumentLocation, type FileTree } from "./folder.ts";
 import { keepWrittenNamespace, nothingFollowed, type FollowedObjects } from "./identity.ts";
 import type { FolderInventory } from "./inventory.ts";
@@ -104,7 +104,8 @@ export class FolderWriter {
       return { path: location.path, created: false, changed: false };
     }
     const source = (await this.tree.read(location.path)) ?? "";
-    const current = parseManifestFile(source)[location.index]?.toJS() as unknown;
+    const parsed = parseManifestFile(source);
+    const current = parsed[location.index]?.toJS() as unknown;
     let desired = keepWrittenNamespace(
       current,
       keepTokens(current, keepWrittenDefaults(current, object, defaulted)),
@@ -121,9 +122,9 @@ export class FolderWriter {
         changed = true;
       }
     }
-    const next = replaceDocument(source, location.index, desired);
-    if (next !== source) {
-      await this.put(location.path, next);
+    const next = replaceDocumentChecked(source, location.index, desired, parsed);
+    if (next.text !== source) {
+      await this.put(location.path, next.text, fileFacts(location.path, next.text, next.documents));
       changed = true;
     }
     return { path: location.path, created: false, changed };

@@ -121,6 +121,38 @@ describe("a clone's commits", () => {
     await clone.close();
   });
 
+  it("streams commits without waiting for each, each as its files were when sent, and drops one that changed nothing", async () => {
+    const clone = await cloneOf("streamed");
+    const root = await clone.fetchAndReset();
+    const heard: (string | undefined)[] = [];
+    const send = (path: string, content: string, message: string) => {
+      // The write is synchronous and the send does not wait: nothing is answered until settle().
+      void clone.write(path, content);
+      clone.send([path], message, signature, signature, (commit) => heard.push(commit));
+    };
+    send("a.yaml", "a: 1\n", "one\n");
+    send("a.yaml", "a: 1\n", "same\n");
+    send("b.yaml", "b: 1\n", "two\n");
+    send("b.yaml", "b: 2\n", "three\n");
+    assert.deepEqual(heard, [], "no commit waits for the one before it");
+    await clone.settle();
+
+    assert.equal(heard.length, 4);
+    const [one, same, two, three] = heard;
+    assert.equal(same, undefined, "the commit that changed nothing is dropped");
+    assert.equal(clone.headCommit, three);
+    assert.equal(await clone.push(root), three);
+    assert.equal(
+      await git.gitIn("streamed", ["rev-list", "--parents", "main"]),
+      [`${three} ${two}`, `${two} ${one}`, one].join("\n"),
+      "the commit sent on the dropped one was sent again on the one before it",
+    );
+    assert.equal(await git.gitIn("streamed", ["log", "--format=%s", "main"]), "three\ntwo\none");
+    assert.equal(await git.gitIn("streamed", ["show", "main^:b.yaml"]), "b: 1", "as the file was when sent");
+    assert.equal(await git.gitIn("streamed", ["show", "main:b.yaml"]), "b: 2");
+    await clone.close();
+  });
+
   it("commits on a fetched tip after a reset, and throws the discarded commits away", async () => {
     const clone = await cloneOf("reset");
     await git.pushForeignCommit("reset", { files: { "README.md": "# r\n" } });

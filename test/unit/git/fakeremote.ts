@@ -79,6 +79,11 @@ export class FakeClone implements Repository, WorkTree {
     return Promise.resolve();
   }
 
+  // Its commits are made at once: nothing is ever in flight.
+  settle(): Promise<void> {
+    return Promise.resolve();
+  }
+
   discard(): Promise<void> {
     this.discards++;
     this.files.clear();

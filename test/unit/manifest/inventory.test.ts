@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { acceptFolder } from "../../../internal/manifest/acceptance.ts";
+import { fileFacts } from "../../../internal/manifest/facts.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
 import { MemoryTree } from "./memorytree.ts";
 
@@ -97,6 +99,46 @@ describe("the folder inventory", () => {
     await inventory.refresh(tree);
     assert.equal(inventory.lastRefreshParsed, 3, "the whole folder, under the new rules");
     assert.match(inventory.accept()?.message ?? "", /f\/scratch\/notes\.yaml/);
+  });
+
+  it("judges a folder as the gate does, looking at every file only when its indexes show a problem", async () => {
+    const files: Record<string, string> = { ...folderOf(3) };
+    const inventory = new FolderInventory("f");
+    await inventory.refresh(new MemoryTree(files));
+    const deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n";
+    // Each step changes one file, as the writer does, and the verdict must be the whole folder's.
+    const steps: [string, string | undefined, boolean][] = [
+      ["f/apps/configmaps/c1.yaml", configMap("c1") + "---\n" + configMap("c2"), true],
+      ["f/apps/configmaps/c1.yaml", configMap("c1"), false],
+      ["f/broken.yaml", "not: [a manifest", true],
+      ["f/broken.yaml", undefined, false],
+      ["f/base/deployment.yaml", deployment, false],
+      ["f/a-patch.yaml", deployment, true],
+      [
+        "f/kustomization.yaml",
+        "resources:\n  - base/deployment.yaml\npatches:\n  - path: a-patch.yaml\n",
+        false,
+      ],
+      [
+        "f/kustomization.yaml",
+        "resources:\n  - base/deployment.yaml\npatches:\n  - path: gone.yaml\n    target:\n      kind: Deployment\n",
+        true,
+      ],
+      ["f/kustomization.yaml", undefined, true],
+      ["f/a-patch.yaml", undefined, false],
+    ];
+    for (const [path, content, refused] of steps) {
+      if (content === undefined) delete files[path];
+      else files[path] = content;
+      inventory.update(path, content);
+      const whole = acceptFolder(Object.entries(files).map(([p, c]) => fileFacts(p, c)));
+      assert.deepEqual(
+        inventory.accept(),
+        whole,
+        `after ${path} ${content === undefined ? "removed" : "written"}`,
+      );
+      assert.equal(whole !== undefined, refused, `the gate's verdict after ${path}`);
+    }
   });
 
   it("finds an object's document, never the strategic-merge patch that repeats its identity", async () => {
