@@ -18,7 +18,7 @@ import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./target
 import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
 import { InventoryStore } from "./inventorystore.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
-import type { Change, DecidedWrite, TargetSettings } from "./writes.ts";
+import { liveChange, resyncWrite, type Change, type DecidedWrite, type TargetSettings } from "./writes.ts";
 
 export interface BranchWorkerOptions {
   clone: Repository & WorkTree;
@@ -215,24 +215,10 @@ export class BranchWorker {
     if (item.type === "snapshot") {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
-      this.retain(
-        {
-          target,
-          reason: "reconcile",
-          changes: item.objects.map((o) => ({ op: "upsert", ...o })),
-          sweep: {
-            collection: item.collection,
-            present: new Set(item.objects.map((o) => `${o.identity.namespace}/${o.identity.name}`)),
-          },
-        },
-        bytes,
-      );
+      this.retain(resyncWrite(target, item), bytes);
       return;
     }
-    const change: Change =
-      item.type === "upsert"
-        ? { op: "upsert", identity: item.identity, object: item.object, defaulted: item.defaulted }
-        : { op: "delete", identity: item.identity };
+    const change = liveChange(item);
     for (const closed of this.window.add(
       owner,
       target.timers,

@@ -9,11 +9,11 @@
 // repository costs neither fetch, checkout nor disk.
 import * as fs from "node:fs";
 import { mkdir, readdir, rm } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { runGit, type GitRun } from "./gitexec.ts";
 import { CommitStream } from "./commitstream.ts";
-import type { ImportedFile } from "./importstream.ts";
 import { filesUnder, SparseCheckout } from "./sparsecheckout.ts";
+import { readFileAt, stagedFileAt, writeFileAt } from "./worktreefiles.ts";
 import { parseAdvertisement } from "./lsremote.ts";
 import { rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
 import { withTransport, type RemoteAuth } from "./transport.ts";
@@ -168,7 +168,9 @@ export class Clone implements Repository {
     }
     await this.git(["config", "remote.origin.url", url]);
     const root = rootFrom(advertisement ?? (await this.advertise()), branch, parentBranch);
-    if (root.from !== "empty") {
+    // A tip the clone already holds (its own last push, found again after a restart) needs no
+    // fetch: the reset alone makes the checkout trustworthy.
+    if (root.from !== "empty" && !(await this.holdsCommit(root.commit))) {
       const ref = root.from === "branch" ? branch : root.parent;
       await this.remote(
         [
@@ -187,6 +189,19 @@ export class Clone implements Repository {
     }
     await this.resetTo(root.from === "empty" ? undefined : root.commit);
     return root;
+  }
+
+  /**
+   * Whether the repository holds a commit. rev-list with --missing asks without the lazy fetch
+   * a partial clone makes for an object it lacks (cat-file would fetch it).
+   */
+  private async holdsCommit(commit: string): Promise<boolean> {
+    try {
+      await this.git(["rev-list", "--missing=print", "--no-walk", commit]);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   async discard(): Promise<void> {
@@ -234,22 +249,13 @@ export class Clone implements Repository {
       .filter((p) => p !== "");
   }
 
-  // Worktree files are read and written synchronously: they are small files on local disk. A
-  // synchronous read costs microseconds; an asynchronous one is four trips through libuv's thread
-  // pool and back through the event loop, each behind whatever else the loop is doing (3.2 ms a
-  // read, 3.6 ms a write, measured under a commit per change at 100 edits/s).
+  // Synchronously: worktreefiles.ts says why.
   read(path: string): Promise<string | undefined> {
-    try {
-      return Promise.resolve(fs.readFileSync(join(this.dir, path), "utf8"));
-    } catch {
-      return Promise.resolve(undefined);
-    }
+    return Promise.resolve(readFileAt(this.dir, path));
   }
 
   write(path: string, content: string): Promise<void> {
-    const full = join(this.dir, path);
-    fs.mkdirSync(dirname(full), { recursive: true });
-    overwrite(full, Buffer.from(content, "utf8"));
+    writeFileAt(this.dir, path, content);
     return Promise.resolve();
   }
 
@@ -295,28 +301,13 @@ export class Clone implements Repository {
   ): void {
     const touched = [...new Set(paths)];
     const when = Math.floor(Date.now() / 1000);
-    const files = this.filesOf(touched);
+    const files = touched.map((path) => stagedFileAt(this.dir, path));
     this.stream.send({ paths: touched, files, message, author, committer, when }, committed);
   }
 
   /** Waits until every commit sent is answered, and the head is the last of them. */
   settle(): Promise<void> {
     return this.stream.settle();
-  }
-
-  /** The worktree's version of each path, as git would stage it: file, executable, link, or gone. */
-  // Read synchronously, as the worktree's files are written (read()).
-  private filesOf(paths: readonly string[]): ImportedFile[] {
-    return paths.map((path) => this.fileOf(path));
-  }
-
-  private fileOf(path: string): ImportedFile {
-    const full = join(this.dir, path);
-    const stat = lstatOrGone(full);
-    if (stat?.isSymbolicLink()) return { path, mode: "120000", content: Buffer.from(fs.readlinkSync(full)) };
-    if (!stat?.isFile()) return { path, deleted: true };
-    // Git records a file as executable by its owner's execute bit alone.
-    return { path, mode: stat.mode & 0o100 ? "100755" : "100644", content: fs.readFileSync(full) };
   }
 
   /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */
@@ -357,31 +348,5 @@ export class Clone implements Repository {
       throw err;
     }
     return head;
-  }
-}
-
-/** A path's lstat, or undefined when nothing is there (nor can be: a parent is a file now). */
-function lstatOrGone(path: string): fs.Stats | undefined {
-  try {
-    return fs.lstatSync(path, { throwIfNoEntry: false });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
-    throw err;
-  }
-}
-
-/**
- * Writes a file's new bytes over its old ones, then cuts it to their length. Opening it with
- * O_TRUNC first frees its blocks, which a filesystem mounted with discard then trims: five times
- * the cost of the write on ours, and a millisecond each under an edit stream. A worktree is
- * never trusted after a crash (the first cycle resets it), so a write cut short costs nothing.
- */
-function overwrite(path: string, bytes: Buffer): void {
-  const fd = fs.openSync(path, fs.constants.O_WRONLY | fs.constants.O_CREAT, 0o644);
-  try {
-    for (let at = 0; at < bytes.length;) at += fs.writeSync(fd, bytes, at);
-    fs.ftruncateSync(fd, bytes.length);
-  } finally {
-    fs.closeSync(fd);
   }
 }

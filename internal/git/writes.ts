@@ -2,7 +2,7 @@
 // folder. A decided write is kept until a push lands, so nothing accepted is lost.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Collection } from "../watch/watchedtypes.ts";
-import type { ResourceIdentity } from "../watch/stream.ts";
+import type { ResourceIdentity, StreamItem } from "../watch/stream.ts";
 import type { MessageTemplates } from "../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../manifest/ladder.ts";
 import type { Defaulted } from "../sanitize/owned.ts";
@@ -45,4 +45,27 @@ export interface DecidedWrite {
    * else, so it never sweeps again and never reverts what the newer tip changed.
    */
   decided?: Change[];
+}
+
+/** A snapshot's write: every object it observed, upserted, and a sweep of what it did not. */
+export function resyncWrite(
+  target: TargetSettings,
+  item: Extract<StreamItem, { type: "snapshot" }>,
+): DecidedWrite {
+  return {
+    target,
+    reason: "reconcile",
+    changes: item.objects.map((o) => ({ op: "upsert", ...o })),
+    sweep: {
+      collection: item.collection,
+      present: new Set(item.objects.map((o) => `${o.identity.namespace}/${o.identity.name}`)),
+    },
+  };
+}
+
+/** The change a live upsert or delete makes. */
+export function liveChange(item: Extract<StreamItem, { type: "upsert" | "delete" }>): Change {
+  return item.type === "upsert"
+    ? { op: "upsert", identity: item.identity, object: item.object, defaulted: item.defaulted }
+    : { op: "delete", identity: item.identity };
 }

@@ -197,6 +197,12 @@ describe("deleting a GitBranch", () => {
       () => true,
       "the snapshot",
     );
+    // Settled before the edit, so the one write the edit decides is the only one held: every
+    // stream replayed (Ready), and whatever the replays decided published.
+    await conditionOf(clients(env.kc).targets, namespace, namespace, "Ready", "True", undefined, 60_000);
+    await eventually(() => operator.workers.worker(`${namespace}/main`)?.backlog === 0, {
+      description: "the snapshot's writes published",
+    });
     await beforeEdit();
     await core.createNamespacedConfigMap({
       namespace,

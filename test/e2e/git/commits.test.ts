@@ -172,6 +172,34 @@ describe("a clone's commits", () => {
     await clone.close();
   });
 
+  it("resets a restarted clone onto the tip it pushed itself without fetching, and fetches a foreign one", async () => {
+    const url = await git.createRepository("restart");
+    const dir = join(scratch, "restart");
+    const first = new Clone({ dir, url, branch: "main", auth: user });
+    const root = await first.fetchAndReset();
+    await first.write("a.yaml", "a: 1\n");
+    await first.commit(["a.yaml"], "a\n", signature, signature);
+    const pushed = await first.push(root);
+    await first.close();
+    // Each git command that reads the remote opens with one advertisement: ls-remote, then fetch.
+    const sessions = () =>
+      git.requests.filter((r) => r.repository === "restart" && r.service === "upload-pack" && r.advertisement)
+        .length;
+
+    const before = sessions();
+    const restarted = new Clone({ dir, url, branch: "main", auth: user });
+    assert.deepEqual(await restarted.fetchAndReset(), { from: "branch", commit: pushed });
+    assert.equal(sessions(), before + 1, "one ls-remote, and no fetch: its own tip is in the clone");
+    assert.equal(await restarted.read("a.yaml"), "a: 1\n");
+
+    const foreign = await git.pushForeignCommit("restart", { files: { "b.yaml": "b: 1\n" } });
+    assert.deepEqual(await restarted.fetchAndReset(), { from: "branch", commit: foreign });
+    const after = before + 1;
+    assert.ok(sessions() >= after + 2, "a commit it does not hold is fetched: ls-remote, then fetch");
+    assert.equal(await restarted.read("b.yaml"), "b: 1\n");
+    await restarted.close();
+  });
+
   it("keeps the index at the head, so a reset onto a foreign commit rewrites only what it changed", async () => {
     const clone = await cloneOf("replay");
     const root = await clone.fetchAndReset();
