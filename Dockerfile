@@ -1,13 +1,13 @@
-# The operator's image: the TypeScript compiled to JavaScript by tsc (what `make build` runs),
-# on Node 24 with the production dependencies only. tsconfig's rewriteRelativeImportExtensions
-# turns the sources' relative ".ts" import specifiers into ".js", so the output runs on plain
-# node, without tsx.
+# The operator's image: the TypeScript bundled by esbuild into one ES module (hack/bundle.ts, what
+# `make build` runs after tsc's type check), on Node 24. The bundle holds every dependency it
+# uses, tree-shaken, so the image carries no node_modules: loaded whole, the generated
+# Kubernetes client alone held about 20 MiB of the process's heap (docs/architecture.md).
 #
 #   docker build -t ghcr.io/configbutler/gitops-reverser-ts:dev .
 #
-# No dependency needs an install script at run time (only esbuild, behind tsx, and the `node`
-# devDependency have one, and neither is used here), so both installs skip them: the build stage
-# does not download a second Node.js.
+# No dependency needs an install script (esbuild runs from its platform package, and the `node`
+# devDependency is not used here), so the install skips them: the build stage does not download
+# a second Node.js.
 
 FROM node:24-slim AS build
 WORKDIR /src
@@ -17,9 +17,10 @@ COPY tsconfig.json ./
 COPY generated generated
 COPY internal internal
 COPY controllers controllers
-# The image's node runs tsc directly: node_modules/.bin/node is the `node` devDependency's shim,
-# which --ignore-scripts leaves without its binary.
-RUN node node_modules/typescript/bin/tsc -p tsconfig.json
+COPY hack/bundle.ts hack/bundle.ts
+# The image's node runs tsc and esbuild directly: node_modules/.bin/node is the `node`
+# devDependency's shim, which --ignore-scripts leaves without its binary.
+RUN node node_modules/typescript/bin/tsc -p tsconfig.json --noEmit && node hack/bundle.ts
 
 # kustomize judges a folder as it renders (never writes it): built from Go modules at the version
 # hack/tools/versions.env pins, as hack/tools/kustomize.sh builds it for the tests.
@@ -28,11 +29,6 @@ COPY hack/tools/versions.env /versions.env
 RUN . /versions.env \
   && CGO_ENABLED=0 GOBIN=/out go install -trimpath -ldflags "-s -w" \
     "sigs.k8s.io/kustomize/kustomize/v5@${KUSTOMIZE_VERSION}"
-
-FROM node:24-slim AS deps
-WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-slim
 # The Git engine is the git CLI (internal/git/gitexec.ts); ssh is its SSH transport.
@@ -43,16 +39,12 @@ WORKDIR /app
 ENV NODE_ENV=production
 # V8's young generation sized for an operator, not a web server: semi-spaces of 4 MiB keep the
 # peak RSS at 146 MiB for 1,000 objects and 180 MiB for 10,000, against 180 and 273 MiB at
-# Node's default for this machine size (make bench, phase (p); docs/architecture.md).
+# Node's default for this machine size (make bench, phase (p), measured on tsc's output before
+# the bundle; docs/architecture.md).
 ENV NODE_OPTIONS=--max-semi-space-size=4
-# package.json says "type": "module", which makes the compiled .js files ES modules.
-COPY package.json ./
-COPY --from=deps /app/node_modules node_modules
 # On PATH, where --kustomize-path's default finds it.
 COPY --from=kustomize /out/kustomize /usr/local/bin/kustomize
-COPY --from=build /src/dist/generated dist/generated
-COPY --from=build /src/dist/internal dist/internal
-COPY --from=build /src/dist/controllers dist/controllers
+COPY --from=build /src/dist/operator.mjs dist/operator.mjs
 # Numeric, so the kubelet can check runAsNonRoot; config/manager runs it as 65532 too.
 USER 65532:65532
-ENTRYPOINT ["node", "dist/controllers/main.js"]
+ENTRYPOINT ["node", "dist/operator.mjs"]

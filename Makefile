@@ -24,8 +24,9 @@ node_modules: package.json package-lock.json | prerequisites
 	@touch node_modules
 
 .PHONY: build
-build: node_modules ## Type-check and compile everything into dist/.
+build: node_modules ## Type-check and compile everything into dist/, and bundle the operator the image runs (dist/operator.mjs).
 	tsc -p tsconfig.json
+	node hack/bundle.ts
 
 .PHONY: lint
 lint: node_modules ## Type-check, run eslint, and check formatting with prettier.

@@ -1,12 +1,12 @@
-// (p) The operator as it is deployed: its own process, compiled as the image runs it
-// (dist/controllers/main.js, from `make build`), with the production five-second push
+// (p) The operator as it is deployed: its own process, bundled as the image runs it
+// (dist/operator.mjs, from `make build`), with the production five-second push
 // cooldown. Its peak RSS is the kernel's VmHWM, free of the benchmark's own objects. Measured
 // per size, before the in-process phases, on a namespace and repository of its own: the
 // initial snapshot, then a restart on the clone it left with one edit sent as it starts.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startOperatorProcess } from "../test/support/operator.ts";
-import { kustomizeBinary } from "../test/support/binaries.ts";
+import { kustomizeBinary, repoRoot } from "../test/support/binaries.ts";
 import { applyMirror, configMapFolder, fillNamespace } from "./cluster.ts";
 import { measureThroughput, type ThroughputResult } from "./edits.ts";
 import { prefillRepository } from "./largerepo.ts";
@@ -73,7 +73,7 @@ export async function measureProcess(
       ],
       // The image's NODE_OPTIONS (Dockerfile), unless BENCH_OPERATOR_NODE_OPTIONS measures others.
       { NODE_OPTIONS: process.env.BENCH_OPERATOR_NODE_OPTIONS ?? imageNodeOptions },
-      true,
+      join(repoRoot, "dist/operator.mjs"),
     );
 
   const started = Date.now();

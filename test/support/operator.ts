@@ -55,15 +55,15 @@ export interface OperatorProcess {
 /**
  * The operator as its own process, `controllers/main.ts` with `args`, serving metrics and
  * probes on free loopback ports, for tests of what only a whole process shows: flags, probes,
- * signals, and the identity it runs as. `compiled` runs what the image runs instead,
- * `dist/controllers/main.js` as `make build` compiled it, for what the benchmark measures.
+ * signals, and the identity it runs as. `entry` runs a built JavaScript file instead, such as
+ * `dist/operator.mjs`, the bundle the image runs (`make build`), for what the benchmark measures.
  */
 export async function startOperatorProcess(
   kubeconfigPath: string,
   logDir: string,
   args: string[],
   env: NodeJS.ProcessEnv = {},
-  compiled = false,
+  entry?: string,
 ): Promise<OperatorProcess> {
   const [metricsPort, probePort] = [await freePort(), await freePort()];
   const logFile = join(logDir, "operator.log");
@@ -71,9 +71,7 @@ export async function startOperatorProcess(
     name: "gitops-reverser",
     command: process.execPath,
     args: [
-      ...(compiled
-        ? [join(repoRoot, "dist/controllers/main.js")]
-        : ["--import", "tsx", join(repoRoot, "controllers/main.ts")]),
+      ...(entry ? [entry] : ["--import", "tsx", join(repoRoot, "controllers/main.ts")]),
       ...args,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       `--health-probe-bind-address=127.0.0.1:${probePort}`,

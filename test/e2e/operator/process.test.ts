@@ -1,31 +1,51 @@
 import { startOperatorProcess } from "../../support/operator.ts";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api } from "@kubernetes/client-node";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
+import { repoRoot } from "../../support/binaries.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 
 describe("the operator process", () => {
   let plane: ControlPlane;
+  let scratch: string;
+  let bundle: string;
 
   before(async () => {
     plane = await ControlPlane.start();
     await installCrds(plane.kubeConfig());
+    // The bundle the image runs, built as make build builds it.
+    scratch = makeOwnedTempDir("bundle-test");
+    bundle = join(scratch, "operator.mjs");
+    execFileSync(process.execPath, [join(repoRoot, "hack/bundle.ts"), bundle], { stdio: "inherit" });
   });
   after(async () => {
     await plane?.stop();
+    removeOwnedTempDir(scratch);
   });
 
-  it("serves probes and metrics, leads, and on SIGTERM stops cleanly and releases its lease", async () => {
+  for (const built of [false, true]) {
+    it(`serves probes and metrics, leads, and on SIGTERM stops cleanly and releases its lease${built ? ", bundled as the image runs it" : ""}`, async () => {
+      await runs(built ? bundle : undefined);
+    });
+  }
+
+  async function runs(entry: string | undefined) {
     const {
       process: operator,
       metricsPort,
       probePort,
-    } = await startOperatorProcess(plane.kubeconfigPath, plane.dir, [
-      "--leader-elect",
-      "--leader-election-namespace=default",
-    ]);
+    } = await startOperatorProcess(
+      plane.kubeconfigPath,
+      plane.dir,
+      ["--leader-elect", "--leader-election-namespace=default"],
+      {},
+      entry,
+    );
     try {
       await eventually(
         async () => {
@@ -68,5 +88,5 @@ describe("the operator process", () => {
     } finally {
       await operator.stop();
     }
-  });
+  }
 });
