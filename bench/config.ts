@@ -17,6 +17,10 @@ export interface BenchConfig {
   latencyEdits: number;
   /** Files elsewhere in phase (l)'s repository, on the first size; 0 skips the phase. */
   largeRepositoryFiles: number;
+  /** Phase (w)'s offered rates, edits per second, on the first size; empty skips the phase. */
+  writeRates: number[];
+  /** How long (w) offers each rate. */
+  writeSeconds: number;
   /** Runs of the native git reference per size; the median is reported. */
   referenceRepeats: number;
   /** Upper bounds, so every wait in the run ends. */
@@ -57,6 +61,12 @@ export function readConfig(): BenchConfig {
     },
     latencyEdits: numberFrom("BENCH_LATENCY_EDITS", 30),
     largeRepositoryFiles: numberFrom("BENCH_LARGE_REPOSITORY_FILES", 50_000),
+    writeRates: (process.env.BENCH_WRITE_RATES ?? "500,1000,2000")
+      .split(",")
+      .filter((r) => r.trim() !== "")
+      .map(Number)
+      .filter((r) => r > 0),
+    writeSeconds: numberFrom("BENCH_WRITE_SECONDS", 30),
     referenceRepeats: Math.max(1, numberFrom("BENCH_REFERENCE_REPEATS", 3)),
     snapshotTimeoutMs: numberFrom("BENCH_SNAPSHOT_TIMEOUT_S", 240) * 1000,
     settleTimeoutMs: numberFrom("BENCH_SETTLE_TIMEOUT_S", 180) * 1000,

@@ -10,6 +10,7 @@ import type { RestartResult } from "./restart.ts";
 import { mib, seconds } from "./sampler.ts";
 import type { SnapshotResult } from "./snapshot.ts";
 import type { WriterResult, WriterStep } from "./writer.ts";
+import type { WriteSideResult } from "./writeside.ts";
 
 export interface Measured {
   peakRssBytes: number;
@@ -29,6 +30,8 @@ export interface SizeResult {
   largeRepository?: ProcessResult & { otherFiles: number };
   reference?: ReferenceResult;
   writer?: WriterResult;
+  /** (w) the write side alone, at each offered rate. */
+  writeSide?: WriteSideResult[];
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
   contentMatches?: boolean;
   operatorErrors: string[];
@@ -101,6 +104,16 @@ export function resultTable(result: RunResult): string {
         n,
         ms(w.warm.ms),
         `${step("full rescan", w.cold)}; ${step("kept inventory", w.warm)}; ${step("after a fetch", w.afterFetch)}`,
+        "",
+        "",
+      ]);
+    }
+    for (const w of r.writeSide ?? []) {
+      rows.push([
+        `(w) write side alone, ${w.offeredPerSecond}/s offered`,
+        n,
+        w.editsPerSecond === undefined ? "not settled" : `${w.editsPerSecond.toFixed(0)} edits/s`,
+        `${w.sent} edits; the last value of every object pushed ${s(w.drainMs)} after the last send; ${w.pushes} pushes; at most ${w.maxBacklog} writes retained`,
         "",
         "",
       ]);

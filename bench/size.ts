@@ -29,6 +29,7 @@ import { sleep } from "../internal/timing/sleep.ts";
 import { mib, progress, RssSampler, seconds } from "./sampler.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 import { measureWriter } from "./writer.ts";
+import { measureWriteSide } from "./writeside.ts";
 
 export interface Harness {
   kc: KubeConfig;
@@ -192,6 +193,16 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
     progress(
       `  the edit landed ${s(restart.firstEditMs)} after the start, ${restart.pushesBefore} push(es) before it`,
     );
+    if (withEdits) {
+      for (const rate of config.writeRates) {
+        progress(`(w) N=${size}: the write side alone, ${rate} edits/s for ${config.writeSeconds} s`);
+        const w = await measureWriteSide(h, size, rate);
+        (r.writeSide ??= []).push(w);
+        progress(
+          `  ${w.editsPerSecond?.toFixed(0) ?? "not settled"} edits/s; drained ${s(w.drainMs)} after the last send`,
+        );
+      }
+    }
   } finally {
     sampler.end();
     progress("  stopping the operator");

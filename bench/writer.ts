@@ -12,6 +12,7 @@ import type { DecidedWrite } from "../internal/git/writes.ts";
 import { FolderInventory } from "../internal/manifest/inventory.ts";
 import type { GitServer } from "../test/support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../test/support/reaper.ts";
+import { configMapIdentity } from "../test/unit/git/fixtures.ts";
 import { configMapData, configMapName, targetPath } from "./cluster.ts";
 
 export interface WriterStep {
@@ -51,15 +52,7 @@ function edit(namespace: string, index: number, round: number): DecidedWrite {
     changes: [
       {
         op: "upsert",
-        identity: {
-          group: "",
-          version: "v1",
-          resource: "configmaps",
-          kind: "ConfigMap",
-          namespace,
-          name,
-          uid: name,
-        },
+        identity: configMapIdentity(name, namespace),
         object: configMap,
       },
     ],

@@ -4,7 +4,6 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { BranchWorker } from "../../../internal/git/branchworker.ts";
 import { Clone } from "../../../internal/git/clone.ts";
-import { commitMessageFor } from "../../../internal/git/message.ts";
 import type { DecidedWrite, TargetSettings } from "../../../internal/git/writes.ts";
 import { compileWatchRule } from "../../../internal/rulestore/compile.ts";
 import { RuleStore } from "../../../internal/rulestore/store.ts";
@@ -13,10 +12,10 @@ import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
+import { committing, quiet, unheardFolders } from "../../support/worker.ts";
 
 const user = { username: "gitops", password: "s3cret" };
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
-const quiet = { info: () => undefined, error: () => undefined };
 
 describe("the BranchWorker writes a GitTarget's stream to Git", () => {
   let plane: ControlPlane;
@@ -54,18 +53,10 @@ describe("the BranchWorker writes a GitTarget's stream to Git", () => {
       committer,
       bufferLimitBytes: 8 * 1024 * 1024,
       pushCooldownMs: 0,
-      materialize: {
-        committer,
-        additionalSensitive: [],
-        onRefused: (_w: DecidedWrite, identity) => refused.push(`${identity.resource}/${identity.name}`),
-        message: commitMessageFor(committer, quiet),
-      },
-      folders: {
-        onReport: () => undefined,
-        onDropped: () => undefined,
-        onPlaced: () => undefined,
-        onResyncRequested: () => undefined,
-      },
+      materialize: committing(committer, (_w: DecidedWrite, identity) =>
+        refused.push(`${identity.resource}/${identity.name}`),
+      ),
+      folders: unheardFolders,
       logger: quiet,
     });
     worker.start();

@@ -3,16 +3,15 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { BranchWorker } from "../../../internal/git/branchworker.ts";
 import { Clone } from "../../../internal/git/clone.ts";
-import { commitMessageFor } from "../../../internal/git/message.ts";
 import type { TargetSettings } from "../../../internal/git/writes.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 import { configMapIdentity, configMaps } from "../../unit/git/fixtures.ts";
+import { committing, quiet, unheardFolders } from "../../support/worker.ts";
 
 const user = { username: "gitops", password: "s3cret" };
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
-const quiet = { info: () => undefined, error: () => undefined };
 
 describe("the push cooldown of a branch worker", () => {
   let git: GitServer;
@@ -48,18 +47,8 @@ describe("the push cooldown of a branch worker", () => {
       committer,
       bufferLimitBytes: 8 * 1024 * 1024,
       // pushCooldownMs is left out: the 5 s default the seeds fix is what is pinned here.
-      materialize: {
-        committer,
-        additionalSensitive: [],
-        onRefused: () => undefined,
-        message: commitMessageFor(committer, quiet),
-      },
-      folders: {
-        onReport: () => undefined,
-        onDropped: () => undefined,
-        onPlaced: () => undefined,
-        onResyncRequested: () => undefined,
-      },
+      materialize: committing(committer),
+      folders: unheardFolders,
       logger: quiet,
     });
     worker.start();

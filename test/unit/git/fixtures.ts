@@ -1,4 +1,4 @@
-// The ConfigMap collection and identities the write-side unit tests share.
+// The ConfigMap collection and identities the write-side unit tests, and the benchmark, share.
 import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
 import type { Collection } from "../../../internal/watch/watchedtypes.ts";
 

@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import { BranchWorker } from "../../../internal/git/branchworker.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";
+import { unheardFolders } from "../../support/worker.ts";
 
 const collection = configMaps;
 // Timers long enough that only shutdown can close the window.
@@ -26,12 +27,7 @@ function worker(clone: FakeClone, errors: string[]) {
       error: (message, meta) => errors.push(`${message} ${JSON.stringify(meta)}`),
     },
     materialize: { committer, additionalSensitive: [], message: () => "m", onRefused: () => undefined },
-    folders: {
-      onReport: () => undefined,
-      onDropped: () => undefined,
-      onPlaced: () => undefined,
-      onResyncRequested: () => undefined,
-    },
+    folders: unheardFolders,
   });
 }
 

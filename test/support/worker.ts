@@ -1,0 +1,24 @@
+// What a branch worker built by hand, in a test or the benchmark, is given where nothing
+// listens: a logger that drops everything, folder callbacks that report nowhere, and the
+// materialize options of a committer with no sensitive types of its own.
+import type { Signature } from "../../internal/git/clone.ts";
+import type { MaterializeOptions } from "../../internal/git/materialize.ts";
+import { commitMessageFor } from "../../internal/git/message.ts";
+import type { TargetFolderCallbacks } from "../../internal/git/targetfolders.ts";
+
+export const quiet = { info: () => undefined, error: () => undefined };
+
+export const unheardFolders: TargetFolderCallbacks = {
+  onReport: () => undefined,
+  onDropped: () => undefined,
+  onPlaced: () => undefined,
+  onResyncRequested: () => undefined,
+};
+
+/** Commits by `committer` with the default messages; `onRefused` hears each object refused. */
+export function committing(
+  committer: Signature,
+  onRefused: MaterializeOptions["onRefused"] = () => undefined,
+): MaterializeOptions {
+  return { committer, additionalSensitive: [], onRefused, message: commitMessageFor(committer, quiet) };
+}
