@@ -278,6 +278,8 @@ export class BranchWorker {
       return;
     }
     this.pending.splice(0, outcome.published);
+    for (const target of new Set(writes.slice(0, outcome.published).map((w) => w.target)))
+      this.folders.published(target);
     this.retry.succeeded();
     this.lastPushAt = Date.now();
     this.lastProvedAt = Date.now();

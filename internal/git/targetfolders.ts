@@ -163,6 +163,15 @@ export class TargetFolders {
     return released;
   }
 
+  /**
+   * A push landed the target's writes: its report takes the commit the folder is at now, which
+   * the writes' own reports could not name while their commits were still being answered. The
+   * push's wake-up publishes it.
+   */
+  published(target: TargetSettings): void {
+    this.report(target, true);
+  }
+
   /** The acceptance gate's verdict on the folder as last read, with what the target follows now. */
   verdict(target: TargetSettings): Refusal | undefined {
     const folder = this.folder(target);

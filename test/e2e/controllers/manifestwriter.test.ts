@@ -151,6 +151,12 @@ describe("the manifest-aware writer edits a repository the way a careful person 
     );
     assert.equal(target.status?.placement?.source, "KustomizeRoot");
     assert.equal(target.status?.placement?.kustomizeRoot, `${folder}/kustomization.yaml`);
+    const pushed = await git.branchHead("state", "kustomized");
+    await eventually(
+      async () =>
+        (await clients(kc).targets.get("kustomized", "kustomized"))?.status?.placement?.commit === pushed,
+      { description: "status.placement.commit at the pushed commit, once the push landed" },
+    );
   });
 
   it("with two kustomizations it falls back to the built-in path", async () => {
