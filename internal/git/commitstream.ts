@@ -48,11 +48,6 @@ export class CommitStream {
     private readonly head: Head,
   ) {}
 
-  /** Whether an importer runs: its objects reach the repository only when it ends. */
-  get running(): boolean {
-    return this.importer !== undefined;
-  }
-
   /**
    * Sends a commit on top of the last one sent, or the head. `committed` hears the new commit,
    * or undefined when it changed nothing, once its answer is read and the head has moved.

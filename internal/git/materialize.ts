@@ -61,13 +61,11 @@ export interface FolderState {
 }
 
 export interface MaterializeResult {
-  /** The new commit, when the write changed the folder and the tree committed it at once. */
-  commit?: string;
   /**
-   * The write changed the folder, and its commit was streamed (WorkTree.send): the head and
-   * the inventory follow once it is answered, and a commit that changed nothing is dropped then.
+   * The new commit, when the write changed the folder and the tree committed it at once; a
+   * streamed commit (WorkTree.send) is named to the inventory once it is answered.
    */
-  sent?: true;
+  commit?: string;
   /** The acceptance gate refused the folder: nothing was written. */
   refusal?: Refusal;
   /** A snapshot's measurement of the folder's tokens against live: empty when clean. */
@@ -185,7 +183,7 @@ export async function materialize(
   const { committer } = options;
   if (tree.send) {
     tree.send(writer.touched, message, committer, committer, (commit) => inventory.committed(commit));
-    return { sent: true, divergences, placements, decided, ...judged };
+    return { divergences, placements, decided, ...judged };
   }
   const commit = await tree.commit(writer.touched, message, committer, committer);
   inventory.committed(commit);

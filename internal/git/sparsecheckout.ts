@@ -8,6 +8,7 @@ import { readdir, rm } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { fileFacts, isKustomizationPath } from "../manifest/facts.ts";
 import { coverOf, covers, uncoveredReferences } from "./sparse.ts";
+import { readFileAt } from "./worktreefiles.ts";
 
 /** The git calls the sparse checkout makes in its clone. */
 export interface SparseGit {
@@ -73,8 +74,7 @@ export class SparseCheckout {
   private async includeReferences(folder: string): Promise<void> {
     const kustomizations = (await filesUnder(this.dir, folder)).filter(isKustomizationPath);
     for (const path of kustomizations) {
-      const source = fs.readFileSync(join(this.dir, path), "utf8");
-      const resources = fileFacts(path, source).kustomization?.resources ?? [];
+      const resources = fileFacts(path, readFileAt(this.dir, path) ?? "").kustomization?.resources ?? [];
       const cover = coverOf((await this.folders()).values());
       for (const dir of uncoveredReferences(path, resources, cover)) await this.include(dir);
     }
