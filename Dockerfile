@@ -23,7 +23,7 @@ COPY hack/bundle.ts hack/bundle.ts
 RUN node node_modules/typescript/bin/tsc -p tsconfig.json --noEmit && node hack/bundle.ts
 
 # kustomize judges a folder as it renders (never writes it): built from Go modules at the version
-# hack/tools/versions.env pins, as hack/tools/kustomize.sh builds it for the tests.
+# hack/tools/versions.env pins, as hack/tools/gotool.sh builds it for the tests.
 FROM golang:1.26 AS kustomize
 COPY hack/tools/versions.env /versions.env
 RUN . /versions.env \

@@ -82,10 +82,14 @@ testenv: prerequisites ## Build kube-apiserver, kubectl and etcd from Go modules
 
 .PHONY: kustomize
 kustomize: prerequisites ## Build the pinned kustomize (hack/tools/versions.env) from Go modules, or reuse the cached build.
-	bash hack/tools/kustomize.sh
+	bash hack/tools/gotool.sh kustomize
+
+.PHONY: sops
+sops: prerequisites ## Build the pinned sops the tests read encrypted Secrets back with, or reuse the cached build.
+	bash hack/tools/gotool.sh sops
 
 .PHONY: test
-test: node_modules testenv kustomize ## Run every test CI runs: unit and end-to-end, in one runner.
+test: node_modules testenv kustomize sops ## Run every test CI runs: unit and end-to-end, in one runner.
 	$(NODE_TEST) $(UNIT_TESTS) $(E2E_TESTS)
 
 .PHONY: test-unit
@@ -93,11 +97,11 @@ test-unit: node_modules ## Run the unit tests.
 	$(NODE_TEST) $(UNIT_TESTS)
 
 .PHONY: test-e2e
-test-e2e: node_modules testenv kustomize ## Run the end-to-end tests against a real control plane, Git server and Redis.
+test-e2e: node_modules testenv kustomize sops ## Run the end-to-end tests against a real control plane, Git server and Redis.
 	$(NODE_TEST) $(E2E_TESTS)
 
 .PHONY: demo
-demo: node_modules testenv kustomize ## Run the operator against a local apiserver and Git server, make some changes, and show the commits.
+demo: node_modules testenv kustomize sops ## Run the operator against a local apiserver and Git server, make some changes, and show the commits.
 	node --import tsx hack/demo/demo.ts
 
 .PHONY: bench

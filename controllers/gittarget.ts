@@ -109,6 +109,7 @@ export class GitTargetReconciler implements Reconciler {
     const conditions = targetConditions(world, refusal, streams, {
       attached,
       refused: [...(writeState?.refused ?? [])].sort(),
+      encryptedDocuments: folder?.encryptedDocuments,
       folderRefusal: folder?.refusal?.message,
       refusedWrites: folder?.refusedWrites,
       renderGate: folder?.renderGate,

@@ -11,6 +11,7 @@ import {
   intakePaused,
   nextRetry,
   placementRefusals,
+  secretEncryptions,
   placements,
   retainedBytes,
   retainedWrites,
@@ -117,7 +118,11 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
         message,
       });
       placementRefusals.inc({ reason, ...targetLabels(write.target.key) });
+      if (reason === "encryption_failed")
+        secretEncryptions.inc({ outcome: "failed", ...targetLabels(write.target.key) });
     },
+    onEncrypted: (write, _identity, outcome) =>
+      secretEncryptions.inc({ outcome, ...targetLabels(write.target.key) }),
     folders: {
       onDropped: (key, reason, count) => writesDropped.inc({ reason, ...targetLabels(key) }, count),
       onPlaced: (key, { group, version, resource }, source) =>

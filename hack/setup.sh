@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, in one go: Debian's packages, the npm dependencies, and the
-# test environment and kustomize built from Go modules. make test and make demo do each of these steps
+# test environment, kustomize and sops built from Go modules. make test and make demo do each of these steps
 # themselves when it is missing, so this is optional; .ci/run calls it to set up in one step.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -8,4 +8,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash hack/prerequisites.sh
 npm ci --no-audit --no-fund
 bash hack/testenv/build.sh
-bash hack/tools/kustomize.sh
+bash hack/tools/gotool.sh kustomize
+bash hack/tools/gotool.sh sops

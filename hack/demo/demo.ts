@@ -1,6 +1,7 @@
 // make demo: the main job on an embedded default. Starts a local kube-apiserver, a Git server
 // with an empty repository and the operator, applies the providers, a branch, a target and a
-// rule, makes a few changes in the cluster, and shows the commits the operator wrote.
+// rule, makes a few changes in the cluster, and shows the commits the operator wrote, and a
+// Secret it wrote as a SOPS document, decrypted by the real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { gitTargets } from "../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../test/support/controlplane.ts";
@@ -9,6 +10,7 @@ import { installCrds } from "../../test/support/manifests.ts";
 import { applyMirror } from "../../test/support/mirror.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
+import { ageIdentity, sopsDecryptText } from "../../test/support/sops.ts";
 import { eventually } from "../../test/support/wait.ts";
 
 const namespace = "demo";
@@ -19,6 +21,7 @@ const started = Date.now();
 say("Starting kube-apiserver, etcd and a Git server on loopback");
 const [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
 const workerRoot = makeOwnedTempDir("demo-workers");
+const keys = makeOwnedTempDir("demo-keys");
 let operator: ReturnType<typeof startOperator> | undefined;
 try {
   const kc = plane.kubeConfig();
@@ -26,6 +29,9 @@ try {
   await installCrds(kc);
   const url = await git.createRepository("cluster-state");
   process.stdout.write(`    apiserver ${plane.server}\n    repository ${url}\n`);
+  // The identity Flux would hold to decrypt; the operator is given only its public key.
+  const identity = await ageIdentity(keys, "flux");
+  process.stdout.write(`    age recipient ${identity.recipient}\n`);
 
   say("Applying a GitProvider, a GitBranch, a KubeProvider, a GitTarget and a WatchRule");
   await core.createNamespace({ body: { metadata: { name: namespace } } });
@@ -34,8 +40,9 @@ try {
       name: "demo",
       path: "clusters/demo",
       idleTimeout: "2s",
+      recipients: [identity.recipient],
       rules: [
-        { apiGroups: [""], resources: ["configmaps"] },
+        { apiGroups: [""], resources: ["configmaps", "secrets"] },
         { apiGroups: ["apps"], resources: ["deployments"] },
       ],
     },
@@ -55,7 +62,7 @@ try {
   );
 
   const show = (path: string) => git.gitIn("cluster-state", ["show", `main:${path}`]).catch(() => undefined);
-  say("Creating two ConfigMaps and a Deployment");
+  say("Creating two ConfigMaps, a Secret and a Deployment");
   await core.createNamespacedConfigMap({
     namespace,
     body: { metadata: { name: "settings" }, data: { color: "blue", replicas: "2" } },
@@ -63,6 +70,13 @@ try {
   await core.createNamespacedConfigMap({
     namespace,
     body: { metadata: { name: "feature-flags" }, data: { newCheckout: "false" } },
+  });
+  await core.createNamespacedSecret({
+    namespace,
+    body: {
+      metadata: { name: "db-credentials" },
+      stringData: { username: "shop", password: "correct-horse" },
+    },
   });
   await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
     namespace,
@@ -109,10 +123,17 @@ try {
   );
   say("clusters/demo/demo/configmaps/settings.yaml");
   process.stdout.write(`${await show("clusters/demo/demo/configmaps/settings.yaml")}`);
+  const secretPath = "clusters/demo/demo/secrets/db-credentials.sops.yaml";
+  const encrypted = await eventually(() => show(secretPath), { description: "the Secret in Git" });
+  say(`${secretPath}: the Secret as Git holds it, encrypted to the age recipient`);
+  process.stdout.write(encrypted);
+  say(`sops --decrypt ${secretPath}, with the age identity`);
+  process.stdout.write(await sopsDecryptText(keys, encrypted, identity));
   say(`Done in ${Math.round((Date.now() - started) / 1000)} s. Stopping everything.`);
 } finally {
   await operator?.stop();
   await git.close();
   await plane.stop();
   removeOwnedTempDir(workerRoot);
+  removeOwnedTempDir(keys);
 }

@@ -354,21 +354,7 @@ export class BranchWorker {
   private async shutdown(): Promise<void> {
     this.decide(this.window.close("shutdown"));
     if (this.pending.length > 0) {
-      const writes = this.retained();
-      const outcome = await this.publication.cycle(
-        writes,
-        () => undefined,
-        this.options.shutdownGraceMs ?? 20_000,
-        true,
-      );
-      if ("error" in outcome) {
-        const unpublished = writes.map((w) => `${w.target.key}: ${w.changes.length} change(s)`);
-        this.unpublished = { error: outcome.error, writes: unpublished };
-        this.options.logger.error("shutting down with writes that could not be published", {
-          error: outcome.error,
-          unpublished,
-        });
-      }
+      this.unpublished = await this.publication.last(this.retained(), this.options.shutdownGraceMs ?? 20_000);
     }
     // Kept so a restart reads only what changed since; without it, a restart reads every folder.
     await this.folders

@@ -14,6 +14,7 @@ import type { FolderRenders } from "../kustomize/renders.ts";
 import { renderVerdict } from "../kustomize/verdict.ts";
 import { acceptFollowed, sweptNamespace } from "../manifest/lookup.ts";
 import { FolderWriter, identityKeyOf } from "../manifest/writer.ts";
+import { isSensitive } from "../manifest/placement.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { Clone, Signature } from "./clone.ts";
 import { followedObjects } from "./followed.ts";
@@ -29,6 +30,8 @@ export interface MaterializeOptions {
   message: (write: DecidedWrite, applied: AppliedChange[]) => string;
   /** Called for each object refused fail-safe, so it can be logged, counted and reported. */
   onRefused: (write: DecidedWrite, identity: ResourceIdentity, reason: string, message: string) => void;
+  /** Called for each sensitive document written encrypted, or proved unchanged without encrypting. */
+  onEncrypted?: (write: DecidedWrite, identity: ResourceIdentity, outcome: "encrypted" | "unchanged") => void;
   /** The worker's kustomize renders, which judge a folder as it renders; none: as written. */
   renders?: FolderRenders;
 }
@@ -109,6 +112,7 @@ export async function materialize(
     targetPath: folder,
     placement: write.target.placement,
     additionalSensitive: options.additionalSensitive,
+    encryption: write.target.encryption,
     followed,
     // Built when a read-only base document is edited: at the commit while this write has changed
     // nothing yet, of the worktree as it is otherwise.
@@ -133,7 +137,9 @@ export async function materialize(
 
   // The snapshot is measured before its own upserts change what it measures; a replay measures
   // nothing, as it decides nothing.
-  const divergences = judging ? await measure(writer, write, verdict.objects) : undefined;
+  const divergences = judging
+    ? await measure(writer, write, verdict.objects, options.additionalSensitive)
+    : undefined;
 
   for (const change of write.decided ?? write.changes) {
     const { identity } = change;
@@ -146,12 +152,13 @@ export async function materialize(
       );
       continue;
     }
-    const outcome = await writer.upsert(identity, change.object, change.defaulted);
+    const outcome = await writer.upsert(identity, change.object, change.defaulted, change.digest);
     if ("refused" in outcome) {
       refuse(identity, outcome.reason, outcome.refused);
       continue;
     }
     if (outcome.unwritten) refuse(identity, outcome.unwritten.reason, outcome.unwritten.refused);
+    if (outcome.encryption && !replay) options.onEncrypted?.(write, identity, outcome.encryption);
     // A replay places again what its first commit placed: counted once, on that first commit.
     if (outcome.placedBy && !replay) placements.push({ identity, source: outcome.placedBy });
     if (outcome.changed) {
@@ -173,7 +180,7 @@ export async function materialize(
 
   const judged = replay ? {} : { refusedWrites };
   if (writer.touched.size === 0) return { divergences, placements, decided, ...judged };
-  for (const [path, content] of bootstrapFiles(folder)) {
+  for (const [path, content] of bootstrapFiles(folder, write.target.encryption)) {
     if (!tree.exists(path)) {
       await tree.write(path, content);
       writer.touched.add(path);
@@ -195,10 +202,12 @@ async function measure(
   writer: FolderWriter,
   write: DecidedWrite,
   rendered: ReadonlyMap<string, unknown> | undefined,
+  additionalSensitive: readonly string[],
 ): Promise<MeasuredDivergence[]> {
   const found: MeasuredDivergence[] = [];
   for (const change of write.changes) {
-    if (change.op !== "upsert") continue;
+    // A sensitive document's values are encrypted: never measured, so never reported either.
+    if (change.op !== "upsert" || isSensitive(change.identity, additionalSensitive)) continue;
     const { kind, namespace, name } = change.identity;
     const document = rendered?.get(identityKeyOf(change.identity));
     const divergences =

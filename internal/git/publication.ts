@@ -168,6 +168,21 @@ export class Publication {
   }
 
   /**
+   * Shutdown's one publication of everything retained, within `graceMs`: what it left
+   * unpublished, undefined when all of it landed.
+   */
+  async last(retained: DecidedWrite[], graceMs: number): Promise<Unpublished | undefined> {
+    const outcome = await this.cycle(retained, () => undefined, graceMs, true);
+    if (!("error" in outcome)) return undefined;
+    const writes = retained.map((w) => `${w.target.key}: ${w.changes.length} change(s)`);
+    this.options.logger.error("shutting down with writes that could not be published", {
+      error: outcome.error,
+      unpublished: writes,
+    });
+    return { error: outcome.error, writes };
+  }
+
+  /**
    * Plans or replays the retained writes on the remote's tip and pushes, again after a short
    * jittered pause each time the remote moved under the push.
    */

@@ -33,6 +33,8 @@ export interface FolderReport {
   /** Why each change that had nowhere to land was refused, while it stays unwritten. */
   refusedWrites: string[];
   renderGate: GateReport;
+  /** How many SOPS documents the folder holds. */
+  encryptedDocuments: number;
   placement?: {
     source: PlacementSource;
     kustomizeRoot?: string;
@@ -251,6 +253,7 @@ export class TargetFolders {
         refusal: folder.refusal,
         refusedWrites: folder.refusedWrites.messages(),
         renderGate: folder.gate.report(),
+        encryptedDocuments: inventory.sealedCount,
         placement: {
           source,
           kustomizeRoot: source === "KustomizeRoot" ? kustomizations[0] : undefined,

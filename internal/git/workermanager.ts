@@ -15,8 +15,7 @@ import { Clone, type CloneOptions, type Signature } from "./clone.ts";
 import type { MaterializeOptions } from "./materialize.ts";
 import type { Unpublished } from "./publication.ts";
 import { commitMessageFor } from "./message.ts";
-import { contentionFacts } from "./contention.ts";
-import { outageFacts } from "./outage.ts";
+import { branchWakesTarget, reportWakesTarget } from "./targetwake.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./writes.ts";
@@ -51,6 +50,7 @@ export interface WorkerManagerOptions extends Omit<
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
   onRefused: MaterializeOptions["onRefused"];
+  onEncrypted?: MaterializeOptions["onEncrypted"];
   /** --kustomize-path: the kustomize that judges folders as they render; none: as written. */
   kustomizePath?: string;
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
@@ -86,26 +86,12 @@ interface Attachment {
 
 const targetKey = (t: TargetRef) => `${t.namespace}/${t.name}`;
 
-// What a GitTarget's status reads of its branch's worker: an outage or a contention, with the
-// writes they hold. The backlog alone moves with every write, and is not shown.
-const branchShown = (state: BranchState | undefined) =>
-  JSON.stringify([outageFacts(state), contentionFacts(state)]);
+const sameRecipients = (a: TargetSettings, b: TargetSettings) =>
+  (a.encryption?.recipients ?? []).join(",") === (b.encryption?.recipients ?? []).join(",");
 
-// A write moves where its folder was read (the commit, when, how many documents) with every
-// commit. The push publishes that, and wakes the target anyway: with a commit per change, a
-// status write per commit was as many server-side applies as edits.
-const reportShown = (report: FolderReport | undefined) =>
-  JSON.stringify(
-    report && {
-      ...report,
-      placement: report.placement && {
-        ...report.placement,
-        commit: undefined,
-        observedAt: undefined,
-        documents: undefined,
-      },
-    },
-  );
+/** How EncryptionConfigured names a sensitive object it refused. */
+const refusedEntry = (identity: { resource: string; namespace: string; name: string }) =>
+  `${identity.resource} ${identity.namespace}/${identity.name}`;
 
 export class WorkerManager implements Runnable {
   readonly name = "branch-workers";
@@ -148,16 +134,16 @@ export class WorkerManager implements Runnable {
   }
 
   /**
-   * Updates a target's write state. Its listeners hear of it unless `unseen` says its status
-   * reads nothing that changed, judged on the state before the update.
+   * Updates a target's write state. Its listeners hear of it when `wakes`, judged on the state
+   * before the update, says its status shows what changed.
    */
   private updateTarget(
     key: string,
     update: (state: TargetWriteState) => void,
-    unseen?: (before: TargetWriteState) => boolean,
+    wakes?: (before: TargetWriteState) => boolean,
   ): void {
     const state = this.targetStates.get(key) ?? { refused: new Set<string>() };
-    const quiet = unseen?.(state) ?? false;
+    const quiet = !(wakes?.(state) ?? true);
     update(state);
     this.targetStates.set(key, state);
     if (quiet) return;
@@ -192,6 +178,7 @@ export class WorkerManager implements Runnable {
       namedByGitBranch: _named,
       additionalSensitive,
       onRefused,
+      onEncrypted,
       kustomizePath,
       onBranchPublished,
       onBranchProved,
@@ -220,10 +207,14 @@ export class WorkerManager implements Runnable {
           onRefused(write, identity, reason, message);
           // EncryptionConfigured reports what encryption would have let through; a write that
           // had nowhere to land is logged and counted by its reason.
-          if (reason !== "encryption_unavailable") return;
-          this.updateTarget(write.target.key, (s) =>
-            s.refused.add(`${identity.resource} ${identity.namespace}/${identity.name}`),
-          );
+          if (reason !== "encryption_unavailable" && reason !== "encryption_failed") return;
+          this.updateTarget(write.target.key, (s) => s.refused.add(refusedEntry(identity)));
+        },
+        onEncrypted: (write, identity, outcome) => {
+          onEncrypted?.(write, identity, outcome);
+          const entry = refusedEntry(identity);
+          if (this.targetStates.get(write.target.key)?.refused.has(entry))
+            this.updateTarget(write.target.key, (s) => s.refused.delete(entry));
         },
         message: commitMessageFor(spec.committer, this.options.logger),
       },
@@ -246,7 +237,7 @@ export class WorkerManager implements Runnable {
           this.updateTarget(
             key,
             (s) => (s.branch = state),
-            (before) => branchShown(before.branch) === branchShown(state),
+            (before) => branchWakesTarget(before.branch, state),
           );
         }
       },
@@ -255,7 +246,7 @@ export class WorkerManager implements Runnable {
           this.updateTarget(
             key,
             (s) => (s.folder = report),
-            (before) => byWrite && reportShown(before.folder) === reportShown(report),
+            (before) => reportWakesTarget(before.folder, report, byWrite),
           ),
         onDropped: (...args) => folders?.onDropped?.(...args),
         onPlaced: (...args) => folders?.onPlaced?.(...args),
@@ -277,6 +268,9 @@ export class WorkerManager implements Runnable {
     if (current && current.stream === stream && current.branchKey === branchKey) {
       // Resumed: what the worker takes from here on is written, and every collection replays.
       if (current.settings.current.suspend && !settings.suspend) this.worker(branchKey)?.resume(settings);
+      // New recipients: every sensitive document is encrypted again, by a fresh snapshot.
+      if (!sameRecipients(current.settings.current, settings))
+        this.options.folders?.onResyncRequested?.(key, undefined);
       current.settings.current = settings;
       return;
     }

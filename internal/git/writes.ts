@@ -1,11 +1,9 @@
 // What a closed window or a snapshot decides: the changes one commit makes to one GitTarget's
 // folder. A decided write is kept until a push lands, so nothing accepted is lost.
-import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Collection } from "../watch/watchedtypes.ts";
-import type { ResourceIdentity, StreamItem } from "../watch/stream.ts";
+import type { DesiredObject, ResourceIdentity, StreamItem } from "../watch/stream.ts";
 import type { MessageTemplates } from "../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../manifest/ladder.ts";
-import type { Defaulted } from "../sanitize/owned.ts";
 import type { WindowTimers } from "./window.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
@@ -23,10 +21,12 @@ export interface TargetSettings {
   placement?: PlacementPolicy;
   /** spec.suspend: the worker takes the target's items and writes none of them. */
   suspend?: boolean;
+  /** spec.encryption: the age recipients sensitive documents are encrypted to. */
+  encryption?: { recipients: readonly string[] };
 }
 
 export type Change =
-  | { op: "upsert"; identity: ResourceIdentity; object: KubernetesObject; defaulted?: Defaulted }
+  | ({ op: "upsert" } & DesiredObject)
   /** `inferred`: a snapshot's sweep decided it, so a replay applies it only while the prune mode sweeps. */
   | { op: "delete"; identity: ResourceIdentity; inferred?: true };
 
@@ -66,6 +66,12 @@ export function resyncWrite(
 /** The change a live upsert or delete makes. */
 export function liveChange(item: Extract<StreamItem, { type: "upsert" | "delete" }>): Change {
   return item.type === "upsert"
-    ? { op: "upsert", identity: item.identity, object: item.object, defaulted: item.defaulted }
+    ? {
+        op: "upsert",
+        identity: item.identity,
+        object: item.object,
+        defaulted: item.defaulted,
+        digest: item.digest,
+      }
     : { op: "delete", identity: item.identity };
 }

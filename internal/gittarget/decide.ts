@@ -115,6 +115,8 @@ export interface WriteFacts {
   attached: boolean;
   /** Sensitive objects refused fail-safe, as "resource namespace/name". */
   refused: string[];
+  /** How many SOPS documents the folder holds, once the worker has read it. */
+  encryptedDocuments?: number;
   /** The acceptance gate's refusal of the folder, naming the file and the feature. */
   folderRefusal?: string;
   /** Why each change that had nowhere to land (a read-only base document, say) was refused. */
@@ -161,22 +163,28 @@ function writeConditions(world: TargetWorld, write: WriteFacts, g: number | unde
   const shown =
     write.refused.slice(0, 10).join(", ") +
     (write.refused.length > 10 ? `, and ${write.refused.length - 10} more` : "");
-  const encryption: ConditionUpdate =
-    write.refused.length === 0
+  const recipients = world.target.spec.encryption?.age.recipients ?? [];
+  const encryption: ConditionUpdate = {
+    type: C.EncryptionConfigured,
+    ...(write.refused.length > 0
       ? {
-          type: C.EncryptionConfigured,
-          status: "True",
-          reason: R.Succeeded,
-          message: "",
-          observedGeneration: g,
-        }
-      : {
-          type: C.EncryptionConfigured,
           status: "False",
           reason: R.EncryptionNotConfigured,
-          message: `Sensitive resources are never written in plaintext, and encryption is not available yet, so these were refused: ${shown}.`,
-          observedGeneration: g,
-        };
+          message:
+            recipients.length === 0
+              ? `Sensitive resources are never written in plaintext, and spec.encryption is not set, so these were refused: ${shown}. Add spec.encryption.age.recipients to write them as SOPS documents.`
+              : `Encrypting these sensitive resources failed, so nothing of them was written: ${shown}. Check spec.encryption.age.recipients; the operator's log says what failed.`,
+        }
+      : {
+          status: "True",
+          reason: R.Succeeded,
+          message:
+            recipients.length === 0
+              ? "spec.encryption is not set: a sensitive resource would be refused, never written in plaintext."
+              : `${write.encryptedDocuments ?? 0} sensitive document(s) held encrypted with SOPS, to ${recipients.length} age recipient(s).`,
+        }),
+    observedGeneration: g,
+  };
   return [accepted, encryption, renderCondition(write, g)];
 }
 

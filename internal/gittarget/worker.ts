@@ -11,6 +11,7 @@ export const defaultCommitter = { name: "GitOps Reverser", email: "noreply@confi
 /** The window timers, prune mode and message templates a target's spec sets, with the defaults. */
 export function targetSettings(target: GitTarget): TargetSettings {
   const window = target.spec.commit?.window;
+  const recipients = target.spec.encryption?.age.recipients;
   return {
     key: `${target.metadata.namespace}/${target.metadata.name}`,
     path: target.spec.path,
@@ -22,6 +23,7 @@ export function targetSettings(target: GitTarget): TargetSettings {
     templates: target.spec.commit?.message,
     placement: target.spec.placement,
     ...(target.spec.suspend ? { suspend: true } : {}),
+    ...(recipients && recipients.length > 0 ? { encryption: { recipients: [...recipients] } } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 // The files the first write to a GitTarget's folder stages beside the manifests. Existing files
-// are kept: a human may have written their own README.
+// are kept: a human may have written their own README, or their own .sops.yaml.
+import { secretEncryptedRegex } from "../sops/encrypt.ts";
 
 const readme = `# Managed by GitOps Reverser
 
@@ -13,11 +14,29 @@ edit to the same object in the cluster wins over one made here.
 const gittargetignore = `# Paths in this folder that GitOps Reverser never reads or writes, one glob per line.
 `;
 
+/**
+ * sops reads the .sops.yaml nearest the directory it runs in: run in this folder, `sops edit` of
+ * a new file encrypts to the recipients the operator does, and keeps metadata readable.
+ */
+function sopsConfig(recipients: readonly string[]): string {
+  return `# Written by GitOps Reverser: its sensitive documents here are SOPS documents encrypted to these
+# age recipients. Run sops in this folder and a file you encrypt gets the same recipients.
+creation_rules:
+  - path_regex: \\.sops\\.yaml$
+    encrypted_regex: ${secretEncryptedRegex}
+    age: ${recipients.join(",")}
+`;
+}
+
 /** Repository path to content, for a target folder ("." is the repository root). */
-export function bootstrapFiles(folder: string): [string, string][] {
+export function bootstrapFiles(
+  folder: string,
+  encryption?: { recipients: readonly string[] },
+): [string, string][] {
   const prefix = folder === "." ? "" : `${folder}/`;
   return [
     [`${prefix}README.md`, readme],
     [`${prefix}.gittargetignore`, gittargetignore],
+    ...(encryption ? [[`${prefix}.sops.yaml`, sopsConfig(encryption.recipients)] as [string, string]] : []),
   ];
 }

@@ -6,6 +6,7 @@ import { groupOf, identityKey } from "./folder.ts";
 import { analyseKustomization, isJson6902 } from "./kustomizationfacts.ts";
 import { hasToken, tokenPaths } from "./rendermeasure.ts";
 import { contentDigest } from "../sanitize/digest.ts";
+import { sealedFactsOf, type SealedFacts } from "./sealed.ts";
 
 export type FileRole = "manifest" | "kustomization" | "auxiliary";
 
@@ -25,6 +26,8 @@ export interface DocumentFacts {
   hasTokens: boolean;
   /** The content digest of the document's value: a live object with the same digest changes nothing. */
   digest: string;
+  /** A SOPS document: its recipients, and what the operator encrypted into it (sealed.ts). */
+  sealed?: SealedFacts;
 }
 
 /** Something in one file that makes the folder unmanageable. */
@@ -134,7 +137,15 @@ function manifestFacts(path: string, documents: Document.Parsed[]): FileFacts {
     }
     const { apiVersion, kind, namespace, name } = identity;
     const key = identityKey(groupOf(apiVersion), kind, namespace, name);
-    facts.push({ index, ...identity, key, hasTokens: hasTokens(doc), digest: contentDigest(value) });
+    const sealed = sealedFactsOf(value);
+    facts.push({
+      index,
+      ...identity,
+      key,
+      hasTokens: hasTokens(doc),
+      digest: contentDigest(value),
+      ...(sealed ? { sealed } : {}),
+    });
   });
   return { path, role: "manifest", documents: facts, findings };
 }

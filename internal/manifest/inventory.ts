@@ -31,7 +31,8 @@ export type LocatedDocument = DocumentFacts & { path: string };
  * Its version changes whenever FileFacts changes shape, so no facts of another shape are taken.
  */
 export interface SavedInventory {
-  version: 1;
+  /** 2: documents say whether they are SOPS documents (DocumentFacts.sealed). */
+  version: 2;
   folder: string;
   commit: string;
   ignore: string;
@@ -57,6 +58,8 @@ export class FolderInventory {
   /** Files whose own facts name a problem, and keys more than one document has: the gate's leads. */
   private readonly flagged = new Set<string>();
   private readonly crowded = new Set<string>();
+  /** Files holding a SOPS document. */
+  private readonly sealed = new Set<string>();
   private ignored: Ignore = ignore();
   private ignoreSource = "";
   /** The commit the inventory was read at; null until the first read. */
@@ -101,7 +104,7 @@ export class FolderInventory {
   save(): SavedInventory | undefined {
     if (!this.commit) return undefined;
     const files = [...this.files.values()];
-    return { version: 1, folder: this.folder, commit: this.commit, ignore: this.ignoreSource, files };
+    return { version: 2, folder: this.folder, commit: this.commit, ignore: this.ignoreSource, files };
   }
 
   /**
@@ -109,7 +112,7 @@ export class FolderInventory {
    * refresh reads only what changed since. Returns false, taking nothing, for another folder.
    */
   restore(saved: SavedInventory): boolean {
-    if (saved.version !== 1 || saved.folder !== this.folder || !saved.commit) return false;
+    if (saved.version !== 2 || saved.folder !== this.folder || !saved.commit) return false;
     try {
       this.clear(saved.ignore);
       for (const facts of saved.files) this.record(facts);
@@ -211,7 +214,12 @@ export class FolderInventory {
 
   /** The content digest of the document at `location`, as last read or written. */
   digestAt(location: DocumentLocation): string | undefined {
-    return this.files.get(location.path)?.documents.find((d) => d.index === location.index)?.digest;
+    return this.documentAt(location)?.digest;
+  }
+
+  /** The facts of the document at `location`. */
+  documentAt(location: DocumentLocation): DocumentFacts | undefined {
+    return this.files.get(location.path)?.documents.find((d) => d.index === location.index);
   }
 
   /** Whether a file exists in the folder, as far as the inventory knows. */
@@ -265,6 +273,13 @@ export class FolderInventory {
     return this.byKey.size;
   }
 
+  /** How many SOPS documents the folder holds. */
+  get sealedCount(): number {
+    let count = 0;
+    for (const path of this.sealed) count += this.files.get(path)!.documents.filter((d) => d.sealed).length;
+    return count;
+  }
+
   private patchFiles(): Set<string> {
     this.patches ??= new Set(
       [...this.files.values()].flatMap((f) =>
@@ -285,6 +300,7 @@ export class FolderInventory {
     this.unnamespaced.clear();
     this.flagged.clear();
     this.crowded.clear();
+    this.sealed.clear();
     this.verdict = null;
     this.kustomizationsChanged();
     this.ignoreSource = ignoreSource;
@@ -319,6 +335,7 @@ export class FolderInventory {
     this.files.set(facts.path, facts);
     if (facts.documents.some((d) => d.namespace === "")) this.unnamespaced.add(facts.path);
     if (facts.findings.length > 0) this.flagged.add(facts.path);
+    if (facts.documents.some((d) => d.sealed)) this.sealed.add(facts.path);
     for (const doc of facts.documents) {
       if (add(this.byKey, doc.key, { path: facts.path, index: doc.index }) > 1) this.crowded.add(doc.key);
       add(this.byName, nameKey(groupOf(doc.apiVersion), doc.kind, doc.name), {
@@ -334,6 +351,7 @@ export class FolderInventory {
     this.files.delete(path);
     this.unnamespaced.delete(path);
     this.flagged.delete(path);
+    this.sealed.delete(path);
     for (const doc of facts.documents) {
       if (drop(this.byKey, doc.key, path) <= 1) this.crowded.delete(doc.key);
       drop(this.byName, nameKey(groupOf(doc.apiVersion), doc.kind, doc.name), path);

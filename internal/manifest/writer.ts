@@ -22,12 +22,16 @@ import { addResourceEntry, removeResourceEntry } from "./resources.ts";
 import { readContext, rendersLive, type ContextDocument } from "./context.ts";
 import { findDocument } from "./lookup.ts";
 import { newDocument } from "./newdocument.ts";
+import { proofOf, proves } from "./sealed.ts";
+import { EncryptionError, encryptManifest } from "../sops/encrypt.ts";
 
 export interface WriterSettings {
   targetPath: string;
   placement?: PlacementPolicy;
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
+  /** spec.encryption: the age recipients sensitive documents are encrypted to; none, they are refused. */
+  encryption?: { recipients: readonly string[] };
   /** What the target follows, which says which object a namespace-less document describes. */
   followed?: FollowedObjects;
   /**
@@ -46,6 +50,8 @@ export type UpsertOutcome =
       placedBy?: PlacementSource;
       /** Part of the change had nowhere to land: why, as a refusal does. */
       unwritten?: { refused: string; reason: string };
+      /** A sensitive document: encrypted again, or proved unchanged with no encryption at all. */
+      encryption?: "encrypted" | "unchanged";
     }
   | { refused: string; reason: string; placedBy?: PlacementSource };
 
@@ -53,7 +59,8 @@ export const identityKeyOf = (identity: ResourceIdentity) =>
   identityKey(identity.group, identity.kind, identity.namespace, identity.name);
 
 const encryptionUnavailable =
-  "a sensitive resource is written only encrypted, and encryption is not available yet";
+  "a sensitive resource is written only encrypted, and the GitTarget sets no spec.encryption: " +
+  "add spec.encryption.age.recipients to write it as a SOPS document";
 
 export class FolderWriter {
   /** Every path this writer wrote or removed, for the commit. */
@@ -70,14 +77,17 @@ export class FolderWriter {
   /**
    * `object` holds what clients set; `defaulted`, what the API server filled in besides. A
    * defaulted field is written only into a document that already sets it, so a folder that
-   * agrees with the cluster stays as it is, and a new document carries no defaults.
+   * agrees with the cluster stays as it is, and a new document carries no defaults. `digest`,
+   * when given, is the content digest of `object`, which the watch took already.
    */
   async upsert(
     identity: ResourceIdentity,
     object: KubernetesObject,
     defaulted?: Defaulted,
+    digest?: string,
   ): Promise<UpsertOutcome> {
-    if (isSensitive(identity, this.settings.additionalSensitive)) {
+    const sensitive = isSensitive(identity, this.settings.additionalSensitive);
+    if (sensitive && !this.settings.encryption) {
       return { refused: encryptionUnavailable, reason: "encryption_unavailable" };
     }
     const lookup = this.find(identity);
@@ -89,6 +99,7 @@ export class FolderWriter {
       };
     }
     const location = lookup?.found;
+    if (sensitive) return this.sealOrRefuse(identity, object, location);
     if (!location) {
       this.context ??= readContext(this.tree, this.inventory);
       const outside = (await this.context).get(identityKeyOf(identity));
@@ -100,7 +111,7 @@ export class FolderWriter {
     const chain = this.inventory.chainOf(location.path);
     // A document that already is the live object, with nothing above it to edit through, is
     // not read at all: what a restart's snapshot of a folder that agrees costs.
-    if (chain.length === 0 && this.inventory.digestAt(location) === contentDigest(object)) {
+    if (chain.length === 0 && this.inventory.digestAt(location) === (digest ?? contentDigest(object))) {
       return { path: location.path, created: false, changed: false };
     }
     const source = (await this.tree.read(location.path)) ?? "";
@@ -163,6 +174,62 @@ export class FolderWriter {
     return measureRender(parseManifestFile(source)[location.index]?.toJS(), live);
   }
 
+  private async sealOrRefuse(
+    identity: ResourceIdentity,
+    object: KubernetesObject,
+    location: DocumentLocation | undefined,
+  ): Promise<UpsertOutcome> {
+    try {
+      return await this.seal(identity, object, location);
+    } catch (err) {
+      if (!(err instanceof EncryptionError)) throw err;
+      // Nothing was written: the file is put only once its encrypted text exists.
+      return {
+        refused: `encrypting ${describe(identity)} failed: ${err.message}`,
+        reason: "encryption_failed",
+      };
+    }
+  }
+
+  /**
+   * A sensitive object, written only as a SOPS document of a file of its own: encrypted again
+   * whole when live differs from what the operator last encrypted into it, left alone when it
+   * proves the same. A plaintext document of it is a person's to fix, never rewritten.
+   */
+  private async seal(
+    identity: ResourceIdentity,
+    object: KubernetesObject,
+    location: DocumentLocation | undefined,
+  ): Promise<UpsertOutcome> {
+    const { recipients } = this.settings.encryption!;
+    if (!location) {
+      this.context ??= readContext(this.tree, this.inventory);
+      const outside = (await this.context).get(identityKeyOf(identity));
+      if (outside)
+        return sealedRefusal(
+          `${describe(identity)} lives in ${outside.path}, outside ${this.settings.targetPath}, which the operator never writes`,
+        );
+      return this.create(identity, object, true);
+    }
+    const { path } = location;
+    const sealed = this.inventory.documentAt(location)?.sealed;
+    if (!sealed) {
+      return {
+        refused: `${path} holds ${describe(identity)} in plaintext; the operator writes a sensitive resource only encrypted and never rewrites this one: encrypt the file with sops, or remove it`,
+        reason: "plaintext_sensitive",
+      };
+    }
+    if ((this.inventory.fileAt(path)?.documents.length ?? 0) > 1)
+      return sealedRefusal(`${path} holds ${describe(identity)} beside other documents`);
+    const current = parseManifestFile((await this.tree.read(path)) ?? "")[location.index]?.toJS() as unknown;
+    const desired = keepWrittenNamespace(current, structuredClone(object)) as KubernetesObject;
+    if (proves(sealed.proof, desired, recipients))
+      return { path, created: false, changed: false, encryption: "unchanged" };
+    const text = await encryptManifest(desired, { recipients });
+    await this.put(path, text, sealedFacts(path, text, desired, recipients));
+    return { path, created: false, changed: true, encryption: "encrypted" };
+  }
+
   /**
    * A live change to a document the folder only reads (an overlay's base): written back through
    * the folder's images:/replicas: overrides when they can express all of it, refused otherwise.
@@ -181,10 +248,9 @@ export class FolderWriter {
     );
     const live = keepTokens(current, keepWrittenDefaults(current, object, defaulted));
     const split = outside.including.length === 1 ? editThrough(current, live, links) : undefined;
-    const { kind, namespace, name } = identity;
     const refusal = {
       refused:
-        `${kind} ${namespace ? `${namespace}/` : ""}${name} lives in ${outside.path}, outside ${this.settings.targetPath}, ` +
+        `${describe(identity)} lives in ${outside.path}, outside ${this.settings.targetPath}, ` +
         "which the operator reads and never writes; only an images: or replicas: override in this folder can change it",
       reason: "read_only_context",
     };
@@ -220,8 +286,12 @@ export class FolderWriter {
     );
   }
 
-  private async create(identity: ResourceIdentity, object: KubernetesObject): Promise<UpsertOutcome> {
-    const placement = placeNew({ ...identity, sensitive: false }, this.settings.placement, {
+  private async create(
+    identity: ResourceIdentity,
+    object: KubernetesObject,
+    sensitive = false,
+  ): Promise<UpsertOutcome> {
+    const placement = placeNew({ ...identity, sensitive }, this.settings.placement, {
       targetPath: this.settings.targetPath,
       kustomizations: this.inventory.kustomizations(),
       existingFiles: this.inventory.paths(),
@@ -241,7 +311,11 @@ export class FolderWriter {
     const override = this.inventory.namespaceOverride(placement.path, placement.kustomization?.path);
     const doc = newDocument(object, placement.path, override);
     if ("refused" in doc) return { ...doc, placedBy: placement.source };
-    if (placement.append) await this.put(placement.path, appendDocument(existing ?? "", doc.object));
+    if (sensitive) {
+      const { recipients } = this.settings.encryption!;
+      const text = await encryptManifest(doc.object, { recipients });
+      await this.put(placement.path, text, sealedFacts(placement.path, text, doc.object, recipients));
+    } else if (placement.append) await this.put(placement.path, appendDocument(existing ?? "", doc.object));
     else
       await this.put(placement.path, toStableYaml(doc.object), renderedFacts(placement.path, [doc.object]));
     if (placement.kustomization) {
@@ -250,7 +324,13 @@ export class FolderWriter {
       const edited = addResourceEntry(source, entry);
       if (edited !== source) await this.put(path, edited);
     }
-    return { path: placement.path, created: true, changed: true, placedBy: placement.source };
+    return {
+      path: placement.path,
+      created: true,
+      changed: true,
+      placedBy: placement.source,
+      ...(sensitive ? { encryption: "encrypted" as const } : {}),
+    };
   }
 
   private async put(path: string, content: string | undefined, facts?: FileFacts): Promise<void> {
@@ -259,6 +339,30 @@ export class FolderWriter {
     this.inventory.update(path, content, facts);
     this.touched.add(path);
   }
+}
+
+/** The facts of a SOPS document the operator just wrote: what it read, and the proof of what it holds. */
+function sealedFacts(
+  path: string,
+  text: string,
+  object: KubernetesObject,
+  recipients: readonly string[],
+): FileFacts {
+  const facts = fileFacts(path, text);
+  const [doc] = facts.documents;
+  if (doc?.sealed) doc.sealed.proof = proofOf(object, recipients);
+  return facts;
+}
+
+function sealedRefusal(where: string): { refused: string; reason: string } {
+  return {
+    refused: `${where}; a sensitive resource is written only encrypted, in a file of its own in the target's folder`,
+    reason: "sensitive_placement",
+  };
+}
+
+function describe(identity: ResourceIdentity): string {
+  return `${identity.kind} ${identity.namespace ? `${identity.namespace}/` : ""}${identity.name}`;
 }
 
 /** A resources: entry naming `file`, relative to the kustomization's directory. */

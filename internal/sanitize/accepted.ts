@@ -3,7 +3,7 @@
 // projections is what tells it apart from an edit.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Defaulted } from "./owned.ts";
-import { contentDigest } from "./digest.ts";
+import { canonicalDigest, canonicalJson } from "./digest.ts";
 
 /**
  * What was last accepted for each object on a stream, as a digest of its sanitized projection.
@@ -20,23 +20,29 @@ export class AcceptedState {
    * defaulted fields it left out count too: the writer keeps those a document sets.
    */
   isNoop(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): boolean {
-    return this.digests.get(key) === digestOf(sanitized, defaulted);
-  }
-
-  /** Records `sanitized`, and the defaulted fields it left out, as the content under `key`. */
-  accept(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): void {
-    this.digests.set(key, digestOf(sanitized, defaulted));
+    return this.digests.get(key) === digestsOf(sanitized, defaulted).accepted;
   }
 
   /**
-   * Records `sanitized` under `key` unless it is what was accepted already; returns whether it
-   * changed anything. The watch's hot path: one digest per event.
+   * Records `sanitized`, and the defaulted fields it left out, as the content under `key`.
+   * Returns the content digest of `sanitized` alone, which the writer compares with Git's.
    */
-  acceptIfChanged(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): boolean {
-    const digest = digestOf(sanitized, defaulted);
-    if (this.digests.get(key) === digest) return false;
-    this.digests.set(key, digest);
-    return true;
+  accept(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): string {
+    const { accepted, object } = digestsOf(sanitized, defaulted);
+    this.digests.set(key, accepted);
+    return object;
+  }
+
+  /**
+   * Records `sanitized` under `key` unless it is what was accepted already. Returns the content
+   * digest of `sanitized` when it changed anything, undefined for a no-op. The watch's hot path:
+   * one canonical rendering per event.
+   */
+  acceptIfChanged(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): string | undefined {
+    const { accepted, object } = digestsOf(sanitized, defaulted);
+    if (this.digests.get(key) === accepted) return undefined;
+    this.digests.set(key, accepted);
+    return object;
   }
 
   /** Whether anything is accepted under `key`: the object was seen and not forgotten since. */
@@ -50,7 +56,20 @@ export class AcceptedState {
   }
 }
 
-function digestOf(sanitized: KubernetesObject, defaulted: Defaulted | undefined): string {
-  // The defaulted fields it left out count too: the writer keeps those a document sets.
-  return contentDigest(defaulted ? [sanitized, defaulted] : sanitized);
+/**
+ * What is accepted: the content digest of `[sanitized, defaulted]`, since the defaulted fields it
+ * left out count too (the writer keeps those a document sets), or of `sanitized` alone when
+ * nothing was defaulted. And the content digest of `sanitized` alone, from the same rendering.
+ */
+function digestsOf(
+  sanitized: KubernetesObject,
+  defaulted: Defaulted | undefined,
+): { accepted: string; object: string } {
+  const canonical = canonicalJson(sanitized);
+  const object = canonicalDigest(canonical);
+  // The canonical JSON of the pair, as contentDigest([sanitized, defaulted]) renders it.
+  return {
+    accepted: defaulted ? canonicalDigest(`[${canonical},${canonicalJson(defaulted)}]`) : object,
+    object,
+  };
 }

@@ -17,5 +17,10 @@ export function canonicalJson(value: unknown): string {
 
 /** The content digest of `value`: base64 SHA-256 of its canonical JSON. */
 export function contentDigest(value: unknown): string {
-  return createHash("sha256").update(canonicalJson(value)).digest("base64");
+  return canonicalDigest(canonicalJson(value));
+}
+
+/** The content digest of a value already rendered by canonicalJson. */
+export function canonicalDigest(canonical: string): string {
+  return createHash("sha256").update(canonical).digest("base64");
 }

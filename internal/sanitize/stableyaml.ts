@@ -14,6 +14,11 @@ const metadataOrder = ["name", "namespace", "labels", "annotations"];
  * means something. Ends with a newline.
  */
 export function toStableYaml(object: KubernetesObject): string {
+  return renderStable(stableDocument(object));
+}
+
+/** `object` as a YAML Document in the order toStableYaml writes, for a caller that edits it first. */
+export function stableDocument(object: KubernetesObject): Document {
   const document = new Document(object, {
     // A sub-object met twice is written out twice, never as an anchor and an alias: a manifest
     // spells out every value.
@@ -29,6 +34,11 @@ export function toStableYaml(object: KubernetesObject): string {
       map.items.sort(byOrderThenName(map === root ? topLevelOrder : map === metadata ? metadataOrder : []));
     },
   });
+  return document;
+}
+
+/** A Document as toStableYaml writes it. */
+export function renderStable(document: Document): string {
   // lineWidth 0: never fold a long string (an annotation, a command line) across lines.
   return document.toString({ lineWidth: 0 });
 }

@@ -15,6 +15,18 @@ export const placementRefusals = new Counter({
 });
 
 /**
+ * Sensitive documents by what their encryption came to: encrypted (a SOPS document written),
+ * unchanged (live proved equal to what the document holds, so nothing was encrypted), or failed
+ * (a recipient age refuses: nothing written).
+ */
+export const secretEncryptions = new Counter({
+  name: `${metricPrefix}secret_encryptions_total`,
+  help: "Sensitive documents encrypted as SOPS documents, proved unchanged without encrypting, or refused because encryption failed.",
+  labelNames: ["outcome", "gittarget_namespace", "gittarget_name"] as const,
+  registers: [],
+});
+
+/**
  * New documents by the placement rung that chose their path, per GitTarget and type: a type
  * placed by the built-in path in a folder with its own layout names the spec.placement line it needs.
  */
@@ -70,6 +82,7 @@ export const nextRetry = new Gauge({
 export function registerInstruments(registry: Registry): void {
   const metrics: Metric[] = [
     placementRefusals,
+    secretEncryptions,
     placements,
     writesDropped,
     retainedWrites,

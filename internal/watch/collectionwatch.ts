@@ -302,8 +302,8 @@ export class CollectionWatch {
       // A terminating object is being deleted: deletion is its desired state.
       if (object.metadata?.deletionTimestamp || !this.followed(object)) continue;
       const projection = project(object);
-      accepted.accept(key, projection.object, projection.defaulted);
-      objects.push({ identity: this.identityOf(object), ...projection });
+      const digest = accepted.accept(key, projection.object, projection.defaulted);
+      objects.push({ identity: this.identityOf(object), ...projection, digest });
     }
     this.out.send({ type: "snapshot", collection: this.collection, objects });
     this.setState("Running");
@@ -326,12 +326,14 @@ export class CollectionWatch {
       return;
     }
     const projection = project(object);
-    if (!accepted.acceptIfChanged(key, projection.object, projection.defaulted)) return;
+    const digest = accepted.acceptIfChanged(key, projection.object, projection.defaulted);
+    if (digest === undefined) return;
     this.out.send({
       type: "upsert",
       collection: this.collection,
       identity: this.identityOf(object),
       ...projection,
+      digest,
     });
   }
 }

@@ -19,6 +19,11 @@ export interface DesiredObject {
   object: KubernetesObject;
   /** The fields the API server defaulted, left out of `object`: kept only where Git sets them. */
   defaulted?: Defaulted;
+  /**
+   * The content digest of `object`, as the watch took it for no-op suppression: the writer
+   * compares it with the document's and reads nothing when they agree.
+   */
+  digest?: string;
 }
 
 /**

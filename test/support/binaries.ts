@@ -40,19 +40,32 @@ export function testenvBinaries(): TestenvBinaries {
   return binaries;
 }
 
-let kustomize: string | undefined;
+const goTools = new Map<string, string>();
+
+/** A tool hack/tools/gotool.sh builds: `override` (an environment variable) names another. */
+function goTool(tool: "kustomize" | "sops", override: string | undefined): string {
+  let path = goTools.get(tool);
+  if (!path) {
+    path =
+      override ??
+      execFileSync("bash", [join(repoRoot, "hack/tools/gotool.sh"), tool, "--print-path"], {
+        encoding: "utf8",
+      }).trim();
+    goTools.set(tool, path);
+  }
+  if (!existsSync(path)) throw new Error(`${tool} is missing (${path}): run \`make ${tool}\` first`);
+  return path;
+}
 
 /**
- * The pinned kustomize built by `make kustomize` (hack/tools/kustomize.sh), which the operator
- * runs to judge a folder as it renders. KUSTOMIZE_PATH overrides it.
+ * The pinned kustomize built by `make kustomize`, which the operator runs to judge a folder as
+ * it renders. KUSTOMIZE_PATH overrides it.
  */
 export function kustomizeBinary(): string {
-  kustomize ??=
-    process.env.KUSTOMIZE_PATH ??
-    execFileSync("bash", [join(repoRoot, "hack/tools/kustomize.sh"), "--print-path"], {
-      encoding: "utf8",
-    }).trim();
-  if (!existsSync(kustomize))
-    throw new Error(`kustomize is missing (${kustomize}): run \`make kustomize\` first`);
-  return kustomize;
+  return goTool("kustomize", process.env.KUSTOMIZE_PATH);
+}
+
+/** The pinned sops built by `make sops`, which reads back what the operator encrypts. SOPS_PATH overrides it. */
+export function sopsBinary(): string {
+  return goTool("sops", process.env.SOPS_PATH);
 }

@@ -23,6 +23,8 @@ export interface MirrorTarget {
   maxDuration?: string;
   /** spec.placement. */
   placement?: GitTarget["spec"]["placement"];
+  /** spec.encryption.age.recipients. */
+  recipients?: string[];
 }
 
 /** The field manager the fixture applies as; a later apply of the same fields must use it too. */
@@ -41,6 +43,7 @@ export function mirrorGitTarget(namespace: string, t: MirrorTarget): GitTarget {
       commit: { window: { idleTimeout: t.idleTimeout ?? "1s", maxDuration: t.maxDuration ?? "10s" } },
       ...(t.prune ? { prune: { mode: t.prune } } : {}),
       ...(t.placement ? { placement: t.placement } : {}),
+      ...(t.recipients ? { encryption: { age: { recipients: t.recipients } } } : {}),
     },
   };
 }

@@ -18,11 +18,17 @@ export interface RunningOperator extends Operator {
 export function startOperator(
   kubeConfig: KubeConfig,
   settings: Partial<OperatorSettings> = {},
-): RunningOperator & { errors: string[] } {
+): RunningOperator & { errors: string[]; logs: string[] } {
   const errors: string[] = [];
+  // Every line, for a test that checks what the operator never logs.
+  const logs: string[] = [];
+  const line = (message: string, meta?: object) => `${message} ${JSON.stringify(meta ?? {})}`;
   const logger = {
-    info: () => undefined,
-    error: (message: string, meta?: object) => errors.push(`${message} ${JSON.stringify(meta ?? {})}`),
+    info: (message: string, meta?: object) => void logs.push(line(message, meta)),
+    error: (message: string, meta?: object) => {
+      logs.push(line(message, meta));
+      errors.push(line(message, meta));
+    },
   };
   const manager = new Manager(kubeConfig, { logger });
   const operator = setupOperator(manager, {
@@ -38,6 +44,7 @@ export function startOperator(
     ...operator,
     manager,
     errors,
+    logs,
     async stop() {
       await manager.stop();
       await running;

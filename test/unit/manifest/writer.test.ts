@@ -1,60 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { materialize, type AppliedChange } from "../../../internal/git/materialize.ts";
+import { materialize } from "../../../internal/git/materialize.ts";
 import type { DecidedWrite, PruneMode } from "../../../internal/git/writes.ts";
 import { identityOfObject } from "../../../internal/manifest/folder.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
-import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
 import { MemoryTree } from "./memorytree.ts";
-
-const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
+import { apply, committer, id, write } from "./materializefixtures.ts";
 
 function configMap(name: string, namespace: string, data: Record<string, string>) {
   return { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace }, data };
-}
-
-const id = (
-  name: string,
-  namespace = "apps",
-  resource = "configmaps",
-  kind = "ConfigMap",
-): ResourceIdentity => ({
-  group: "",
-  version: "v1",
-  resource,
-  kind,
-  namespace,
-  name,
-  uid: name,
-});
-
-function write(
-  changes: DecidedWrite["changes"],
-  extra: Partial<DecidedWrite> = {},
-  prune: PruneMode = "OnEvent",
-): DecidedWrite {
-  return {
-    target: { key: "apps/t", path: "clusters/dev", timers: { idleTimeoutMs: 0, maxDurationMs: 0 }, prune },
-    reason: "live",
-    changes,
-    ...extra,
-  };
-}
-
-async function apply(
-  tree: MemoryTree,
-  w: DecidedWrite,
-  refused: string[] = [],
-  inventory = new FolderInventory("clusters/dev"),
-) {
-  const result = await materialize(tree, inventory, w, {
-    committer,
-    additionalSensitive: [],
-    message: (_w: DecidedWrite, applied: AppliedChange[]) =>
-      applied.map((a) => `${a.operation} ${a.identity.name}`).join(", "),
-    onRefused: (_w, identity) => refused.push(identity.name),
-  });
-  return result.commit;
 }
 
 const collection = {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { AcceptedState } from "../../../internal/sanitize/accepted.ts";
+import { contentDigest } from "../../../internal/sanitize/digest.ts";
 import { keepWrittenDefaults, splitOwned } from "../../../internal/sanitize/owned.ts";
 import { project, type KubeObject } from "../../../internal/sanitize/sanitize.ts";
 
@@ -158,6 +159,17 @@ describe("a field no manager owns is the API server's default", () => {
     accepted.accept("web", before.object, before.defaulted);
     assert.equal(accepted.isNoop("web", before.object, before.defaulted), true);
     assert.equal(accepted.isNoop("web", after.object, after.defaulted), false);
+  });
+
+  it("what it accepts gives the writer the content digest of the object alone, defaulted or not", () => {
+    const accepted = new AcceptedState();
+    const before = project(appliedDeployment("IfNotPresent"));
+    const after = project(appliedDeployment("Always"));
+    assert.ok(before.defaulted, "the fixture has defaulted fields");
+    assert.equal(accepted.accept("web", before.object, before.defaulted), contentDigest(before.object));
+    assert.equal(accepted.acceptIfChanged("web", before.object, before.defaulted), undefined, "a no-op");
+    assert.equal(accepted.acceptIfChanged("web", after.object, after.defaulted), contentDigest(after.object));
+    assert.equal(accepted.accept("plain", before.object), contentDigest(before.object));
   });
 });
 
