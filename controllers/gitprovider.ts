@@ -3,6 +3,8 @@
 // Validated (the Secret holds a usable credential), Reachable (the remote answered) and the
 // kstatus trio. It watches nothing but its own objects: the Secret is read uncached on every
 // pass, which is what picks up a fixed or rotated credential.
+import { anyOf, generationChanged, reconcileRequested } from "../internal/operator/predicates.ts";
+import { statusCodeOf } from "../internal/kube/resourceclient.ts";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { gitProviders, resourceTypes, type GitProvider } from "../generated/v1alpha3/index.ts";
 import { decideProvider } from "../internal/gitprovider/decide.ts";
@@ -13,6 +15,10 @@ import {
   type RecheckIntervals,
 } from "../internal/gitprovider/recheck.ts";
 import { checkRemote, secretOf } from "../internal/gitprovider/remotecheck.ts";
+import { decideSigning, type SigningDecision, type SigningRead } from "../internal/gitprovider/signing.ts";
+import { signingKeyText, signingSecretOf } from "../internal/signing/secret.ts";
+import { generateSigningKey } from "../internal/signing/sshkey.ts";
+import { stalledTrio, type ConditionUpdate } from "../internal/operator/conditions.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
@@ -58,15 +64,101 @@ export class GitProviderReconciler implements Reconciler {
       generation,
     );
 
+    const signing = await this.signing(provider);
+    const conditions = signing ? withSigning(decision.conditions, signing) : decision.conditions;
     const lastVerifiedAt = decision.verified ? this.now().toISOString() : provider.status?.lastVerifiedAt;
     await this.status.write(this.client, provider, {
-      conditions: decision.conditions,
-      fields: lastVerifiedAt ? { lastVerifiedAt } : {},
+      conditions,
+      fields: {
+        ...(lastVerifiedAt ? { lastVerifiedAt } : {}),
+        ...(signing?.kind === "ready" ? { signingPublicKey: signing.publicKey } : {}),
+      },
     });
-    const ready = decision.conditions.find((c) => c.type === "Ready")!;
+    const ready = conditions.find((c) => c.type === "Ready")!;
     return nextPass(decision.recheck, this.intervals, `${namespace}/${name}: ${ready.message}`);
   }
+
+  /** spec.commit.signing, decided; a missing key generated first when the spec asks for that. */
+  private async signing(
+    provider: GitProvider,
+  ): Promise<Exclude<SigningDecision, { kind: "generate" }> | undefined> {
+    const where = signingSecretOf(provider);
+    if (!where) return undefined;
+    const generate = provider.spec.commit?.signing?.generateWhenMissing ?? false;
+    const generation = provider.metadata.generation;
+    const decision = decideSigning(await this.readSigning(provider, where), generate, generation);
+    if (decision.kind !== "generate") return decision;
+    await this.generateKey(provider, where, decision.create);
+    const again = decideSigning(await this.readSigning(provider, where), false, generation);
+    if (again.kind === "generate") throw new Error("unreachable: generation was not asked for");
+    return again;
+  }
+
+  private async readSigning(
+    provider: GitProvider,
+    where: { name: string; key: string },
+  ): Promise<SigningRead> {
+    try {
+      const secret = await this.core.readNamespacedSecret({
+        namespace: provider.metadata.namespace!,
+        name: where.name,
+      });
+      const text = signingKeyText(secret.data, where.key);
+      return text === undefined
+        ? { kind: "keyMissing", secret: where.name, key: where.key }
+        : { kind: "key", secret: where.name, key: where.key, text };
+    } catch (err) {
+      if (statusCodeOf(err) === 404) return { kind: "secretNotFound", secret: where.name };
+      throw err;
+    }
+  }
+
+  /** Writes a new ed25519 key into the signing Secret: creates it, or adds the key to it. */
+  private async generateKey(provider: GitProvider, where: { name: string; key: string }, create: boolean) {
+    const { privateKey, publicKey } = generateSigningKey(
+      `gitops-reverser ${provider.metadata.namespace}/${provider.metadata.name}`,
+    );
+    const namespace = provider.metadata.namespace!;
+    const data = {
+      [where.key]: Buffer.from(privateKey).toString("base64"),
+      [`${where.key}.pub`]: Buffer.from(`${publicKey}\n`).toString("base64"),
+    };
+    if (create) {
+      await this.core
+        .createNamespacedSecret({ namespace, body: { metadata: { name: where.name }, type: "Opaque", data } })
+        .catch((err: unknown) => {
+          // Created meanwhile by someone else: the next read takes theirs.
+          if (statusCodeOf(err) !== 409) throw err;
+        });
+      return;
+    }
+    // Written over the Secret as read, so a key someone else wrote meanwhile is never replaced.
+    const secret = await this.core.readNamespacedSecret({ namespace, name: where.name });
+    if (signingKeyText(secret.data, where.key) !== undefined) return;
+    secret.data = { ...secret.data, ...data };
+    await this.core
+      .replaceNamespacedSecret({ namespace, name: where.name, body: secret })
+      .catch((err: unknown) => {
+        if (statusCodeOf(err) !== 409) throw err;
+      });
+  }
 }
+
+/** The provider's conditions with SigningConfigured, and not Ready while no key can sign. */
+function withSigning(
+  conditions: ConditionUpdate[],
+  signing: Exclude<SigningDecision, { kind: "generate" }>,
+): ConditionUpdate[] {
+  if (signing.kind === "ready") return [...conditions, signing.condition];
+  const { reason, message, observedGeneration } = signing.condition;
+  return [
+    ...stalledTrio(reason, message, observedGeneration),
+    ...conditions.filter((c) => !trioTypes.has(c.type)),
+    signing.condition,
+  ];
+}
+
+const trioTypes = new Set(["Ready", "Reconciling", "Stalled"]);
 
 /** Builds the GitProvider controller and adds it to the manager. */
 export function setupGitProviderController(manager: Manager, deps: GitProviderDeps = {}): Controller {
@@ -80,7 +172,8 @@ export function setupGitProviderController(manager: Manager, deps: GitProviderDe
   );
   const controller = new Controller("gitprovider", reconciler, manager.logger, {
     rateLimiter: recheckRateLimiter({ ...defaultRecheckIntervals, ...deps.intervals }),
-  }).for(providers);
+    // reconcile.configbutler.ai/requestedAt: look again now, as after fixing a Secret.
+  }).for(providers, anyOf(generationChanged, reconcileRequested));
   manager.addController(controller);
   return controller;
 }

@@ -1,5 +1,6 @@
 // GitTarget: checks its references in status, and has its KubeProvider's source context serve
 // it, which opens one watch per planned collection and streams the target's items.
+import { signingKeyText, signingSecretOf } from "../internal/signing/secret.ts";
 import { CoreV1Api, type KubernetesObject, type V1Namespace } from "@kubernetes/client-node";
 import {
   gitTargets,
@@ -179,7 +180,10 @@ export class GitTargetReconciler implements Reconciler {
         repository: normalizeRepositoryUrl(provider.spec.url),
         branch: branch.spec.branch,
       })?.uid === branch.metadata.uid;
-    const spec = held && stream ? workerSpec(branch, provider, await this.readSecret(provider)) : undefined;
+    const spec =
+      held && stream
+        ? workerSpec(branch, provider, await this.readSecret(provider), await this.readSigning(provider))
+        : undefined;
     if (!spec || !stream) {
       this.writeSide.workers.detach(ref);
       return;
@@ -204,6 +208,24 @@ export class GitTargetReconciler implements Reconciler {
       };
     } catch (err) {
       if (statusCodeOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  /** The provider's signing key, as its Secret holds it; the GitProvider generates a missing one. */
+  private async readSigning(provider: GitProvider) {
+    const where = signingSecretOf(provider);
+    if (!where) return undefined;
+    try {
+      const secret = await this.manager.kubeConfig
+        .makeApiClient(CoreV1Api)
+        .readNamespacedSecret({ namespace: provider.metadata.namespace!, name: where.name });
+      return {
+        key: signingKeyText(secret.data, where.key),
+        resourceVersion: secret.metadata?.resourceVersion,
+      };
+    } catch (err) {
+      if (statusCodeOf(err) === 404) return {};
       throw err;
     }
   }
@@ -285,6 +307,23 @@ export function setupGitTargetController(
     )
     .watches(informers.providers, targetsNaming("kubeProviderRef"), anyOf(generationChanged, readyTransition))
     .watches(informers.branches, targetsNaming("gitBranchRef"), anyOf(generationChanged, readyTransition))
+    // A signing key that stops (or starts) being usable stops (or starts) the targets' writes.
+    .watches(
+      informers.gitProviders,
+      (provider) =>
+        informers.branches
+          .list()
+          .filter((b) =>
+            sameRef(
+              refOf(b.spec.gitProviderRef, b.metadata.namespace!),
+              refOf({ name: provider.metadata.name! }, provider.metadata.namespace!),
+            ),
+          )
+          .flatMap((b) =>
+            targetsReferencing("gitBranchRef", { namespace: b.metadata.namespace!, name: b.metadata.name! }),
+          ),
+      anyOf(generationChanged, readyTransition),
+    )
     .watches(
       informers.namespaces,
       (ns) =>

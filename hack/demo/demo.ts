@@ -1,13 +1,16 @@
 // make demo: the main job on an embedded default. Starts a local kube-apiserver, a Git server
 // with an empty repository and the operator, applies the providers, a branch, a target and a
-// rule, makes a few changes in the cluster, and shows the commits the operator wrote, and a
-// Secret it wrote as a SOPS document, decrypted by the real sops CLI.
+// rule, makes a few changes in the cluster, and shows the commits the operator wrote (signed
+// with a key it generated, and checked by git verify-commit), and a Secret it wrote as a SOPS
+// document, decrypted by the real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
-import { gitTargets } from "../../generated/v1alpha3/index.ts";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { gitProviders, gitTargets } from "../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../test/support/controlplane.ts";
 import { GitServer } from "../../test/support/gitserver.ts";
 import { installCrds } from "../../test/support/manifests.ts";
-import { applyMirror } from "../../test/support/mirror.ts";
+import { applyGeneratedSigning, applyMirror } from "../../test/support/mirror.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
 import { ageIdentity, sopsDecryptText } from "../../test/support/sops.ts";
@@ -47,6 +50,9 @@ try {
       ],
     },
   ]);
+
+  // Every commit signed with an ed25519 key the operator generates into the Secret "signing".
+  await applyGeneratedSigning(kc, namespace);
 
   say("Starting the operator");
   operator = startOperator(kc, {
@@ -117,9 +123,20 @@ try {
     { timeoutMs: 60_000, description: "the edits in Git" },
   );
 
-  say("git log --stat");
+  const publicKey = (await gitProviders(kc).get(namespace, "state"))?.status?.signingPublicKey ?? "";
+  const signers = join(keys, "allowed_signers");
+  writeFileSync(signers, `noreply@configbutler.ai namespaces="git" ${publicKey}\n`);
+  say(`git log --stat --show-signature, trusting the GitProvider's status.signingPublicKey`);
   process.stdout.write(
-    `${await git.gitIn("cluster-state", ["log", "--stat", "--format=%h %s%n        by %an <%ae>", "main"])}\n`,
+    `${await git.gitIn("cluster-state", [
+      "-c",
+      `gpg.ssh.allowedSignersFile=${signers}`,
+      "log",
+      "--stat",
+      "--show-signature",
+      "--format=%h %s%n        by %an <%ae>, signature: %G?",
+      "main",
+    ])}\n`,
   );
   say("clusters/demo/demo/configmaps/settings.yaml");
   process.stdout.write(`${await show("clusters/demo/demo/configmaps/settings.yaml")}`);

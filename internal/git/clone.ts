@@ -15,7 +15,9 @@ import { CommitStream } from "./commitstream.ts";
 import { filesUnder, SparseCheckout } from "./sparsecheckout.ts";
 import { readFileAt, stagedFileAt, writeFileAt } from "./worktreefiles.ts";
 import { parseAdvertisement } from "./lsremote.ts";
-import { rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
+import { rootCommit, rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
+import { signCommits } from "./commitsigner.ts";
+import type { SigningKey } from "../signing/sshkey.ts";
 import { withTransport, type RemoteAuth } from "./transport.ts";
 
 export interface Signature {
@@ -33,6 +35,8 @@ export interface CloneOptions {
   auth: { username: string; password: string } | RemoteAuth | undefined;
   /** How long one call to the Git server may take: two minutes unless a test shortens it. */
   callTimeoutMs?: number;
+  /** GitProvider.spec.commit.signing: every commit pushed is signed with it. */
+  signingKey?: SigningKey;
 }
 
 /** Why a push did not land: the remote no longer shows the root the commits were made on. */
@@ -327,9 +331,12 @@ export class Clone implements Repository {
     if (root.from !== "branch" && !(await this.holds(root))) {
       throw new RemoteMovedError(`the remote branch ${branch} is no longer where this cycle's commits start`);
     }
-    const head = this.head;
-    if (!head) throw new RemoteMovedError(`nothing was committed on ${branch} to push`);
+    if (!this.head) throw new RemoteMovedError(`nothing was committed on ${branch} to push`);
     await this.endImport();
+    // Signed as they leave: the next commit is made on the signed head, with the same tree.
+    if (this.options.signingKey)
+      this.head = await signCommits(dir, rootCommit(root), this.head, this.options.signingKey);
+    const head = this.head;
     const ref = `refs/heads/${branch}`;
     const expected = root.from === "branch" ? root.commit : "";
     try {

@@ -16,7 +16,7 @@ import { ContentionSchedule, movingPauseMs, type Contention } from "./contention
 export type { Contention } from "./contention.ts";
 import { faultOf, type Fault } from "./fault.ts";
 import { materialize, type MaterializeOptions, type WorkTree } from "./materialize.ts";
-import { ParentMissingError, type Root } from "./root.ts";
+import { ParentMissingError, rootCommit, type Root } from "./root.ts";
 import type { Intake, TargetFolders } from "./targetfolders.ts";
 import type { DecidedWrite } from "./writes.ts";
 
@@ -54,8 +54,6 @@ export interface Unpublished {
   /** Per write, its GitTarget and how many changes it carries. */
   writes: string[];
 }
-
-const rootCommit = (root: Root | undefined) => (root && root.from !== "empty" ? root.commit : undefined);
 
 export class Publication {
   private baseTrusted = false;
@@ -202,7 +200,10 @@ export class Publication {
           this.checkoutApplied = 0;
           return { kind: "settled", published };
         }
+        const made = repository.headCommit!;
         const commit = await repository.push(this.root!);
+        // A signed push carries the same trees under new hashes: the folders are at them now.
+        if (commit !== made) this.options.folders.rewritten(made, commit);
         this.root = { from: "branch", commit };
         this.checkoutApplied = 0;
         return { kind: "pushed", commit, published };

@@ -16,6 +16,10 @@ export interface Advertisement {
 export type Root =
   { from: "branch"; commit: string } | { from: "parent"; parent: string; commit: string } | { from: "empty" };
 
+/** The commit a root names: the branch's or its parent's tip; none for an empty repository. */
+export const rootCommit = (root: Root | undefined) =>
+  root && root.from !== "empty" ? root.commit : undefined;
+
 /** The parent a missing write branch starts from does not exist (yet): parent recovery. */
 export class ParentMissingError extends Error {}
 

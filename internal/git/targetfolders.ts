@@ -165,6 +165,12 @@ export class TargetFolders {
     return released;
   }
 
+  /** The commits were written again (signed) with the same trees: a folder read at `from` is at `to`. */
+  rewritten(from: string, to: string): void {
+    for (const folder of this.folders.values())
+      if (folder.inventory.readAt === from) folder.inventory.committed(to);
+  }
+
   /**
    * A push landed the target's writes: its report takes the commit the folder is at now, which
    * the writes' own reports could not name while their commits were still being answered. The

@@ -12,10 +12,12 @@ import type { TargetRef } from "../rulestore/compile.ts";
 import type { GitTargetEventStream } from "../watch/stream.ts";
 import { BranchWorker, type BranchState, type BranchWorkerOptions } from "./branchworker.ts";
 import { Clone, type CloneOptions, type Signature } from "./clone.ts";
+import type { SigningKey } from "../signing/sshkey.ts";
 import type { MaterializeOptions } from "./materialize.ts";
 import type { Unpublished } from "./publication.ts";
 import { commitMessageFor } from "./message.ts";
 import { branchWakesTarget, reportWakesTarget } from "./targetwake.ts";
+import { StreamReaders } from "./streamreaders.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./writes.ts";
@@ -34,6 +36,8 @@ export interface WorkerSpec {
   parentBranch?: string;
   auth: CloneOptions["auth"];
   committer: Signature;
+  /** GitProvider spec.commit.signing's key: every commit pushed is signed with it. */
+  signingKey?: SigningKey;
   /** What the worker's trust belongs to: the provider's uid, its URL, the credential revision. */
   identity: string;
 }
@@ -98,6 +102,13 @@ export class WorkerManager implements Runnable {
   readonly needLeaderElection = true;
   private readonly workers = new Map<string, { spec: WorkerSpec; worker: BranchWorker }>();
   private readonly attachments = new Map<string, Attachment>();
+  private readonly readers = new StreamReaders((stream) => {
+    for (const attachment of this.attachments.values()) {
+      const worker = attachment.stream === stream ? this.worker(attachment.branchKey) : undefined;
+      if (worker) return { worker, settings: attachment.settings.current };
+    }
+    return undefined;
+  });
   private readonly targetStates = new Map<string, TargetWriteState>();
   private readonly targetListeners: ((target: TargetRef) => void)[] = [];
   /** What each running worker last reported, by GitBranch namespace/name, for the GitBranch's status. */
@@ -196,6 +207,7 @@ export class WorkerManager implements Runnable {
         parentBranch: spec.parentBranch,
         auth: spec.auth,
         callTimeoutMs,
+        ...(spec.signingKey ? { signingKey: spec.signingKey } : {}),
       }),
       committer: spec.committer,
       // Configured-author mode: the author is the committer until attribution names an actor.
@@ -276,19 +288,8 @@ export class WorkerManager implements Runnable {
     }
     const worker = this.worker(branchKey);
     if (!worker) throw new Error(`no worker for GitBranch ${branchKey}`);
-    const attachment: Attachment = { branchKey, stream, settings: { current: settings } };
-    this.attachments.set(key, attachment);
-    void (async () => {
-      for (;;) {
-        // A branch whose budget is spent while it waits out an outage takes nothing more.
-        await worker.intakeOpen();
-        const next = await stream.next();
-        if (next.done) return;
-        // A detached or re-attached target stops feeding this worker.
-        if (this.attachments.get(key) !== attachment) return;
-        worker.enqueue(attachment.settings.current, next.value);
-      }
-    })();
+    this.attachments.set(key, { branchKey, stream, settings: { current: settings } });
+    this.readers.attached(stream);
   }
 
   /** Has a GitBranch's worker prove where its branch is now, as reconcile.configbutler.ai/requestedAt asks. */

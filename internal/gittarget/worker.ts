@@ -5,6 +5,7 @@ import { basicAuthFor, readGitCredential } from "../gitauth/credentials.ts";
 import type { WorkerSpec } from "../git/workermanager.ts";
 import type { TargetSettings } from "../git/writes.ts";
 import { parseDuration } from "../types/units.ts";
+import { readSigningKey, type SigningKey } from "../signing/sshkey.ts";
 
 export const defaultCommitter = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
 
@@ -29,13 +30,25 @@ export function targetSettings(target: GitTarget): TargetSettings {
 
 /**
  * The worker for a GitBranch, or undefined when its credential cannot be used (the GitBranch
- * reports why). `secret` is the GitProvider's credential Secret as read, if it names one.
+ * reports why), or when the provider signs and its key cannot be read (SigningConfigured says
+ * why): never an unsigned commit. `secret` is the GitProvider's credential Secret as read, if
+ * it names one; `signing`, its signing key's text and revision.
  */
 export function workerSpec(
   branch: GitBranch,
   provider: GitProvider,
   secret: { data?: Record<string, string>; resourceVersion?: string; knownHosts?: string } | undefined,
+  signing?: { key?: string; resourceVersion?: string },
 ): WorkerSpec | undefined {
+  let signingKey: SigningKey | undefined;
+  if (provider.spec.commit?.signing) {
+    if (!signing?.key) return undefined;
+    try {
+      signingKey = readSigningKey(signing.key);
+    } catch {
+      return undefined;
+    }
+  }
   let auth: WorkerSpec["auth"];
   if (provider.spec.secretRef) {
     const credential = readGitCredential(secret?.data, provider.spec.url);
@@ -66,6 +79,7 @@ export function workerSpec(
       name: committer?.name ?? defaultCommitter.name,
       email: committer?.email ?? defaultCommitter.email,
     },
-    identity: `${provider.metadata.uid}|${provider.spec.url}|${secret?.resourceVersion ?? "anonymous"}`,
+    ...(signingKey ? { signingKey } : {}),
+    identity: `${provider.metadata.uid}|${provider.spec.url}|${secret?.resourceVersion ?? "anonymous"}|${signing?.resourceVersion ?? "unsigned"}`,
   };
 }

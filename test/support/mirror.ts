@@ -7,6 +7,7 @@ import {
   gitTargets,
   kubeProviders,
   watchRules,
+  type GitProvider,
   type GitTarget,
   type WatchRule,
 } from "../../generated/v1alpha3/index.ts";
@@ -115,4 +116,21 @@ export async function applyMirror(
       mirrorFieldManager,
     );
   }
+}
+
+/**
+ * Has the mirror's GitProvider "state" sign every commit with an ed25519 key the operator
+ * generates into the Secret "signing", applied by a field manager of its own, so only
+ * spec.commit.signing is its field.
+ */
+export async function applyGeneratedSigning(kc: KubeConfig, namespace: string): Promise<void> {
+  await gitProviders(kc).apply(
+    {
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "GitProvider",
+      metadata: { name: "state", namespace },
+      spec: { commit: { signing: { secretRef: { name: "signing" }, generateWhenMissing: true } } },
+    } as GitProvider,
+    "signing",
+  );
 }

@@ -175,7 +175,7 @@ describe("the install manifests in config/default", () => {
       ),
       ...product(["configbutler.ai"], ["gitbranches", "fluxclaims", "argocdclaims"], ["patch", "update"]),
       ...product(["events.k8s.io"], ["events"], ["create", "patch"]),
-      ...product([""], ["secrets"], ["get"]),
+      ...product([""], ["secrets"], ["get", "create", "update"]),
       ...product([""], ["namespaces"], ["list", "watch"]),
     ].sort();
     assert.deepEqual(granted, expected);
@@ -340,6 +340,7 @@ describe("the install manifests in config/default", () => {
       ["update", "configbutler.ai", "gitbranches", "team-a"],
       ["create", "events.k8s.io", "events", "team-a"],
       ["get", "", "secrets", "team-a"],
+      ["create", "", "secrets", "team-a"],
       ["watch", "", "namespaces"],
       ["update", "coordination.k8s.io", "leases", systemNamespace],
     ];
@@ -349,6 +350,7 @@ describe("the install manifests in config/default", () => {
       ["delete", "configbutler.ai", "gitbranches", "team-a"],
       ["update", "configbutler.ai", "kubeproviders", "team-a"],
       ["list", "", "secrets", "team-a"],
+      ["delete", "", "secrets", "team-a"],
       ["watch", "", "secrets"],
       ["get", "", "namespaces"],
       ["create", "", "events", "team-a"],

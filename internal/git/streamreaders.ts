@@ -1,0 +1,52 @@
+// Who reads a GitTarget's stream: exactly one reader per stream, for as long as the stream
+// runs. Each item goes to the worker the target is attached to when the item arrives, so a
+// target detached for a while (its signing key could not be read) loses nothing, and a target
+// attached again never has two readers taking its items out of order.
+import type { GitTargetEventStream } from "../watch/stream.ts";
+import type { BranchWorker } from "./branchworker.ts";
+import type { TargetSettings } from "./writes.ts";
+
+/** Where a stream's items go now: the worker its target is attached to, with its settings. */
+export interface Destination {
+  worker: Pick<BranchWorker, "enqueue" | "intakeOpen">;
+  settings: TargetSettings;
+}
+
+export class StreamReaders {
+  private readonly reading = new WeakSet<GitTargetEventStream>();
+  /** A reader waiting for its stream's target to be attached again. */
+  private readonly waiting = new WeakMap<GitTargetEventStream, () => void>();
+
+  constructor(private readonly destinationOf: (stream: GitTargetEventStream) => Destination | undefined) {}
+
+  /** A stream was attached, or attached again: its reader starts, or goes on. */
+  attached(stream: GitTargetEventStream): void {
+    this.waiting.get(stream)?.();
+    this.waiting.delete(stream);
+    if (this.reading.has(stream)) return;
+    this.reading.add(stream);
+    void this.read(stream);
+  }
+
+  private async read(stream: GitTargetEventStream): Promise<void> {
+    for (;;) {
+      // A branch whose budget is spent while it waits out an outage takes nothing more.
+      await (await this.destination(stream)).worker.intakeOpen();
+      const next = await stream.next();
+      if (next.done) {
+        this.reading.delete(stream);
+        return;
+      }
+      const { worker, settings } = await this.destination(stream);
+      worker.enqueue(settings, next.value);
+    }
+  }
+
+  private async destination(stream: GitTargetEventStream): Promise<Destination> {
+    for (;;) {
+      const destination = this.destinationOf(stream);
+      if (destination) return destination;
+      await new Promise<void>((resolve) => this.waiting.set(stream, resolve));
+    }
+  }
+}
