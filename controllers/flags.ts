@@ -14,6 +14,15 @@ export interface OperatorOptions {
   allowKubeconfigInsecureTls: boolean;
   redisAddr: string;
   authorAttribution: boolean;
+  /** Milliseconds a live change waits for its audit fact. */
+  authorAttributionGrace: number;
+  authorAttributionTransport: "redis" | "memory";
+  authorAttributionAuditRouteAnnotationKey: string | undefined;
+  replicaCount: number;
+  auditBindAddress: string;
+  /** tls.crt, tls.key and the audit CA's ca.crt. */
+  auditCertDir: string;
+  auditInsecure: boolean;
   /** Bytes a branch may hold accepted and unpublished. */
   branchBufferMaxSize: number;
   /** Milliseconds between re-proofs of an idle branch. */
@@ -91,6 +100,43 @@ export function flagParser(): Command {
     .option(
       "--author-attribution [bool]",
       "name the actor of each change as the commit author, from audit events",
+      parseBool,
+      false,
+    )
+    .addOption(
+      new Option("--author-attribution-grace <duration>", "how long a live change waits for its audit fact")
+        .argParser(invalid("--author-attribution-grace", parseDuration))
+        .default(parseDuration("3s"), "3s"),
+    )
+    .option(
+      "--author-attribution-transport <transport>",
+      "how audit facts travel: redis (Redis Streams, needs --redis-addr) or memory (in process, one replica)",
+      invalid("--author-attribution-transport", (v) => oneOf(v, ["redis", "memory"])),
+      "redis",
+    )
+    .option(
+      "--author-attribution-audit-route-annotation-key <key>",
+      "serve the bare /audit-webhook, where each event names its audit route in this annotation",
+    )
+    .option(
+      "--replica-count <n>",
+      "how many replicas of the operator run: the in-process fact transport needs exactly one",
+      invalid("--replica-count", (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 1) throw new Error(`"${v}" is not a positive integer`);
+        return n;
+      }),
+      1,
+    )
+    .option("--audit-bind-address <address>", "where the audit ingress listens, with attribution on", ":9444")
+    .option(
+      "--audit-cert-dir <dir>",
+      "the audit ingress's serving tls.crt and tls.key, and the ca.crt client certificates must chain to",
+      "/tmp/k8s-audit-server/serving-certs",
+    )
+    .option(
+      "--audit-insecure [bool]",
+      "serve the audit ingress over plain HTTP with no client certificate: for a test bench, never production",
       parseBool,
       false,
     )

@@ -69,6 +69,7 @@ export class KubeProviderReconciler implements Reconciler {
         connection.fingerprint,
         connection.kubeConfig,
         connection.server,
+        auditRouteOf(provider),
       );
     }
 

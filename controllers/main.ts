@@ -11,6 +11,7 @@ import { createRegistry, leaderGauge } from "../internal/telemetry/metrics.ts";
 import { parseBindAddress, serveMetrics, serveProbes } from "../internal/telemetry/servers.ts";
 import { parseFlags } from "./flags.ts";
 import { setupOperator } from "./setup.ts";
+import { attributionSettings } from "./attribution.ts";
 
 const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
@@ -41,7 +42,7 @@ const manager = new Manager(kubeConfig, {
     : undefined,
 });
 
-setupOperator(manager, options);
+setupOperator(manager, { ...options, attribution: attributionSettings(options) });
 
 const registry = createRegistry();
 registerInstruments(registry);

@@ -1,5 +1,6 @@
 // Wires every controller and runnable into a manager. main.ts and the end-to-end tests both
 // call this, so the tests run the operator as it ships.
+import { Attribution, type AttributionSettings } from "../internal/attribution/attribution.ts";
 import { resourceTypes, type GitBranch } from "../generated/v1alpha3/index.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import type { Manager } from "../internal/operator/manager.ts";
@@ -45,6 +46,8 @@ export interface OperatorSettings {
   renderHoldMs?: number;
   /** --git-refresh-interval: how often an idle branch proves where its remote is; 10 minutes. */
   gitRefreshInterval?: number;
+  /** --author-attribution, with the in-process fact transport: the audit ingress and the grace. */
+  attribution?: AttributionSettings;
 }
 
 /** The source label of gitopsreverser_placements_total, by rung. */
@@ -70,11 +73,20 @@ export interface Operator {
   /** Which GitBranch holds each repository branch; the branch workers will read it too. */
   claims: BranchClaims;
   workers: WorkerManager;
+  /** With attribution on: the audit ingress and the fact index. */
+  attribution?: Attribution;
 }
 
 export function setupOperator(manager: Manager, settings: OperatorSettings): Operator {
   const rules = new RuleStore();
-  const sourceContexts = new SourceContexts(rules, manager.logger, settings.catalogRefreshMs);
+  const attribution = settings.attribution && new Attribution(settings.attribution, manager.logger);
+  if (attribution) manager.addRunnable(attribution.ingress);
+  const sourceContexts = new SourceContexts(
+    rules,
+    manager.logger,
+    settings.catalogRefreshMs,
+    attribution && ((route, collection) => attribution.attribute(route, collection)),
+  );
   manager.addRunnable(sourceContexts);
   setupKubeProviderController(manager, {
     sourceContexts,
@@ -149,5 +161,5 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   setupGitTargetController(manager, sourceContexts, { claims, workers });
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);
-  return { rules, sourceContexts, claims, workers };
+  return { rules, sourceContexts, claims, workers, ...(attribution ? { attribution } : {}) };
 }

@@ -1,8 +1,9 @@
 // make demo: the main job on an embedded default. Starts a local kube-apiserver, a Git server
 // with an empty repository and the operator, applies the providers, a branch, a target and a
-// rule, makes a few changes in the cluster, and shows the commits the operator wrote (signed
-// with a key it generated, and checked by git verify-commit), and a Secret it wrote as a SOPS
-// document, decrypted by the real sops CLI.
+// rule, makes a few changes in the cluster (as the admin, as alice and as a ServiceAccount), and
+// shows the commits the operator wrote: authored by whoever made each change, as the audit
+// webhook named them, signed with a key it generated and checked by git verify-commit; and a
+// Secret it wrote as a SOPS document, decrypted by the real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -14,6 +15,7 @@ import { applyGeneratedSigning, applyMirror } from "../../test/support/mirror.ts
 import { startOperator } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
 import { ageIdentity, sopsDecryptText } from "../../test/support/sops.ts";
+import { attributionEnv, grantEditing } from "../../test/support/attributionenv.ts";
 import { eventually } from "../../test/support/wait.ts";
 
 const namespace = "demo";
@@ -22,9 +24,14 @@ const say = (line: string) => process.stdout.write(`\n==> ${line}\n`);
 
 const started = Date.now();
 say("Starting kube-apiserver, etcd and a Git server on loopback");
-const [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
-const workerRoot = makeOwnedTempDir("demo-workers");
 const keys = makeOwnedTempDir("demo-keys");
+// kube-apiserver's audit webhook posts to the operator's audit ingress, over mTLS.
+const attribution = await attributionEnv(keys);
+const [plane, git] = await Promise.all([
+  ControlPlane.start({ audit: attribution.webhook(`${namespace}.self`) }),
+  GitServer.start({ users: [user] }),
+]);
+const workerRoot = makeOwnedTempDir("demo-workers");
 let operator: ReturnType<typeof startOperator> | undefined;
 try {
   const kc = plane.kubeConfig();
@@ -53,12 +60,20 @@ try {
 
   // Every commit signed with an ed25519 key the operator generates into the Secret "signing".
   await applyGeneratedSigning(kc, namespace);
+  // alice (a client certificate) and the deployer ServiceAccount make some of the changes.
+  const alice = await plane.mintUser("alice");
+  const deployer = await plane.serviceAccountToken(namespace, "deployer");
+  await grantEditing(kc, namespace, [
+    { kind: "User", name: "alice", apiGroup: "rbac.authorization.k8s.io" },
+    { kind: "ServiceAccount", name: "deployer", namespace },
+  ]);
 
   say("Starting the operator");
   operator = startOperator(kc, {
     inClusterKubeProviders: [`${namespace}/self`],
     workerRoot,
     pushCooldownMs: 1_000,
+    attribution: attribution.settings(),
   });
   await eventually(
     async () =>
@@ -103,14 +118,16 @@ try {
     description: "the Deployment in Git",
   });
 
-  say("Editing one ConfigMap, deleting the other, and scaling the Deployment");
-  await core.patchNamespacedConfigMap({
+  say(
+    "alice edits one ConfigMap, the admin deletes the other, the deployer ServiceAccount scales the Deployment",
+  );
+  await alice.kubeConfig.makeApiClient(CoreV1Api).patchNamespacedConfigMap({
     namespace,
     name: "settings",
     body: [{ op: "replace", path: "/data/color", value: "green" }],
   });
   await core.deleteNamespacedConfigMap({ namespace, name: "feature-flags" });
-  await kc.makeApiClient(AppsV1Api).patchNamespacedDeployment({
+  await deployer.kubeConfig.makeApiClient(AppsV1Api).patchNamespacedDeployment({
     namespace,
     name: "web",
     body: [{ op: "replace", path: "/spec/replicas", value: 3 }],
@@ -126,7 +143,9 @@ try {
   const publicKey = (await gitProviders(kc).get(namespace, "state"))?.status?.signingPublicKey ?? "";
   const signers = join(keys, "allowed_signers");
   writeFileSync(signers, `noreply@configbutler.ai namespaces="git" ${publicKey}\n`);
-  say(`git log --stat --show-signature, trusting the GitProvider's status.signingPublicKey`);
+  say(
+    "git log --stat --show-signature: who made each change is its author, the operator its committer, every commit signed",
+  );
   process.stdout.write(
     `${await git.gitIn("cluster-state", [
       "-c",
@@ -134,7 +153,7 @@ try {
       "log",
       "--stat",
       "--show-signature",
-      "--format=%h %s%n        by %an <%ae>, signature: %G?",
+      "--format=%h %s%n    Author: %an <%ae>%n    Commit: %cn <%ce>, signature: %G?",
       "main",
     ])}\n`,
   );

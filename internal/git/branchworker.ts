@@ -6,7 +6,7 @@
 // bounded by the branch budget.
 import type { Logger } from "../operator/informer.ts";
 import { sleep } from "../timing/sleep.ts";
-import type { StreamItem } from "../watch/stream.ts";
+import type { Author, StreamItem } from "../watch/stream.ts";
 import type { Repository, Signature } from "./clone.ts";
 import { renderRefusal } from "../kustomize/verdict.ts";
 import { identityKeyOf } from "../manifest/writer.ts";
@@ -66,7 +66,7 @@ export class BranchWorker {
   private readonly events: Event[] = [];
   /** What the queued items weigh, each with its charge: kept as they come and go, for the budget. */
   private queuedBytes = 0;
-  private readonly window: CommitWindow<Change & { target: TargetSettings }>;
+  private readonly window: CommitWindow<Change & { target: TargetSettings; author?: Author }>;
   private readonly pending: { write: DecidedWrite; bytes: number }[] = [];
   private wake: () => void = () => undefined;
   private lastPushAt = 0;
@@ -208,10 +208,10 @@ export class BranchWorker {
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
     this.queue(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;
-    const owner = {
-      author: `${this.options.committer.name} <${this.options.committer.email}>`,
-      target: target.key,
-    };
+    // A window is one author's: a change by someone else closes it, so no commit mixes authors.
+    const author =
+      (item.type === "upsert" || item.type === "delete" ? item.author : undefined) ?? this.options.committer;
+    const owner = { author: `${author.name} <${author.email}>`, target: target.key };
     if (item.type === "snapshot") {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
@@ -223,7 +223,7 @@ export class BranchWorker {
       owner,
       target.timers,
       identityKeyOf(change.identity),
-      { ...change, target },
+      { ...change, target, ...(author === this.options.committer ? {} : { author }) },
       bytes,
       Date.now(),
     )) {
@@ -231,12 +231,14 @@ export class BranchWorker {
     }
   }
 
-  private decide(closed: ClosedWindow<Change & { target: TargetSettings }> | undefined): void {
+  private decide(
+    closed: ClosedWindow<Change & { target: TargetSettings; author?: Author }> | undefined,
+  ): void {
     if (!closed || closed.writes.length === 0) return;
-    const target = closed.writes[0]!.target;
-    const changes = closed.writes.map(({ target: _t, ...change }) => change);
+    const { target, author } = closed.writes[0]!;
+    const changes = closed.writes.map(({ target: _t, author: _a, ...change }) => change);
     // The window weighed each write as it came in: no second serialization on the worker's loop.
-    this.retain({ target, reason: "live", changes }, closed.bytes);
+    this.retain({ target, reason: "live", changes, ...(author ? { author } : {}) }, closed.bytes);
   }
 
   /** The retained writes, oldest first. */

@@ -4,7 +4,7 @@
 // also measures the folder's ${...} tokens against live, for the render-vs-live gate, and under
 // prune Always sweeps what it observed absent. Every removal asks the prune mode the target has
 // now, a replay's included (prune.ts).
-import { bootstrapFiles } from "../manifest/bootstrap.ts";
+import { bootstrapFiles, replacesBootstrap } from "../manifest/bootstrap.ts";
 import type { Refusal } from "../manifest/acceptance.ts";
 import type { DocumentLocation, FileTree } from "../manifest/folder.ts";
 import type { FolderInventory, VersionedTree } from "../manifest/inventory.ts";
@@ -181,18 +181,20 @@ export async function materialize(
   const judged = replay ? {} : { refusedWrites };
   if (writer.touched.size === 0) return { divergences, placements, decided, ...judged };
   for (const [path, content] of bootstrapFiles(folder, write.target.encryption)) {
-    if (!tree.exists(path)) {
+    if (!tree.exists(path) || replacesBootstrap(path, (await tree.read(path)) ?? "", content)) {
       await tree.write(path, content);
       writer.touched.add(path);
     }
   }
   const message = options.message(write, applied);
   const { committer } = options;
+  // The committer is always the operator; the author is who made the live change.
+  const author = write.author ?? committer;
   if (tree.send) {
-    tree.send(writer.touched, message, committer, committer, (commit) => inventory.committed(commit));
+    tree.send(writer.touched, message, author, committer, (commit) => inventory.committed(commit));
     return { divergences, placements, decided, ...judged };
   }
-  const commit = await tree.commit(writer.touched, message, committer, committer);
+  const commit = await tree.commit(writer.touched, message, author, committer);
   inventory.committed(commit);
   return { commit, divergences, placements, decided, ...judged };
 }

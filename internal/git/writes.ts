@@ -1,7 +1,7 @@
 // What a closed window or a snapshot decides: the changes one commit makes to one GitTarget's
 // folder. A decided write is kept until a push lands, so nothing accepted is lost.
 import type { Collection } from "../watch/watchedtypes.ts";
-import type { DesiredObject, ResourceIdentity, StreamItem } from "../watch/stream.ts";
+import type { Author, DesiredObject, ResourceIdentity, StreamItem } from "../watch/stream.ts";
 import type { MessageTemplates } from "../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../manifest/ladder.ts";
 import type { WindowTimers } from "./window.ts";
@@ -33,6 +33,8 @@ export type Change =
 export interface DecidedWrite {
   target: TargetSettings;
   reason: "live" | "reconcile";
+  /** The live changes' author, as attribution resolved it; the committer when absent. */
+  author?: Author;
   changes: Change[];
   /**
    * For a snapshot: the collection it observed. Under prune Always it sweeps the documents

@@ -14,12 +14,24 @@ edit to the same object in the cluster wins over one made here.
 const gittargetignore = `# Paths in this folder that GitOps Reverser never reads or writes, one glob per line.
 `;
 
+const sopsConfigHeader = "# Written by GitOps Reverser";
+
+/**
+ * Whether a bootstrap file already there is replaced: only a .sops.yaml the operator wrote,
+ * whose recipients changed since. Anything a person wrote is kept.
+ */
+export function replacesBootstrap(path: string, existing: string, content: string): boolean {
+  return path.endsWith("/.sops.yaml") || path === ".sops.yaml"
+    ? existing.startsWith(sopsConfigHeader) && existing !== content
+    : false;
+}
+
 /**
  * sops reads the .sops.yaml nearest the directory it runs in: run in this folder, `sops edit` of
  * a new file encrypts to the recipients the operator does, and keeps metadata readable.
  */
 function sopsConfig(recipients: readonly string[]): string {
-  return `# Written by GitOps Reverser: its sensitive documents here are SOPS documents encrypted to these
+  return `${sopsConfigHeader}: its sensitive documents here are SOPS documents encrypted to these
 # age recipients. Run sops in this folder and a file you encrypt gets the same recipients.
 creation_rules:
   - path_regex: \\.sops\\.yaml$

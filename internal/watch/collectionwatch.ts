@@ -18,9 +18,11 @@ import { asWatched, newerThanSnapshot } from "./listfallback.ts";
 import { deleteItemOf } from "./selectorexit.ts";
 import {
   OrderedPush,
+  type Author,
   type DesiredObject,
   type GitTargetEventStream,
   type ResourceIdentity,
+  type StreamItem,
 } from "./stream.ts";
 import type { Collection } from "./watchedtypes.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
@@ -50,6 +52,15 @@ interface Outcome {
   error: (Error & { statusCode?: number }) | undefined;
 }
 
+/** Who made a live change to an object of the collection: attribution's answer, or the sentinel. */
+export type Attribute = (object: {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  removal: boolean;
+}) => Promise<Author>;
+
 export class CollectionWatch {
   private stateValue: CollectionState = "Replaying";
   private blockedReason = "";
@@ -70,6 +81,8 @@ export class CollectionWatch {
     private readonly logger: Logger,
     /** Called when the collection moves between Replaying, Running and Blocked. */
     private readonly onStateChange: () => void = () => undefined,
+    /** With attribution on: who made a live change, resolved within the grace window. */
+    private readonly attribute?: Attribute,
   ) {}
 
   get state(): CollectionState {
@@ -318,22 +331,41 @@ export class CollectionWatch {
       accepted.forget(key);
       const identity = this.identityOf(object);
       // A terminating object is deleted; a DELETED may also be the object leaving the selector.
-      this.out.send(
+      const item =
         phase === "DELETED"
           ? deleteItemOf(this.kubeConfig, this.collection, identity, this.logger)
-          : { type: "delete", collection: this.collection, identity },
-      );
+          : ({ type: "delete", collection: this.collection, identity } as const);
+      this.out.send(this.attributed(item, object, true));
       return;
     }
     const projection = project(object);
     const digest = accepted.acceptIfChanged(key, projection.object, projection.defaulted);
     if (digest === undefined) return;
-    this.out.send({
-      type: "upsert",
+    const item = {
+      type: "upsert" as const,
       collection: this.collection,
       identity: this.identityOf(object),
       ...projection,
       digest,
-    });
+    };
+    this.out.send(this.attributed(item, object, false));
+  }
+
+  /**
+   * The item with its author, once attribution resolved it: a promise the ordered push holds
+   * every later item of this watch behind, so the wait never reorders the watch.
+   */
+  private attributed(
+    item: StreamItem | Promise<StreamItem>,
+    object: KubernetesObject,
+    removal: boolean,
+  ): StreamItem | Promise<StreamItem> {
+    const attribute = this.attribute;
+    if (!attribute) return item;
+    const { namespace = "", name = "", uid = "", resourceVersion = "" } = object.metadata ?? {};
+    const author = attribute({ namespace, name, uid, resourceVersion, removal });
+    return Promise.all([item, author]).then(([resolved, who]) =>
+      resolved.type === "upsert" || resolved.type === "delete" ? { ...resolved, author: who } : resolved,
+    );
   }
 }

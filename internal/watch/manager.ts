@@ -8,15 +8,17 @@ import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
 import { TypeRegistry } from "../typeset/registry.ts";
-import { CollectionWatch, type CollectionState } from "./collectionwatch.ts";
+import { CollectionWatch, type Attribute, type CollectionState } from "./collectionwatch.ts";
 import { discover } from "./discovery.ts";
 import { GitTargetEventStream } from "./stream.ts";
-import { planCollections, type WatchPlan } from "./watchedtypes.ts";
+import { planCollections, type Collection, type WatchPlan } from "./watchedtypes.ts";
 import { untilAborted } from "../timing/sleep.ts";
 
 export interface WatchManagerOptions {
   /** How often discovery runs again; the seeds' cadence is 30 s. */
   catalogRefreshMs?: number;
+  /** With attribution on: who made each live change of a collection. */
+  attribute?: (collection: Collection) => Attribute;
 }
 
 export interface StreamSummary {
@@ -171,6 +173,7 @@ export class WatchManager implements Runnable {
         () => {
           for (const listener of this.streamListeners) listener(target);
         },
+        this.options.attribute?.(collection),
       );
       running.set(collectionKey, watch);
       watch.start();

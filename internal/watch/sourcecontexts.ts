@@ -7,6 +7,8 @@ import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
 import { WatchManager } from "./manager.ts";
+import type { Attribute } from "./collectionwatch.ts";
+import type { Collection } from "./watchedtypes.ts";
 import { untilAborted } from "../timing/sleep.ts";
 
 export interface SourceContext {
@@ -34,6 +36,8 @@ export class SourceContexts implements Runnable {
     private readonly rules: RuleStore,
     private readonly logger: Logger,
     private readonly catalogRefreshMs = 30_000,
+    /** With attribution on: who made a live change, by the audit route the provider's facts arrive on. */
+    private readonly attribution?: (route: string, collection: Collection) => Attribute,
   ) {}
 
   /** Calls `listener` when a collection of a target in any context changes state. */
@@ -62,6 +66,7 @@ export class SourceContexts implements Runnable {
     fingerprint: string,
     kubeConfig: KubeConfig,
     server: string,
+    auditRoute = key.replace("/", "."),
   ): Promise<SourceContext> {
     const existing = this.contexts.get(key);
     if (existing?.context.fingerprint === fingerprint) return existing.context;
@@ -72,6 +77,7 @@ export class SourceContexts implements Runnable {
       server,
       watchManager: new WatchManager(kubeConfig, this.rules, this.logger, {
         catalogRefreshMs: this.catalogRefreshMs,
+        ...(this.attribution ? { attribute: (c: Collection) => this.attribution!(auditRoute, c) } : {}),
       }),
     };
     context.watchManager.onStreamsChanged((target) => {

@@ -36,8 +36,23 @@ export type StreamItem =
   | { type: "replaying"; collection: Collection }
   | { type: "removed"; collection: Collection }
   | { type: "snapshot"; collection: Collection; objects: DesiredObject[] }
-  | ({ type: "upsert"; collection: Collection } & DesiredObject)
-  | { type: "delete"; collection: Collection; identity: ResourceIdentity; exited?: SelectorExit };
+  | ({ type: "upsert"; collection: Collection; author?: Author } & DesiredObject)
+  | {
+      type: "delete";
+      collection: Collection;
+      identity: ResourceIdentity;
+      exited?: SelectorExit;
+      author?: Author;
+    };
+
+/**
+ * Who made a live change, as attribution resolved it: the actor, or the unresolved sentinel.
+ * Absent when attribution is off: the commit is then the operator's own.
+ */
+export interface Author {
+  name: string;
+  email: string;
+}
 
 /**
  * A delete of an object that still exists: it left the collection because its labels stopped

@@ -12,6 +12,8 @@ export interface AuditWebhookOptions {
   mode?: "batch" | "blocking";
   /** A whole audit.k8s.io/v1 Policy; the default records every write at RequestResponse. */
   policy?: Record<string, unknown>;
+  /** For an https URL: the CA that signed the receiver's certificate, and kube-apiserver's client certificate. */
+  tls?: { caPem: string; certPem: string; keyPem: string };
 }
 
 /**
@@ -36,8 +38,26 @@ export async function auditWebhookFlags(dir: string, options: AuditWebhookOption
   const kubeconfig = {
     apiVersion: "v1",
     kind: "Config",
-    clusters: [{ name: "audit-sink", cluster: { server: options.url } }],
-    users: [{ name: "kube-apiserver", user: {} }],
+    clusters: [
+      {
+        name: "audit-sink",
+        cluster: {
+          server: options.url,
+          ...(options.tls ? { "certificate-authority-data": base64(options.tls.caPem) } : {}),
+        },
+      },
+    ],
+    users: [
+      {
+        name: "kube-apiserver",
+        user: options.tls
+          ? {
+              "client-certificate-data": base64(options.tls.certPem),
+              "client-key-data": base64(options.tls.keyPem),
+            }
+          : {},
+      },
+    ],
     contexts: [{ name: "audit", context: { cluster: "audit-sink", user: "kube-apiserver" } }],
     "current-context": "audit",
   };
@@ -51,3 +71,5 @@ export async function auditWebhookFlags(dir: string, options: AuditWebhookOption
     ...(mode === "batch" ? ["--audit-webhook-batch-max-wait=1s"] : []),
   ];
 }
+
+const base64 = (text: string) => Buffer.from(text).toString("base64");

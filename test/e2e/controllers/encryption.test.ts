@@ -214,6 +214,8 @@ describe("Secrets are written to Git only as SOPS documents", () => {
       live.data,
       "and alice still can",
     );
+    const sopsConfig = parse((await show(`${folder}/.sops.yaml`))!) as { creation_rules: { age: string }[] };
+    assert.equal(sopsConfig.creation_rules[0]?.age, `${alice.recipient},${bob.recipient}`);
   });
 
   it("an additional sensitive resource type is encrypted too", async () => {

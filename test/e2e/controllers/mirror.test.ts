@@ -142,4 +142,16 @@ describe("the operator mirrors a cluster into Git", () => {
       "the refusal is counted",
     );
   });
+
+  it("with attribution off every commit is committer-authored", async () => {
+    const identities = (await git.gitIn("state", ["log", "--format=%an <%ae>|%cn <%ce>", "main"])).split(
+      "\n",
+    );
+    assert.ok(identities.length > 1);
+    for (const line of identities)
+      assert.equal(
+        line,
+        "GitOps Reverser <noreply@configbutler.ai>|GitOps Reverser <noreply@configbutler.ai>",
+      );
+  });
 });

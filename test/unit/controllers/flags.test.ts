@@ -1,3 +1,4 @@
+import { attributionSettings } from "../../../controllers/attribution.ts";
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { flagParser, parseFlags } from "../../../controllers/flags.ts";
@@ -21,6 +22,12 @@ describe("operator flags", () => {
       allowKubeconfigInsecureTls: false,
       redisAddr: "",
       authorAttribution: false,
+      authorAttributionGrace: 3_000,
+      authorAttributionTransport: "redis",
+      replicaCount: 1,
+      auditBindAddress: ":9444",
+      auditCertDir: "/tmp/k8s-audit-server/serving-certs",
+      auditInsecure: false,
       branchBufferMaxSize: 8 * 1024 * 1024,
       gitRefreshInterval: 600_000,
       additionalSensitiveResources: [],
@@ -81,5 +88,20 @@ describe("parseBindAddress", () => {
     assert.deepEqual(parseBindAddress("127.0.0.1:9090"), { host: "127.0.0.1", port: 9090 });
     assert.equal(parseBindAddress("0"), undefined);
     assert.throws(() => parseBindAddress("8080"), /invalid bind address/);
+  });
+
+  it("memory transport is refused with two replicas; the redis transport says it is not built yet", () => {
+    const options = (args: string[]) =>
+      parseFlags(["--author-attribution", "--audit-insecure", ...args], strictParser().command);
+    assert.throws(
+      () => attributionSettings(options(["--author-attribution-transport=memory", "--replica-count=2"])),
+      /refused with --replica-count=2/,
+    );
+    assert.throws(
+      () => attributionSettings(options([])),
+      /--author-attribution-transport=redis is not available yet/,
+    );
+    assert.equal(attributionSettings(options(["--author-attribution-transport=memory"]))?.graceMs, 3_000);
+    assert.equal(attributionSettings(parseFlags([], strictParser().command)), undefined, "off by default");
   });
 });

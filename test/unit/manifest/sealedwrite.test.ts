@@ -70,4 +70,20 @@ describe("sensitive documents are written only as SOPS documents, each in a file
     assert.deepEqual(refused, ["db"]);
     assert.equal(tree.files.size, 0);
   });
+
+  it("the .sops.yaml the operator wrote follows the recipients; one a person wrote is kept", async () => {
+    const other = "age1lggyhqrw2nlhcxprm67z43rta597azn8gknawjehu9d9dl0jq3yqqvfafg";
+    const tree = new MemoryTree();
+    const inventory = new FolderInventory("clusters/dev");
+    await apply(tree, encrypted([{ op: "upsert", identity: secretId, object: secret }]), [], inventory);
+    const rotated = encrypted([{ op: "upsert", identity: secretId, object: secret }]);
+    rotated.target.encryption = { recipients: [recipient, other] };
+    await apply(tree, rotated, [], inventory);
+    assert.match(tree.files.get("clusters/dev/.sops.yaml")!, new RegExp(`age: ${recipient},${other}`));
+
+    const own = "creation_rules:\n  - age: age1mine\n";
+    const person = new MemoryTree({ "clusters/dev/.sops.yaml": own });
+    await apply(person, encrypted([{ op: "upsert", identity: secretId, object: secret }]));
+    assert.equal(person.files.get("clusters/dev/.sops.yaml"), own);
+  });
 });

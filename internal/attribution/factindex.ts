@@ -1,0 +1,137 @@
+// The fact index: where the watch side finds the fact that names a watch event's actor. Facts
+// are filed, within a scope of (audit route, group/resource), under the strongest key they
+// have: (uid, rv) and (uid) together, else (uid), else (rv), else (namespace, name). A delete
+// fact also takes a sticky slot by uid, which no later write's fact replaces and the TTL does
+// not age out: who asked for an object's deletion is never superseded. Entries expire on read
+// and are capped per type and in total, oldest first.
+import type { Fact } from "./fact.ts";
+
+export interface FactIndexLimits {
+  /** How long a fact answers: minutes, since watch owns state and old facts are never needed. */
+  ttlMs: number;
+  perType: number;
+  total: number;
+}
+
+export const defaultFactIndexLimits: FactIndexLimits = { ttlMs: 5 * 60_000, perType: 20_000, total: 100_000 };
+
+/** The scope a fact is filed in and a watch event is looked up in. */
+export interface Scope {
+  route: string;
+  group: string;
+  resource: string;
+}
+
+export type FactKey =
+  | { kind: "exact"; uid: string; rv: string }
+  | { kind: "uid"; uid: string }
+  | { kind: "rv"; rv: string }
+  | { kind: "name"; namespace: string; name: string }
+  | { kind: "sticky"; uid: string }
+  | { kind: "collection"; uid: string };
+
+/** The keys a fact is filed under: the strongest it has, and the sticky slot of a delete. */
+export function keysOf(fact: Fact): FactKey[] {
+  const keys: FactKey[] = [];
+  if (fact.collection) return fact.collection.uids.map((uid) => ({ kind: "collection", uid }));
+  if (fact.uid && fact.resourceVersion)
+    keys.push({ kind: "exact", uid: fact.uid, rv: fact.resourceVersion }, { kind: "uid", uid: fact.uid });
+  else if (fact.uid) keys.push({ kind: "uid", uid: fact.uid });
+  else if (fact.resourceVersion) keys.push({ kind: "rv", rv: fact.resourceVersion });
+  else keys.push({ kind: "name", namespace: fact.namespace, name: fact.name });
+  if (fact.verb === "delete" && fact.uid) keys.push({ kind: "sticky", uid: fact.uid });
+  return keys;
+}
+
+export const scopeKeyOf = (scope: Scope) => `${scope.route}|${scope.group}/${scope.resource}`;
+
+function keyText(key: FactKey): string {
+  switch (key.kind) {
+    case "exact":
+      return `e:${key.uid}:${key.rv}`;
+    case "uid":
+    case "sticky":
+    case "collection":
+      return `${key.kind[0]}:${key.uid}`;
+    case "rv":
+      return `r:${key.rv}`;
+    case "name":
+      return `n:${key.namespace}/${key.name}`;
+  }
+}
+
+interface Entry {
+  fact: Fact;
+  expiresAt: number;
+  scope: string;
+}
+
+export class FactIndex {
+  /** Every entry, oldest first, by scope and key. */
+  private readonly entries = new Map<string, Entry>();
+  private readonly perScope = new Map<string, Set<string>>();
+  private readonly waiters = new Map<string, Set<() => void>>();
+
+  constructor(
+    private readonly limits: FactIndexLimits = defaultFactIndexLimits,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Files a fact under its keys, and wakes whoever waits on one of them. */
+  apply(fact: Fact): void {
+    const scope = scopeKeyOf(fact);
+    for (const key of keysOf(fact)) {
+      const full = `${scope}|${keyText(key)}`;
+      // A sticky slot keeps the first deletion it heard: a later write's fact never replaces it.
+      if (key.kind === "sticky" && this.entries.has(full)) continue;
+      this.entries.delete(full);
+      const sticky = key.kind === "sticky";
+      this.entries.set(full, { fact, expiresAt: sticky ? Infinity : this.now() + this.limits.ttlMs, scope });
+      const keys = this.perScope.get(scope) ?? new Set<string>();
+      keys.delete(full);
+      keys.add(full);
+      this.perScope.set(scope, keys);
+      this.evict(scope);
+      for (const wake of this.waiters.get(full) ?? []) wake();
+    }
+  }
+
+  /** The fact filed under `key` in `scope`, if it has not expired. */
+  get(scope: Scope, key: FactKey): Fact | undefined {
+    const entry = this.entries.get(`${scopeKeyOf(scope)}|${keyText(key)}`);
+    return entry && entry.expiresAt > this.now() ? entry.fact : undefined;
+  }
+
+  /** Calls `wake` whenever a fact is filed under one of `keys`; returns what stops that. */
+  watch(scope: Scope, keys: readonly FactKey[], wake: () => void): () => void {
+    const fulls = keys.map((key) => `${scopeKeyOf(scope)}|${keyText(key)}`);
+    for (const full of fulls) {
+      const set = this.waiters.get(full) ?? new Set();
+      set.add(wake);
+      this.waiters.set(full, set);
+    }
+    return () => {
+      for (const full of fulls) {
+        const set = this.waiters.get(full);
+        set?.delete(wake);
+        if (set?.size === 0) this.waiters.delete(full);
+      }
+    };
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  private evict(scope: string): void {
+    const keys = this.perScope.get(scope)!;
+    while (keys.size > this.limits.perType) this.drop(keys.values().next().value!);
+    while (this.entries.size > this.limits.total) this.drop(this.entries.keys().next().value!);
+  }
+
+  private drop(full: string): void {
+    const entry = this.entries.get(full);
+    this.entries.delete(full);
+    if (entry) this.perScope.get(entry.scope)?.delete(full);
+  }
+}

@@ -1,0 +1,120 @@
+// The audit ingress: kube-apiserver's audit webhook posts EventLists to
+// /audit-webhook/<audit-route>, over TLS with a client certificate the audit CA signed. It
+// answers fast: it validates, extracts the facts, hands them to the fact stream, and returns.
+// kube-apiserver appends ?timeout=…, so the route comes from the path alone.
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import type { Runnable } from "../operator/manager.ts";
+import type { Logger } from "../operator/informer.ts";
+import { factsByType, type AuditEvent, type Fact } from "./fact.ts";
+
+export interface AuditIngressOptions {
+  host: string;
+  port: number;
+  /** PEM serving certificate, key, and the CA client certificates must chain to; none: plain HTTP (--audit-insecure). */
+  tls?: { cert: string; key: string; ca: string };
+  /** With --author-attribution-audit-route-annotation-key: the bare /audit-webhook, each event naming its route. */
+  routeAnnotationKey?: string;
+  /** The most bytes one EventList may have. */
+  maxBodyBytes?: number;
+  /** Where the facts go: one call per route and type of a request. */
+  append: (route: string, type: string, facts: Fact[]) => void;
+  logger: Logger;
+}
+
+const routePattern = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+const prefix = "/audit-webhook";
+
+export class AuditIngress implements Runnable {
+  readonly name = "audit-ingress";
+  readonly needLeaderElection = false;
+  private server: Server | undefined;
+  /** Where it listens, once it does: the port a test asked the system for. */
+  address: { host: string; port: number } | undefined;
+
+  constructor(private readonly options: AuditIngressOptions) {}
+
+  async start(signal: AbortSignal): Promise<void> {
+    const handler = (req: IncomingMessage, res: ServerResponse) => void this.handle(req, res);
+    const { tls } = this.options;
+    this.server = tls
+      ? createHttpsServer({ ...tls, requestCert: true, rejectUnauthorized: true }, handler)
+      : createHttpServer(handler);
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once("error", reject);
+      this.server!.listen(this.options.port, this.options.host, resolve);
+    });
+    const bound = this.server.address();
+    this.address =
+      typeof bound === "object" && bound ? { host: this.options.host, port: bound.port } : undefined;
+    await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+    // kube-apiserver keeps its connection open between batches: close it too, or close() waits on it.
+    const closed = new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? "").split("?")[0]!;
+    const route = path.startsWith(`${prefix}/`) ? path.slice(prefix.length + 1) : undefined;
+    const shared = path === prefix && this.options.routeAnnotationKey !== undefined;
+    if (req.method !== "POST" || !((route !== undefined && routePattern.test(route)) || shared)) {
+      return answer(res, 404, "no such audit route");
+    }
+    let events: AuditEvent[];
+    try {
+      const body = JSON.parse(await readBody(req, this.options.maxBodyBytes ?? 32 << 20)) as {
+        items?: unknown;
+      };
+      if (!Array.isArray(body.items)) return answer(res, 400, "not an audit.k8s.io EventList");
+      events = body.items as AuditEvent[];
+    } catch (err) {
+      return answer(res, 400, err instanceof Error ? err.message : "unreadable body");
+    }
+    for (const [eventRoute, list] of route !== undefined
+      ? [[route, events] as const]
+      : this.byAnnotation(events)) {
+      for (const [type, facts] of factsByType(list, eventRoute)) this.options.append(eventRoute, type, facts);
+    }
+    answer(res, 200, "{}");
+  }
+
+  /** The shared endpoint's events, grouped by the route each one's annotation names. */
+  private byAnnotation(events: AuditEvent[]): [string, AuditEvent[]][] {
+    const byRoute = new Map<string, AuditEvent[]>();
+    for (const event of events) {
+      const route = event.annotations?.[this.options.routeAnnotationKey!];
+      if (!route || !routePattern.test(route)) continue;
+      byRoute.set(route, [...(byRoute.get(route) ?? []), event]);
+    }
+    return [...byRoute];
+  }
+}
+
+function answer(res: ServerResponse, code: number, body: string): void {
+  res.writeHead(code, { "content-type": code === 200 ? "application/json" : "text/plain" });
+  res.end(body);
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        reject(new Error(`the EventList is larger than ${limit} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}

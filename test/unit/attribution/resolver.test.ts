@@ -1,0 +1,202 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { actorSignature, authorOf, unresolvedAuthor } from "../../../internal/attribution/author.ts";
+import { accepted, factOf, factsByType, type AuditEvent } from "../../../internal/attribution/fact.ts";
+import { FactIndex } from "../../../internal/attribution/factindex.ts";
+import { lookUp, resolve, type AttributionQuery } from "../../../internal/attribution/resolver.ts";
+
+const route = "team-a.prod";
+const scope = { route, group: "", resource: "configmaps" };
+
+function event(overrides: Partial<AuditEvent> = {}): AuditEvent {
+  return {
+    auditID: "a1",
+    stage: "ResponseComplete",
+    verb: "update",
+    requestURI: "/api/v1/namespaces/apps/configmaps/web",
+    user: { username: "alice" },
+    objectRef: { resource: "configmaps", namespace: "apps", name: "web", uid: "u1", apiGroup: "" },
+    responseStatus: { code: 200 },
+    responseObject: { metadata: { resourceVersion: "11", uid: "u1" } },
+    stageTimestamp: "2026-12-01T10:00:00Z",
+    ...overrides,
+  };
+}
+
+const fact = (overrides: Partial<AuditEvent> = {}) => factOf(event(overrides), route)!;
+/** bob deletes the object; the API server answers with it at resourceVersion 20, finalizers still holding it. */
+const bobDeletes = () =>
+  fact({
+    verb: "delete",
+    user: { username: "bob" },
+    responseObject: { metadata: { resourceVersion: "20", uid: "u1" } },
+  });
+const query = (overrides: Partial<AttributionQuery> = {}): AttributionQuery => ({
+  ...scope,
+  namespace: "apps",
+  name: "web",
+  uid: "u1",
+  resourceVersion: "11",
+  removal: false,
+  ...overrides,
+});
+
+describe("the accept gate: only a complete, successful, persisted write makes a fact", () => {
+  it("takes a ResponseComplete update that succeeded", () => assert.equal(accepted(event()), true));
+  it("refuses another stage, a read, a failure, a dry run, a status write, and a no-op", () => {
+    assert.equal(accepted(event({ stage: "RequestReceived" })), false);
+    assert.equal(accepted(event({ verb: "get" })), false);
+    assert.equal(accepted(event({ responseStatus: { code: 409 } })), false);
+    assert.equal(accepted(event({ requestURI: "/api/v1/namespaces/apps/configmaps/web?dryRun=All" })), false);
+    assert.equal(accepted(event({ objectRef: { resource: "deployments", subresource: "status" } })), false);
+    assert.equal(accepted(event({ requestObject: { metadata: { resourceVersion: "11" } } })), false);
+  });
+  it("takes /scale, which names who scaled the parent", () => {
+    assert.equal(accepted(event({ objectRef: { resource: "deployments", subresource: "scale" } })), true);
+  });
+  it("one append per type per request, not per event", () => {
+    const byType = factsByType([event(), event({ auditID: "a2" }), event({ verb: "get" })], route);
+    assert.deepEqual([...byType.keys()], ["/configmaps"]);
+    assert.equal(byType.get("/configmaps")!.length, 2);
+  });
+  it("a deletecollection becomes one collection fact with its selector and uid set", () => {
+    const collection = fact({
+      verb: "deletecollection",
+      requestURI: "/api/v1/namespaces/apps/configmaps?labelSelector=app%3Dweb",
+      objectRef: { resource: "configmaps", namespace: "apps" },
+      responseObject: {
+        kind: "ConfigMapList",
+        items: [{ metadata: { uid: "u1" } }, { metadata: { uid: "u2" } }],
+      },
+    });
+    assert.deepEqual(collection.collection, { labelSelector: "app=web", uids: ["u1", "u2"] });
+  });
+});
+
+describe("the resolver takes the strongest evidence there is", () => {
+  it("strong match: a fact for this uid and resourceVersion names the author", () => {
+    const index = new FactIndex();
+    index.apply(fact());
+    const found = lookUp(index, query());
+    assert.equal(found.tier, "exact");
+    assert.equal("actor" in found && found.actor.username, "alice");
+  });
+
+  it("an exact-capable event never falls through to the uid of an older write", () => {
+    const index = new FactIndex();
+    index.apply(fact());
+    assert.equal(lookUp(index, query({ resourceVersion: "12" })).tier, "absent");
+  });
+
+  it("a delete whose audit resourceVersion differs from the watch's is found by the sticky slot", () => {
+    const index = new FactIndex();
+    index.apply(bobDeletes());
+    const found = lookUp(index, query({ resourceVersion: "21", removal: true }));
+    assert.equal(found.tier, "delete_sticky");
+    assert.equal("actor" in found && found.actor.username, "bob");
+  });
+
+  it("a finalizer patch after a delete does not overwrite the deleter", () => {
+    const index = new FactIndex();
+    index.apply(bobDeletes());
+    index.apply(
+      fact({
+        verb: "patch",
+        user: { username: "system:serviceaccount:kube-system:gc" },
+        responseObject: { metadata: { resourceVersion: "20", uid: "u1" } },
+      }),
+    );
+    const found = lookUp(index, query({ resourceVersion: "20", removal: true }));
+    assert.equal("actor" in found && found.actor.username, "bob");
+  });
+
+  it("a removal is never credited to the object's last edit", () => {
+    const index = new FactIndex();
+    index.apply(fact());
+    assert.equal(lookUp(index, query({ resourceVersion: "30", removal: true })).tier, "absent");
+  });
+
+  it("a collection delete is joined by its uid set", () => {
+    const index = new FactIndex();
+    index.apply(
+      fact({
+        verb: "deletecollection",
+        user: { username: "carol" },
+        objectRef: { resource: "configmaps", namespace: "apps" },
+        responseObject: { kind: "ConfigMapList", items: [{ metadata: { uid: "u1" } }] },
+      }),
+    );
+    assert.equal(
+      lookUp(index, query({ resourceVersion: "40", removal: true })).tier,
+      "deletecollection_body_uid",
+    );
+  });
+
+  it("an aggregated-API-style fact with only a name answers by name", () => {
+    const index = new FactIndex();
+    index.apply(
+      fact({ objectRef: { resource: "configmaps", namespace: "apps", name: "web" }, responseObject: {} }),
+    );
+    assert.equal(lookUp(index, query()).tier, "name");
+  });
+
+  it("an expired fact is never joined, whether or not it was swept", () => {
+    let now = 0;
+    const index = new FactIndex({ ttlMs: 1000, perType: 10, total: 10 }, () => now);
+    index.apply(fact());
+    now = 1001;
+    assert.equal(lookUp(index, query()).tier, "absent");
+  });
+
+  it("a late fact wakes the waiting event inside the grace; a missing one ends at the grace", async () => {
+    const index = new FactIndex();
+    const waiting = resolve(index, query(), 2_000);
+    index.apply(fact());
+    assert.equal((await waiting).tier, "exact");
+    const started = Date.now();
+    assert.equal((await resolve(index, query({ uid: "u9" }), 50)).tier, "absent");
+    assert.ok(Date.now() - started >= 45);
+  });
+
+  it("the index is capped per type, oldest first", () => {
+    const index = new FactIndex({ ttlMs: 60_000, perType: 2, total: 10 });
+    for (const uid of ["a", "b", "c"])
+      index.apply(
+        fact({
+          objectRef: { resource: "configmaps", uid },
+          responseObject: { metadata: { resourceVersion: "1" } },
+        }),
+      );
+    assert.equal(lookUp(index, query({ uid: "c", resourceVersion: "1" })).tier, "exact");
+    assert.equal(lookUp(index, query({ uid: "a", resourceVersion: "1" })).tier, "absent");
+  });
+});
+
+describe("commit identities", () => {
+  it("a service account is named by its username, with a derived email", () => {
+    assert.deepEqual(actorSignature({ username: "system:serviceaccount:flux-system:kustomize-controller" }), {
+      name: "system:serviceaccount:flux-system:kustomize-controller",
+      email: "systemserviceaccountflux-systemkustomize-controller@noreply.cluster.local",
+    });
+  });
+  it("an OIDC user's display name and email come from the two user.extra keys", () => {
+    const extra = {
+      "configbutler.ai/claims/display-name": ["Alice Doe"],
+      "configbutler.ai/claims/email": ["alice@example.com"],
+    };
+    assert.deepEqual(actorSignature({ username: "alice@example.com", extra }), {
+      name: "Alice Doe",
+      email: "alice@example.com",
+    });
+  });
+  it("impersonation: the write is the impersonated identity's", () => {
+    const impersonated = fact({
+      user: { username: "admin" },
+      impersonatedUser: { username: "system:serviceaccount:apps:deployer" },
+    });
+    assert.equal(impersonated.actor.username, "system:serviceaccount:apps:deployer");
+  });
+  it("attribution that did not resolve is the explicit sentinel, never a person", () => {
+    assert.deepEqual(authorOf({ tier: "absent" }), unresolvedAuthor);
+  });
+});
