@@ -9,7 +9,9 @@ import { informerSource } from "../internal/kube/sources.ts";
 import { statusCodeOf } from "../internal/kube/resourceclient.ts";
 import { readKubeconfigSecret, type KubeconfigOptions } from "../internal/kubeconfig/secret.ts";
 import {
+  auditFactsCondition,
   auditRouteOf,
+  routeHolder,
   inClusterConsented,
   providerConditions,
   providerKey,
@@ -29,6 +31,8 @@ export interface KubeProviderDeps {
   kubeconfig: KubeconfigOptions;
   /** Credentials are re-resolved on the catalog-refresh cadence: 30 s. */
   recheckMs?: number;
+  /** With attribution on: when an audit route last delivered a fact. */
+  lastFactAt?: (route: string) => Date | undefined;
 }
 
 type Connection =
@@ -56,7 +60,7 @@ export class KubeProviderReconciler implements Reconciler {
       return {};
     }
 
-    const connection = await this.connection(provider);
+    const connection = this.routeConflict(provider) ?? (await this.connection(provider));
     let outcome: ProviderOutcome;
     if ("kind" in connection) {
       // Fail closed: a connection that may not be used stops the watches that used it.
@@ -73,15 +77,41 @@ export class KubeProviderReconciler implements Reconciler {
       );
     }
 
+    const route = auditRouteOf(provider);
+    const lastFactAt = this.deps.lastFactAt?.(route);
     await this.status.write(kubeProviders(this.operatorConfig), provider, {
-      conditions: providerConditions(outcome, provider.metadata.generation),
+      conditions: [
+        ...providerConditions(outcome, provider.metadata.generation),
+        ...(this.deps.lastFactAt
+          ? [auditFactsCondition(route, lastFactAt, provider.metadata.generation)]
+          : []),
+      ],
       fields: {
         credential: provider.spec.inCluster ? "InCluster" : "Kubeconfig",
-        auditRoute: auditRouteOf(provider),
+        auditRoute: route,
         ...(outcome.kind === "refused" ? {} : { server: outcome.server }),
+        // To the minute: facts flow all the time, and each status write costs every watcher.
+        ...(lastFactAt ? { lastFactAt: `${lastFactAt.toISOString().slice(0, 16)}:00Z` } : {}),
       },
     });
     return { requeueAfterMs: this.recheckMs };
+  }
+
+  /**
+   * With attribution on, a provider whose audit route another namespace holds is refused: its
+   * source's facts and the holder's would be read as one another's.
+   */
+  private routeConflict(provider: KubeProvider): Extract<ProviderOutcome, { kind: "refused" }> | undefined {
+    if (!this.deps.lastFactAt) return undefined;
+    const route = auditRouteOf(provider);
+    const holder = routeHolder(route, this.providers.list());
+    if (holder === undefined || holder === provider.metadata.namespace) return undefined;
+    return {
+      kind: "refused",
+      reason: KubeProviderReason.AuditRouteConflict,
+      message: `The audit route ${route} is held by namespace ${holder}: set spec.attribution.auditRoute to one of this namespace's own, such as ${provider.metadata.namespace}.${provider.metadata.name}.`,
+      transient: false,
+    };
   }
 
   /** The client the provider's credential yields, or why there is none. */

@@ -13,6 +13,7 @@ import {
   nextRetry,
   placementRefusals,
   secretEncryptions,
+  gitCommits,
   placements,
   retainedBytes,
   retainedWrites,
@@ -90,6 +91,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   manager.addRunnable(sourceContexts);
   setupKubeProviderController(manager, {
     sourceContexts,
+    ...(attribution ? { lastFactAt: (route: string) => attribution.lastFactAt(route) } : {}),
     inClusterKubeProviders: settings.inClusterKubeProviders,
     kubeconfig: {
       allowExec: settings.allowKubeconfigExec,
@@ -133,6 +135,8 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       if (reason === "encryption_failed")
         secretEncryptions.inc({ outcome: "failed", ...targetLabels(write.target.key) });
     },
+    onCommitted: (write) =>
+      gitCommits.inc({ author_kind: write.author?.kind ?? "none", ...targetLabels(write.target.key) }),
     onEncrypted: (write, _identity, outcome) =>
       secretEncryptions.inc({ outcome, ...targetLabels(write.target.key) }),
     folders: {

@@ -9,6 +9,7 @@ import { authorOf } from "./author.ts";
 import { FactIndex } from "./factindex.ts";
 import { AuditIngress, type AuditIngressOptions } from "./ingress.ts";
 import { resolve } from "./resolver.ts";
+import { attributionResolutions } from "../telemetry/instruments.ts";
 
 export interface AttributionSettings {
   /** --author-attribution-grace: how long a live change waits for its fact. */
@@ -19,6 +20,8 @@ export interface AttributionSettings {
 export class Attribution {
   readonly index = new FactIndex();
   readonly ingress: AuditIngress;
+  /** When each audit route last delivered a fact, for its KubeProvider's AuditFactsReceived. */
+  private readonly lastFact = new Map<string, Date>();
 
   constructor(
     private readonly settings: AttributionSettings,
@@ -27,16 +30,30 @@ export class Attribution {
     this.ingress = new AuditIngress({
       ...settings.ingress,
       logger,
-      append: (_route, _type, facts) => {
+      append: (route, _type, facts) => {
         for (const fact of facts) this.index.apply(fact);
+        this.lastFact.set(route, new Date());
       },
     });
+  }
+
+  /** When `route` last delivered a fact; undefined before its first. */
+  lastFactAt(route: string): Date | undefined {
+    return this.lastFact.get(route);
   }
 
   /** Who made a live change of `collection`, on the audit route its KubeProvider's facts arrive on. */
   attribute(route: string, collection: Collection): Attribute {
     const { group, resource } = collection;
-    return async (object) =>
-      authorOf(await resolve(this.index, { route, group, resource, ...object }, this.settings.graceMs));
+    return async (object) => {
+      const resolution = await resolve(
+        this.index,
+        { route, group, resource, ...object },
+        this.settings.graceMs,
+      );
+      const author = authorOf(resolution);
+      attributionResolutions.inc({ tier: resolution.tier, actor_kind: author.kind });
+      return author;
+    };
   }
 }

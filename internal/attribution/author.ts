@@ -5,6 +5,7 @@
 import type { Signature } from "../git/clone.ts";
 import type { Actor } from "./fact.ts";
 import type { Resolution } from "./resolver.ts";
+import type { Author } from "../watch/stream.ts";
 
 export const displayNameKey = "configbutler.ai/claims/display-name";
 export const emailKey = "configbutler.ai/claims/email";
@@ -15,8 +16,10 @@ export const unresolvedAuthor: Signature = {
 };
 
 /** The author a resolution names: the actor, or the unresolved sentinel. */
-export function authorOf(resolution: Resolution): Signature {
-  return resolution.tier === "absent" ? unresolvedAuthor : actorSignature(resolution.actor);
+export function authorOf(resolution: Resolution): Author {
+  return resolution.tier === "absent"
+    ? { ...unresolvedAuthor, kind: "none" }
+    : { ...actorSignature(resolution.actor), kind: actorKind(resolution.actor) };
 }
 
 /** An actor as a Git identity: its OIDC display name and email when present and usable. */

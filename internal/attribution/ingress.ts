@@ -12,6 +12,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { Runnable } from "../operator/manager.ts";
 import type { Logger } from "../operator/informer.ts";
 import { factsByType, type AuditEvent, type Fact } from "./fact.ts";
+import { auditFacts, auditRequests } from "../telemetry/instruments.ts";
 
 export interface AuditIngressOptions {
   host: string;
@@ -45,6 +46,7 @@ export class AuditIngress implements Runnable {
     this.server = tls
       ? createHttpsServer({ ...tls, requestCert: true, rejectUnauthorized: true }, handler)
       : createHttpServer(handler);
+    this.server.on("tlsClientError", () => auditRequests.inc({ code: "tls" }));
     await new Promise<void>((resolve, reject) => {
       this.server!.once("error", reject);
       this.server!.listen(this.options.port, this.options.host, resolve);
@@ -79,7 +81,10 @@ export class AuditIngress implements Runnable {
     for (const [eventRoute, list] of route !== undefined
       ? [[route, events] as const]
       : this.byAnnotation(events)) {
-      for (const [type, facts] of factsByType(list, eventRoute)) this.options.append(eventRoute, type, facts);
+      for (const [type, facts] of factsByType(list, eventRoute)) {
+        this.options.append(eventRoute, type, facts);
+        auditFacts.inc({ audit_route: eventRoute }, facts.length);
+      }
     }
     answer(res, 200, "{}");
   }
@@ -97,6 +102,7 @@ export class AuditIngress implements Runnable {
 }
 
 function answer(res: ServerResponse, code: number, body: string): void {
+  auditRequests.inc({ code: String(code) });
   res.writeHead(code, { "content-type": code === 200 ? "application/json" : "text/plain" });
   res.end(body);
 }

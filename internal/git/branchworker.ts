@@ -209,9 +209,9 @@ export class BranchWorker {
     this.queue(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;
     // A window is one author's: a change by someone else closes it, so no commit mixes authors.
-    const author =
-      (item.type === "upsert" || item.type === "delete" ? item.author : undefined) ?? this.options.committer;
-    const owner = { author: `${author.name} <${author.email}>`, target: target.key };
+    const author = item.type === "upsert" || item.type === "delete" ? item.author : undefined;
+    const { name, email } = author ?? this.options.committer;
+    const owner = { author: `${name} <${email}>`, target: target.key };
     if (item.type === "snapshot") {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
@@ -223,7 +223,7 @@ export class BranchWorker {
       owner,
       target.timers,
       identityKeyOf(change.identity),
-      { ...change, target, ...(author === this.options.committer ? {} : { author }) },
+      { ...change, target, ...(author ? { author } : {}) },
       bytes,
       Date.now(),
     )) {

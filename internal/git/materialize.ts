@@ -30,6 +30,8 @@ export interface MaterializeOptions {
   message: (write: DecidedWrite, applied: AppliedChange[]) => string;
   /** Called for each object refused fail-safe, so it can be logged, counted and reported. */
   onRefused: (write: DecidedWrite, identity: ResourceIdentity, reason: string, message: string) => void;
+  /** Called for each commit made, once it is: a write that changed nothing makes none. */
+  onCommitted?: (write: DecidedWrite) => void;
   /** Called for each sensitive document written encrypted, or proved unchanged without encrypting. */
   onEncrypted?: (write: DecidedWrite, identity: ResourceIdentity, outcome: "encrypted" | "unchanged") => void;
   /** The worker's kustomize renders, which judge a folder as it renders; none: as written. */
@@ -191,11 +193,15 @@ export async function materialize(
   // The committer is always the operator; the author is who made the live change.
   const author = write.author ?? committer;
   if (tree.send) {
-    tree.send(writer.touched, message, author, committer, (commit) => inventory.committed(commit));
+    tree.send(writer.touched, message, author, committer, (commit) => {
+      inventory.committed(commit);
+      if (commit) options.onCommitted?.(write);
+    });
     return { divergences, placements, decided, ...judged };
   }
   const commit = await tree.commit(writer.touched, message, author, committer);
   inventory.committed(commit);
+  if (commit) options.onCommitted?.(write);
   return { commit, divergences, placements, decided, ...judged };
 }
 

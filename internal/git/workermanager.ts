@@ -55,6 +55,7 @@ export interface WorkerManagerOptions extends Omit<
   additionalSensitive: readonly string[];
   onRefused: MaterializeOptions["onRefused"];
   onEncrypted?: MaterializeOptions["onEncrypted"];
+  onCommitted?: MaterializeOptions["onCommitted"];
   /** --kustomize-path: the kustomize that judges folders as they render; none: as written. */
   kustomizePath?: string;
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
@@ -190,6 +191,7 @@ export class WorkerManager implements Runnable {
       additionalSensitive,
       onRefused,
       onEncrypted,
+      onCommitted,
       kustomizePath,
       onBranchPublished,
       onBranchProved,
@@ -214,6 +216,7 @@ export class WorkerManager implements Runnable {
       materialize: {
         committer: spec.committer,
         additionalSensitive,
+        onCommitted,
         renders: kustomizePath ? new FolderRenders({ binary: kustomizePath }) : undefined,
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);

@@ -74,3 +74,46 @@ export function providerConditions(
       ];
   }
 }
+
+/**
+ * AuditFactsReceived, with attribution on: Unknown until the provider's audit route delivers
+ * its first fact, then True. Never part of Ready: a cluster that makes no writes sends none.
+ */
+export function auditFactsCondition(
+  route: string,
+  lastFactAt: Date | undefined,
+  generation: number | undefined,
+): ConditionUpdate {
+  return lastFactAt
+    ? {
+        type: KubeProviderCondition.AuditFactsReceived,
+        status: "True",
+        reason: KubeProviderReason.Succeeded,
+        message: `Attribution facts arrive on /audit-webhook/${route}`,
+        observedGeneration: generation,
+      }
+    : {
+        type: KubeProviderCondition.AuditFactsReceived,
+        status: "Unknown",
+        reason: KubeProviderReason.NoFactsYet,
+        message: `No attribution fact has arrived on /audit-webhook/${route} yet: point this cluster's kube-apiserver audit webhook there, with a client certificate the audit CA signed`,
+        observedGeneration: generation,
+      };
+}
+
+/**
+ * The namespace that holds an audit route: the one its first segment names when a provider
+ * there carries it, else the namespace of its oldest carrier (by creationTimestamp, then uid).
+ * Providers of that namespace may share the route; any other's facts would be read as its.
+ */
+export function routeHolder(route: string, providers: readonly KubeProvider[]): string | undefined {
+  const carriers = providers.filter((p) => auditRouteOf(p) === route);
+  const named = route.split(".")[0];
+  if (carriers.some((p) => p.metadata.namespace === named)) return named;
+  // The informer may hold the timestamp as the API's string or as a Date.
+  const created = (p: KubeProvider) => new Date(p.metadata.creationTimestamp ?? 0).getTime();
+  const oldest = [...carriers].sort(
+    (a, b) => created(a) - created(b) || (a.metadata.uid ?? "").localeCompare(b.metadata.uid ?? ""),
+  )[0];
+  return oldest?.metadata.namespace;
+}

@@ -45,6 +45,38 @@ export const writesDropped = new Counter({
   registers: [],
 });
 
+/** Commits made, by who authored them: a person, a service account, or nobody resolved (none). */
+export const gitCommits = new Counter({
+  name: `${metricPrefix}git_commits_total`,
+  help: "Commits made, by the kind of their author: user, serviceaccount, or none (the operator, or attribution unresolved).",
+  labelNames: ["author_kind", "gittarget_namespace", "gittarget_name"] as const,
+  registers: [],
+});
+
+/** Live changes attribution resolved, by the tier that answered and who it named. */
+export const attributionResolutions = new Counter({
+  name: `${metricPrefix}attribution_resolutions_total`,
+  help: "Live changes attribution resolved, by the tier of the evidence (absent: none arrived in the grace) and the kind of actor it named.",
+  labelNames: ["tier", "actor_kind"] as const,
+  registers: [],
+});
+
+/** Requests the audit ingress answered, by HTTP code; a TLS handshake it refused is code "tls". */
+export const auditRequests = new Counter({
+  name: `${metricPrefix}audit_requests_total`,
+  help: 'Requests the audit ingress answered, by HTTP status code; "tls" counts handshakes refused for a missing or foreign client certificate.',
+  labelNames: ["code"] as const,
+  registers: [],
+});
+
+/** Attribution facts the audit ingress accepted, by the audit route they came in on. */
+export const auditFacts = new Counter({
+  name: `${metricPrefix}audit_facts_total`,
+  help: "Attribution facts the audit ingress accepted, by audit route: what passed its accept gate.",
+  labelNames: ["audit_route"] as const,
+  registers: [],
+});
+
 const branchLabels = ["gitbranch_namespace", "gitbranch_name"] as const;
 
 /** Decided writes a branch holds until a push lands. */
@@ -83,6 +115,10 @@ export function registerInstruments(registry: Registry): void {
   const metrics: Metric[] = [
     placementRefusals,
     secretEncryptions,
+    gitCommits,
+    attributionResolutions,
+    auditRequests,
+    auditFacts,
     placements,
     writesDropped,
     retainedWrites,

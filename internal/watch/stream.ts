@@ -52,6 +52,8 @@ export type StreamItem =
 export interface Author {
   name: string;
   email: string;
+  /** What the actor is, as git_commits_total{author_kind} counts it: none when unresolved. */
+  kind: "user" | "serviceaccount" | "none";
 }
 
 /**

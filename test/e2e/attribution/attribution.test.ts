@@ -11,7 +11,23 @@ import { startOperator } from "../../support/operator.ts";
 import { attributionEnv, grantEditing, type AttributionEnv } from "../../support/attributionenv.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { gitTargets } from "../../../generated/v1alpha3/index.ts";
+import {
+  attributionResolutions,
+  auditRequests,
+  gitCommits,
+} from "../../../internal/telemetry/instruments.ts";
+
+/** A counter's value for the labels given, summed over the rest. */
+async function counted(
+  counter: { get(): Promise<{ values: { labels: Record<string, unknown>; value: number }[] }> },
+  labels: Record<string, string>,
+) {
+  const { values } = await counter.get();
+  return values
+    .filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))
+    .reduce((sum, v) => sum + v.value, 0);
+}
+import { gitTargets, kubeProviders } from "../../../generated/v1alpha3/index.ts";
 import { conditionOf } from "../controllers/helpers.ts";
 
 const namespace = "team-a";
@@ -99,6 +115,9 @@ describe("attribution: the audit webhook names who made each change, and commits
       await authorOf("alices"),
       "alice <alice@noreply.cluster.local>|GitOps Reverser <noreply@configbutler.ai>",
     );
+    assert.ok((await counted(attributionResolutions, { tier: "exact", actor_kind: "user" })) >= 1);
+    assert.ok((await counted(gitCommits, { author_kind: "user", gittarget_name: "configs" })) >= 1);
+    assert.ok((await counted(auditRequests, { code: "200" })) >= 1);
   });
 
   it("a service account's edit is authored by its own username, with a derived email", async () => {
@@ -142,6 +161,7 @@ describe("attribution: the audit webhook names who made each change, and commits
       "unknown (attribution unresolved) <attribution-unresolved@gitops-reverser.invalid>|GitOps Reverser <noreply@configbutler.ai>",
       "not alice, whose create is the object's last fact: an update never falls through to it",
     );
+    assert.ok((await counted(attributionResolutions, { tier: "absent", actor_kind: "none" })) >= 1);
   });
 
   it("the audit ingress refuses a client without a certificate from the audit CA", async () => {
@@ -160,5 +180,21 @@ describe("attribution: the audit webhook names who made each change, and commits
       req.end('{"kind":"EventList","items":[]}');
     });
     assert.match(refused, /^refused/);
+    assert.ok((await counted(auditRequests, { code: "tls" })) >= 1, "the refused handshake is counted");
+  });
+
+  it("the KubeProvider says its audit route delivers facts (AuditFactsReceived, never part of Ready)", async () => {
+    // Looked at again on the provider's 30 s recheck.
+    const provider = await conditionOf(
+      kubeProviders(kc),
+      namespace,
+      "self",
+      "AuditFactsReceived",
+      "True",
+      undefined,
+      60_000,
+    );
+    assert.match(provider.status?.lastFactAt ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:00Z$/);
+    assert.equal(provider.status?.auditRoute, `${namespace}.self`);
   });
 });

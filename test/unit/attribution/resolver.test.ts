@@ -4,6 +4,8 @@ import { actorSignature, authorOf, unresolvedAuthor } from "../../../internal/at
 import { accepted, factOf, factsByType, type AuditEvent } from "../../../internal/attribution/fact.ts";
 import { FactIndex } from "../../../internal/attribution/factindex.ts";
 import { lookUp, resolve, type AttributionQuery } from "../../../internal/attribution/resolver.ts";
+import { auditFactsCondition, routeHolder } from "../../../internal/kubeprovider/decide.ts";
+import type { KubeProvider } from "../../../generated/v1alpha3/index.ts";
 
 const route = "team-a.prod";
 const scope = { route, group: "", resource: "configmaps" };
@@ -197,6 +199,42 @@ describe("commit identities", () => {
     assert.equal(impersonated.actor.username, "system:serviceaccount:apps:deployer");
   });
   it("attribution that did not resolve is the explicit sentinel, never a person", () => {
-    assert.deepEqual(authorOf({ tier: "absent" }), unresolvedAuthor);
+    assert.deepEqual(authorOf({ tier: "absent" }), { ...unresolvedAuthor, kind: "none" });
+  });
+});
+
+describe("AuditFactsReceived: Unknown until the audit route delivers a fact", () => {
+  it("is Unknown (NoFactsYet) before the first fact, saying where to point the webhook, then True", () => {
+    const before = auditFactsCondition("team-a.prod", undefined, 2);
+    assert.equal(before.status, "Unknown");
+    assert.equal(before.reason, "NoFactsYet");
+    assert.match(before.message, /\/audit-webhook\/team-a\.prod/);
+    assert.equal(auditFactsCondition("team-a.prod", new Date(), 2).status, "True");
+  });
+});
+
+describe("an audit route is held by one namespace", () => {
+  const provider = (namespace: string, name: string, created: string, auditRoute?: string) =>
+    ({
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "KubeProvider",
+      metadata: { namespace, name, uid: `${namespace}-${name}`, creationTimestamp: created },
+      spec: { inCluster: {}, ...(auditRoute ? { attribution: { auditRoute } } : {}) },
+    }) as unknown as KubeProvider;
+
+  it("the namespace its first segment names, when a provider there carries it", () => {
+    const providers = [
+      provider("team-b", "x", "2026-01-01T00:00:00Z", "team-a.prod"),
+      provider("team-a", "prod", "2026-02-01T00:00:00Z"),
+    ];
+    assert.equal(routeHolder("team-a.prod", providers), "team-a");
+  });
+
+  it("else the oldest carrier's namespace; another namespace's provider is in conflict", () => {
+    const providers = [
+      provider("team-c", "late", "2026-03-01T00:00:00Z", "shared"),
+      provider("team-b", "early", "2026-01-01T00:00:00Z", "shared"),
+    ];
+    assert.equal(routeHolder("shared", providers), "team-b");
   });
 });
