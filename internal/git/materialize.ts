@@ -183,7 +183,7 @@ export async function materialize(
   const judged = replay ? {} : { refusedWrites };
   if (writer.touched.size === 0) return { divergences, placements, decided, ...judged };
   for (const [path, content] of bootstrapFiles(folder, write.target.encryption)) {
-    if (!tree.exists(path) || replacesBootstrap(path, (await tree.read(path)) ?? "", content)) {
+    if (!tree.exists(path) || (await replacesBootstrap(path, content, () => tree.read(path)))) {
       await tree.write(path, content);
       writer.touched.add(path);
     }

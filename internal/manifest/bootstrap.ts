@@ -18,12 +18,16 @@ const sopsConfigHeader = "# Written by GitOps Reverser";
 
 /**
  * Whether a bootstrap file already there is replaced: only a .sops.yaml the operator wrote,
- * whose recipients changed since. Anything a person wrote is kept.
+ * whose recipients changed since. Anything a person wrote is kept. Only that file is read.
  */
-export function replacesBootstrap(path: string, existing: string, content: string): boolean {
-  return path.endsWith("/.sops.yaml") || path === ".sops.yaml"
-    ? existing.startsWith(sopsConfigHeader) && existing !== content
-    : false;
+export async function replacesBootstrap(
+  path: string,
+  content: string,
+  read: () => Promise<string | undefined>,
+): Promise<boolean> {
+  if (!(path.endsWith("/.sops.yaml") || path === ".sops.yaml")) return false;
+  const existing = (await read()) ?? "";
+  return existing.startsWith(sopsConfigHeader) && existing !== content;
 }
 
 /**

@@ -212,7 +212,8 @@ export class FolderWriter {
       return this.create(identity, object, true);
     }
     const { path } = location;
-    const sealed = this.inventory.documentAt(location)?.sealed;
+    const facts = this.inventory.documentAt(location);
+    const sealed = facts?.sealed;
     if (!sealed) {
       return {
         refused: `${path} holds ${describe(identity)} in plaintext; the operator writes a sensitive resource only encrypted and never rewrites this one: encrypt the file with sops, or remove it`,
@@ -221,8 +222,9 @@ export class FolderWriter {
     }
     if ((this.inventory.fileAt(path)?.documents.length ?? 0) > 1)
       return sealedRefusal(`${path} holds ${describe(identity)} beside other documents`);
-    const current = parseManifestFile((await this.tree.read(path)) ?? "")[location.index]?.toJS() as unknown;
-    const desired = keepWrittenNamespace(current, structuredClone(object)) as KubernetesObject;
+    // The namespace as the document writes it, which the inventory knows: nothing is read to prove it unchanged.
+    const written = { metadata: facts.namespace ? { namespace: facts.namespace } : {} };
+    const desired = keepWrittenNamespace(written, structuredClone(object)) as KubernetesObject;
     if (proves(sealed.proof, desired, recipients))
       return { path, created: false, changed: false, encryption: "unchanged" };
     const text = await encryptManifest(desired, { recipients });

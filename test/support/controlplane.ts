@@ -153,6 +153,16 @@ export class ControlPlane {
     return this.writeIdentity(name, fileName, kubeConfigFor(this.server, this.servingCa.certPem, name, cert));
   }
 
+  /** A user authenticated by a bearer token, such as an OIDC ID token: `name` names it only here. */
+  async tokenUser(name: string, token: string): Promise<TestIdentity> {
+    const fileName = `token-${++this.userCount}`;
+    return this.writeIdentity(
+      name,
+      fileName,
+      kubeConfigFor(this.server, this.servingCa.certPem, name, { token }),
+    );
+  }
+
   /**
    * A ServiceAccount's identity, through the TokenRequest API. The ServiceAccount is created
    * if it does not exist; the namespace must.

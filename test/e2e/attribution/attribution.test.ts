@@ -9,6 +9,7 @@ import { defaultAuditPolicy } from "../../support/audit.ts";
 import { applyMirror } from "../../support/mirror.ts";
 import { startOperator } from "../../support/operator.ts";
 import { attributionEnv, grantEditing, type AttributionEnv } from "../../support/attributionenv.ts";
+import { OidcIssuer } from "../../support/oidc.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 import {
@@ -43,6 +44,8 @@ describe("attribution: the audit webhook names who made each change, and commits
   let operator: ReturnType<typeof startOperator>;
   let workerRoot: string;
   let env: AttributionEnv;
+  let issuer: OidcIssuer;
+  let oidcUser: TestIdentity;
   let alice: TestIdentity;
   let deployer: TestIdentity;
   const authorOf = async (name: string) => {
@@ -56,6 +59,7 @@ describe("attribution: the audit webhook names who made each change, and commits
   before(async () => {
     dir = makeOwnedTempDir("attribution");
     env = await attributionEnv(dir);
+    issuer = await OidcIssuer.start(dir);
     [plane, git] = await Promise.all([
       ControlPlane.start({
         // The KubeProvider "self" in team-a: its route defaults to <namespace>.<name>.
@@ -71,6 +75,8 @@ describe("attribution: the audit webhook names who made each change, and commits
             ...defaultAuditPolicy.rules,
           ],
         }),
+        // OIDC users, their name and email claims mapped into user.extra.
+        extraApiServerArgs: [await issuer.authenticationConfigFlag(dir)],
       }),
       GitServer.start({ users: [user] }),
     ]);
@@ -79,8 +85,18 @@ describe("attribution: the audit webhook names who made each change, and commits
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
     alice = await plane.mintUser("alice");
     deployer = await plane.serviceAccountToken(namespace, "deployer");
+    oidcUser = await plane.tokenUser(
+      "alice.doe@example.com",
+      issuer.token({
+        sub: "248289761001",
+        email: "alice.doe@example.com",
+        email_verified: true,
+        name: "Alice Doe",
+      }),
+    );
     await grantEditing(kc, namespace, [
       { kind: "User", name: "alice", apiGroup: "rbac.authorization.k8s.io" },
+      { kind: "User", name: "alice.doe@example.com", apiGroup: "rbac.authorization.k8s.io" },
       { kind: "ServiceAccount", name: "deployer", namespace },
     ]);
     const url = await git.createRepository("state");
@@ -101,6 +117,7 @@ describe("attribution: the audit webhook names who made each change, and commits
     await operator?.stop();
     await git?.close();
     await plane?.stop();
+    await issuer?.stop();
     if (workerRoot) removeOwnedTempDir(workerRoot);
     if (dir) removeOwnedTempDir(dir);
   });
@@ -118,6 +135,18 @@ describe("attribution: the audit webhook names who made each change, and commits
     assert.ok((await counted(attributionResolutions, { tier: "exact", actor_kind: "user" })) >= 1);
     assert.ok((await counted(gitCommits, { author_kind: "user", gittarget_name: "configs" })) >= 1);
     assert.ok((await counted(auditRequests, { code: "200" })) >= 1);
+  });
+
+  it("an OIDC user's display name and email become the author", async () => {
+    const core = oidcUser.kubeConfig.makeApiClient(CoreV1Api);
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: "oidc" }, data: { k: "v" } },
+    });
+    assert.equal(
+      await authorOf("oidc"),
+      "Alice Doe <alice.doe@example.com>|GitOps Reverser <noreply@configbutler.ai>",
+    );
   });
 
   it("a service account's edit is authored by its own username, with a derived email", async () => {
