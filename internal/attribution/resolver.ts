@@ -53,8 +53,8 @@ export function rungsOf(query: AttributionQuery): Rung[] {
 }
 
 /** The strongest answer the index holds for a query now. */
-export function lookUp(index: FactIndex, query: AttributionQuery): Resolution {
-  for (const rung of rungsOf(query)) {
+export function lookUp(index: FactIndex, query: AttributionQuery, rungs = rungsOf(query)): Resolution {
+  for (const rung of rungs) {
     const fact = index.get(query, rung.key);
     if (fact && (rung.answers?.(fact) ?? true)) return { tier: rung.tier, actor: fact.actor, fact };
   }
@@ -80,7 +80,7 @@ export async function resolve(
   try {
     const deadline = Date.now() + graceMs;
     for (;;) {
-      const found = lookUp(index, query);
+      const found = lookUp(index, query, rungs);
       if (found.tier !== "absent") return found;
       const left = deadline - Date.now();
       if (left <= 0) return found;

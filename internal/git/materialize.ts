@@ -13,7 +13,7 @@ import { formatPath, measureRender } from "../manifest/rendermeasure.ts";
 import type { FolderRenders } from "../kustomize/renders.ts";
 import { renderVerdict } from "../kustomize/verdict.ts";
 import { acceptFollowed, sweptNamespace } from "../manifest/lookup.ts";
-import { FolderWriter, identityKeyOf } from "../manifest/writer.ts";
+import { FolderWriter, describe, identityKeyOf } from "../manifest/writer.ts";
 import { isSensitive } from "../manifest/placement.ts";
 import type { ResourceIdentity } from "../watch/stream.ts";
 import type { Clone, Signature } from "./clone.ts";
@@ -216,7 +216,6 @@ async function measure(
   for (const change of write.changes) {
     // A sensitive document's values are encrypted: never measured, so never reported either.
     if (change.op !== "upsert" || isSensitive(change.identity, additionalSensitive)) continue;
-    const { kind, namespace, name } = change.identity;
     const document = rendered?.get(identityKeyOf(change.identity));
     const divergences =
       document !== undefined
@@ -224,7 +223,7 @@ async function measure(
         : await writer.measure(change.identity, change.object);
     for (const d of divergences) {
       found.push({
-        document: `${kind} ${namespace ? `${namespace}/` : ""}${name}`,
+        document: describe(change.identity),
         path: formatPath(d.path),
         rendered: d.rendered,
         live: typeof d.live === "string" ? d.live : (JSON.stringify(d.live) ?? "(absent)"),

@@ -363,7 +363,8 @@ function sealedRefusal(where: string): { refused: string; reason: string } {
   };
 }
 
-function describe(identity: ResourceIdentity): string {
+/** An object as messages name it: "Kind namespace/name", or "Kind name" when cluster-scoped. */
+export function describe(identity: Pick<ResourceIdentity, "kind" | "namespace" | "name">): string {
   return `${identity.kind} ${identity.namespace ? `${identity.namespace}/` : ""}${identity.name}`;
 }
 
