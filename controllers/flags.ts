@@ -96,7 +96,11 @@ export function flagParser(): Command {
       parseBool,
       false,
     )
-    .option("--redis-addr <host:port>", "Redis for watch resume cursors; empty runs without it", "")
+    .option(
+      "--redis-addr <host:port>",
+      "Redis (or Valkey) for watch resume cursors and the redis attribution transport; empty runs without it",
+      "",
+    )
     .option(
       "--author-attribution [bool]",
       "name the actor of each change as the commit author, from audit events",

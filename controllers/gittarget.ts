@@ -94,7 +94,7 @@ export class GitTargetReconciler implements Reconciler {
     const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
     if (context) {
       if (this.servedBy.get(key) !== providerKey) await this.release(key);
-      context.watchManager.serve(ref);
+      context.watchManager.serve(ref, target.metadata.uid);
       this.servedBy.set(key, providerKey);
     } else {
       await this.release(key);

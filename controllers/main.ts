@@ -42,7 +42,7 @@ const manager = new Manager(kubeConfig, {
     : undefined,
 });
 
-setupOperator(manager, { ...options, attribution: attributionSettings(options) });
+const operator = setupOperator(manager, { ...options, attribution: attributionSettings(options) });
 
 const registry = createRegistry();
 registerInstruments(registry);
@@ -54,7 +54,10 @@ const probeAddress = parseBindAddress(options.healthProbeBindAddress);
 if (probeAddress) {
   servers.push(
     await serveProbes(
-      { informers: () => (manager.ready ? undefined : "informers have not synced") },
+      {
+        informers: () => (manager.ready ? undefined : "informers have not synced"),
+        ...(operator.redis ? { redis: operator.redis.readiness } : {}),
+      },
       probeAddress,
     ),
   );

@@ -1,6 +1,8 @@
 // Wires every controller and runnable into a manager. main.ts and the end-to-end tests both
 // call this, so the tests run the operator as it ships.
-import { Attribution, type AttributionSettings } from "../internal/attribution/attribution.ts";
+import type { Attribution, AttributionSettings } from "../internal/attribution/attribution.ts";
+import { RedisConnection } from "../internal/redis/connection.ts";
+import { RedisCursorStore } from "../internal/redis/cursors.ts";
 import { resourceTypes, type GitBranch } from "../generated/v1alpha3/index.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import type { Manager } from "../internal/operator/manager.ts";
@@ -20,6 +22,7 @@ import {
   writesDropped,
 } from "../internal/telemetry/instruments.ts";
 import { WorkerManager, defaultWorkerRoot } from "../internal/git/workermanager.ts";
+import { setupAttribution } from "./attribution.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
 import { setupGitProviderController } from "./gitprovider.ts";
@@ -47,8 +50,10 @@ export interface OperatorSettings {
   renderHoldMs?: number;
   /** --git-refresh-interval: how often an idle branch proves where its remote is; 10 minutes. */
   gitRefreshInterval?: number;
-  /** --author-attribution, with the in-process fact transport: the audit ingress and the grace. */
+  /** --author-attribution: the audit ingress, the fact transport and the grace. */
   attribution?: AttributionSettings;
+  /** --redis-addr: resume cursors, and the redis fact transport; empty runs without Redis. */
+  redisAddr?: string;
 }
 
 /** The source label of gitopsreverser_placements_total, by rung. */
@@ -76,17 +81,21 @@ export interface Operator {
   workers: WorkerManager;
   /** With attribution on: the audit ingress and the fact index. */
   attribution?: Attribution;
+  /** With --redis-addr: the connection, whose readiness gates the pod's. */
+  redis?: RedisConnection;
 }
 
 export function setupOperator(manager: Manager, settings: OperatorSettings): Operator {
   const rules = new RuleStore();
-  const attribution = settings.attribution && new Attribution(settings.attribution, manager.logger);
-  if (attribution) manager.addRunnable(attribution.ingress);
+  const redis = settings.redisAddr ? new RedisConnection(settings.redisAddr, manager.logger) : undefined;
+  if (redis) manager.addRunnable(redis);
+  const attribution = settings.attribution && setupAttribution(manager, settings.attribution, redis);
   const sourceContexts = new SourceContexts(
     rules,
     manager.logger,
     settings.catalogRefreshMs,
     attribution && ((route, collection) => attribution.attribute(route, collection)),
+    redis && new RedisCursorStore(redis, manager.logger),
   );
   manager.addRunnable(sourceContexts);
   setupKubeProviderController(manager, {
@@ -165,5 +174,12 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   setupGitTargetController(manager, sourceContexts, { claims, workers });
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);
-  return { rules, sourceContexts, claims, workers, ...(attribution ? { attribution } : {}) };
+  return {
+    rules,
+    sourceContexts,
+    claims,
+    workers,
+    ...(attribution ? { attribution } : {}),
+    ...(redis ? { redis } : {}),
+  };
 }

@@ -2,8 +2,9 @@
 // with an empty repository and the operator, applies the providers, a branch, a target and a
 // rule, makes a few changes in the cluster (as the admin, as alice and as a ServiceAccount), and
 // shows the commits the operator wrote: authored by whoever made each change, as the audit
-// webhook named them, signed with a key it generated and checked by git verify-commit; and a
-// Secret it wrote as a SOPS document, decrypted by the real sops CLI.
+// webhook named them (the facts carried by Redis Streams, where the watches keep their resume
+// cursors too), signed with a key it generated and checked by git verify-commit; and a Secret
+// it wrote as a SOPS document, decrypted by the real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,6 +17,7 @@ import { startOperator } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
 import { ageIdentity, sopsDecryptText } from "../../test/support/sops.ts";
 import { attributionEnv, grantEditing } from "../../test/support/attributionenv.ts";
+import { RedisServer } from "../../test/support/redis.ts";
 import { eventually } from "../../test/support/wait.ts";
 
 const namespace = "demo";
@@ -23,13 +25,14 @@ const user = { username: "demo", password: "demo-password" };
 const say = (line: string) => process.stdout.write(`\n==> ${line}\n`);
 
 const started = Date.now();
-say("Starting kube-apiserver, etcd and a Git server on loopback");
+say("Starting kube-apiserver, etcd, a Git server and Redis on loopback");
 const keys = makeOwnedTempDir("demo-keys");
 // kube-apiserver's audit webhook posts to the operator's audit ingress, over mTLS.
 const attribution = await attributionEnv(keys);
-const [plane, git] = await Promise.all([
+const [plane, git, redis] = await Promise.all([
   ControlPlane.start({ audit: attribution.webhook(`${namespace}.self`) }),
   GitServer.start({ users: [user] }),
+  RedisServer.start(),
 ]);
 const workerRoot = makeOwnedTempDir("demo-workers");
 let operator: ReturnType<typeof startOperator> | undefined;
@@ -38,7 +41,7 @@ try {
   const core = kc.makeApiClient(CoreV1Api);
   await installCrds(kc);
   const url = await git.createRepository("cluster-state");
-  process.stdout.write(`    apiserver ${plane.server}\n    repository ${url}\n`);
+  process.stdout.write(`    apiserver ${plane.server}\n    repository ${url}\n    redis ${redis.address}\n`);
   // The identity Flux would hold to decrypt; the operator is given only its public key.
   const identity = await ageIdentity(keys, "flux");
   process.stdout.write(`    age recipient ${identity.recipient}\n`);
@@ -73,7 +76,8 @@ try {
     inClusterKubeProviders: [`${namespace}/self`],
     workerRoot,
     pushCooldownMs: 1_000,
-    attribution: attribution.settings(),
+    attribution: attribution.settings({ transport: "redis" }),
+    redisAddr: redis.address,
   });
   await eventually(
     async () =>
@@ -165,11 +169,21 @@ try {
   process.stdout.write(encrypted);
   say(`sops --decrypt ${secretPath}, with the age identity`);
   process.stdout.write(await sopsDecryptText(keys, encrypted, identity));
+  const cursors = redis.client();
+  const keysInRedis = await cursors.keys("gitopsreverser:*").finally(() => cursors.disconnect());
+  say("What Redis holds: a fact stream per type, and a resume cursor per watched collection");
+  process.stdout.write(
+    `${keysInRedis
+      .sort()
+      .map((k) => `    ${k}`)
+      .join("\n")}\n`,
+  );
   say(`Done in ${Math.round((Date.now() - started) / 1000)} s. Stopping everything.`);
 } finally {
   await operator?.stop();
   await git.close();
   await plane.stop();
+  await redis.stop();
   removeOwnedTempDir(workerRoot);
   removeOwnedTempDir(keys);
 }

@@ -1,37 +1,47 @@
-// Attribution, put together: the audit ingress appends facts to the fact stream, the index
-// follows the stream, and each collection watch asks the resolver who made a live change.
-// The in-process transport (--author-attribution-transport=memory) is the stream: a fact the
-// ingress accepts is in the index before the ingress answers.
+// Attribution, put together: the audit ingress appends facts to the fact stream, each
+// collection watch follows its type's stream on its provider's audit route into the index, and
+// asks the resolver who made a live change. One follow per stream, counted by the watches
+// that need it. With the memory transport a fact the ingress accepts is in the index before
+// the ingress answers; with Redis, once the follower has read it back.
 import type { Logger } from "../operator/informer.ts";
-import type { Attribute } from "../watch/collectionwatch.ts";
+import type { Attributor } from "../watch/attributor.ts";
 import type { Collection } from "../watch/watchedtypes.ts";
 import { authorOf } from "./author.ts";
-import { FactIndex } from "./factindex.ts";
+import { FactIndex, defaultFactIndexLimits, type FactIndexLimits } from "./factindex.ts";
+import { streamKeyOf, type FactStream, type StreamRef } from "./factstream.ts";
 import { AuditIngress, type AuditIngressOptions } from "./ingress.ts";
 import { resolve } from "./resolver.ts";
-import { attributionResolutions } from "../telemetry/instruments.ts";
+import { attributionResolutions, factIndexEntries } from "../telemetry/instruments.ts";
+
+export type Transport = "redis" | "memory";
 
 export interface AttributionSettings {
   /** --author-attribution-grace: how long a live change waits for its fact. */
   graceMs: number;
-  ingress: Omit<AuditIngressOptions, "append" | "logger">;
+  transport: Transport;
+  ingress: Omit<AuditIngressOptions, "append" | "logger" | "transport">;
+  index?: FactIndexLimits;
 }
 
 export class Attribution {
-  readonly index = new FactIndex();
+  readonly index: FactIndex;
   readonly ingress: AuditIngress;
   /** When each audit route last delivered a fact, for its KubeProvider's AuditFactsReceived. */
   private readonly lastFact = new Map<string, Date>();
+  private readonly follows = new Map<string, { watches: number; stop: () => void }>();
 
   constructor(
     private readonly settings: AttributionSettings,
+    private readonly stream: FactStream,
     logger: Logger,
   ) {
+    this.index = new FactIndex(settings.index ?? defaultFactIndexLimits);
     this.ingress = new AuditIngress({
       ...settings.ingress,
+      transport: settings.transport,
       logger,
-      append: (route, _type, facts) => {
-        for (const fact of facts) this.index.apply(fact);
+      append: async (route, type, facts) => {
+        await stream.append({ route, type }, facts);
         this.lastFact.set(route, new Date());
       },
     });
@@ -43,17 +53,44 @@ export class Attribution {
   }
 
   /** Who made a live change of `collection`, on the audit route its KubeProvider's facts arrive on. */
-  attribute(route: string, collection: Collection): Attribute {
+  attribute(route: string, collection: Collection): Attributor {
     const { group, resource } = collection;
-    return async (object) => {
-      const resolution = await resolve(
-        this.index,
-        { route, group, resource, ...object },
-        this.settings.graceMs,
-      );
-      const author = authorOf(resolution);
-      attributionResolutions.inc({ tier: resolution.tier, actor_kind: author.kind });
-      return author;
+    const release = this.follow({ route, type: `${group}/${resource}` });
+    return {
+      author: async (object) => {
+        const resolution = await resolve(
+          this.index,
+          { route, group, resource, ...object },
+          this.settings.graceMs,
+        );
+        const author = authorOf(resolution);
+        attributionResolutions.inc({ tier: resolution.tier, actor_kind: author.kind });
+        return author;
+      },
+      release,
+    };
+  }
+
+  /** Follows a stream into the index while some watch needs it; returns that watch's release. */
+  private follow(ref: StreamRef): () => void {
+    const key = streamKeyOf(ref);
+    let follow = this.follows.get(key);
+    if (!follow) {
+      const stop = this.stream.follow(ref, (facts) => {
+        for (const fact of facts) this.index.apply(fact);
+        factIndexEntries.set(this.index.size);
+      });
+      follow = { watches: 0, stop };
+      this.follows.set(key, follow);
+    }
+    follow.watches++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--follow.watches > 0) return;
+      follow.stop();
+      this.follows.delete(key);
     };
   }
 }

@@ -1,6 +1,7 @@
 // The fact index: where the watch side finds the fact that names a watch event's actor. Facts
 // are filed, within a scope of (audit route, group/resource), under the strongest key they
-// have: (uid, rv) and (uid) together, else (uid), else (rv), else (namespace, name). A delete
+// have: (uid, rv) and (uid) together, else (uid), else (rv), else (namespace, name); a
+// deletecollection under each uid it returned and its namespace's scope. A delete
 // fact also takes a sticky slot by uid, which no later write's fact replaces and the TTL does
 // not age out: who asked for an object's deletion is never superseded. Entries expire on read
 // and are capped per type and in total, oldest first.
@@ -28,12 +29,17 @@ export type FactKey =
   | { kind: "rv"; rv: string }
   | { kind: "name"; namespace: string; name: string }
   | { kind: "sticky"; uid: string }
-  | { kind: "collection"; uid: string };
+  | { kind: "collection"; uid: string }
+  | { kind: "scope"; namespace: string };
 
 /** The keys a fact is filed under: the strongest it has, and the sticky slot of a delete. */
 export function keysOf(fact: Fact): FactKey[] {
   const keys: FactKey[] = [];
-  if (fact.collection) return fact.collection.uids.map((uid) => ({ kind: "collection", uid }));
+  if (fact.collection) {
+    // The namespace's latest collection request, for removals its uid set does not name.
+    const scope: FactKey = { kind: "scope", namespace: fact.namespace };
+    return [...fact.collection.uids.map((uid) => ({ kind: "collection" as const, uid })), scope];
+  }
   if (fact.uid && fact.resourceVersion)
     keys.push({ kind: "exact", uid: fact.uid, rv: fact.resourceVersion }, { kind: "uid", uid: fact.uid });
   else if (fact.uid) keys.push({ kind: "uid", uid: fact.uid });
@@ -57,6 +63,8 @@ function keyText(key: FactKey): string {
       return `r:${key.rv}`;
     case "name":
       return `n:${key.namespace}/${key.name}`;
+    case "scope":
+      return `s:${key.namespace}`;
   }
 }
 

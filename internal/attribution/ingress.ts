@@ -12,7 +12,7 @@ import { createServer as createHttpsServer } from "node:https";
 import type { Runnable } from "../operator/manager.ts";
 import type { Logger } from "../operator/informer.ts";
 import { factsByType, type AuditEvent, type Fact } from "./fact.ts";
-import { auditFacts, auditRequests } from "../telemetry/instruments.ts";
+import { auditAppends, auditFacts, auditRequests } from "../telemetry/instruments.ts";
 
 export interface AuditIngressOptions {
   host: string;
@@ -23,8 +23,10 @@ export interface AuditIngressOptions {
   routeAnnotationKey?: string;
   /** The most bytes one EventList may have. */
   maxBodyBytes?: number;
-  /** Where the facts go: one call per route and type of a request. */
-  append: (route: string, type: string, facts: Fact[]) => void;
+  /** Where the facts go: one call per route and type of a request; a rejection is answered 503. */
+  append: (route: string, type: string, facts: Fact[]) => Promise<void>;
+  /** The fact transport, for the appends' metric. */
+  transport: string;
   logger: Logger;
 }
 
@@ -78,15 +80,34 @@ export class AuditIngress implements Runnable {
     } catch (err) {
       return answer(res, 400, err instanceof Error ? err.message : "unreadable body");
     }
+    const appends: Promise<void>[] = [];
     for (const [eventRoute, list] of route !== undefined
       ? [[route, events] as const]
       : this.byAnnotation(events)) {
       for (const [type, facts] of factsByType(list, eventRoute)) {
-        this.options.append(eventRoute, type, facts);
-        auditFacts.inc({ audit_route: eventRoute }, facts.length);
+        appends.push(this.append(eventRoute, type, facts));
       }
     }
-    answer(res, 200, "{}");
+    const failed = (await Promise.allSettled(appends)).find((r) => r.status === "rejected");
+    if (!failed) return answer(res, 200, "{}");
+    this.options.logger.error("the fact stream refused an append; kube-apiserver will retry", {
+      error: String(failed.reason),
+    });
+    // kube-apiserver's webhook backend retries an error that suggests a client delay (a
+    // Retry-After), with its own backoff, so a short outage costs no facts.
+    answer(res, 503, "the fact stream is unavailable", { "retry-after": "1" });
+  }
+
+  private async append(route: string, type: string, facts: Fact[]): Promise<void> {
+    const { transport } = this.options;
+    try {
+      await this.options.append(route, type, facts);
+    } catch (err) {
+      auditAppends.inc({ transport, outcome: "failed" });
+      throw err;
+    }
+    auditAppends.inc({ transport, outcome: "ok" });
+    auditFacts.inc({ audit_route: route }, facts.length);
   }
 
   /** The shared endpoint's events, grouped by the route each one's annotation names. */
@@ -101,9 +122,9 @@ export class AuditIngress implements Runnable {
   }
 }
 
-function answer(res: ServerResponse, code: number, body: string): void {
+function answer(res: ServerResponse, code: number, body: string, headers: Record<string, string> = {}): void {
   auditRequests.inc({ code: String(code) });
-  res.writeHead(code, { "content-type": code === 200 ? "application/json" : "text/plain" });
+  res.writeHead(code, { "content-type": code === 200 ? "application/json" : "text/plain", ...headers });
   res.end(body);
 }
 

@@ -3,20 +3,23 @@
 // before it looks, so a fact landing between the look and the wait still wakes it, and it
 // never polls. It takes the strongest evidence there is; the tier is what it reports.
 import type { Actor, Fact } from "./fact.ts";
+import { selectorMatches } from "../grants/namespaces.ts";
+import { parseLabelSelector } from "../watch/selector.ts";
+import type { LiveChange } from "../watch/attributor.ts";
 import type { FactIndex, FactKey, Scope } from "./factindex.ts";
 
-/** What a watch event knows of the object it carries. */
-export interface AttributionQuery extends Scope {
-  namespace: string;
-  name: string;
-  uid: string;
-  resourceVersion: string;
-  /** A delete, or an object that is terminating: only a fact about its removal may answer. */
-  removal: boolean;
-}
+/** A live change, looked up in the scope its facts are filed in. */
+export interface AttributionQuery extends Scope, LiveChange {}
 
 export type Tier =
-  "delete_sticky" | "exact" | "deletecollection_body_uid" | "latest" | "name" | "resource_version" | "absent";
+  | "delete_sticky"
+  | "exact"
+  | "deletecollection_body_uid"
+  | "latest"
+  | "name"
+  | "deletecollection_scope"
+  | "resource_version"
+  | "absent";
 
 export type Resolution = { tier: Exclude<Tier, "absent">; actor: Actor; fact: Fact } | { tier: "absent" };
 
@@ -28,6 +31,39 @@ interface Rung {
 }
 
 const aboutRemoval = (fact: Fact) => fact.verb === "delete" || fact.verb === "deletecollection";
+
+/** How long after a collection request a removal in its scope is credited to it. */
+export const collectionScopeWindowMs = 60_000;
+
+/**
+ * Whether a collection request covers the removed object, when the API server returned no uid
+ * set to say so: its namespace (the key), its label selector on the object's labels, a field
+ * selector on the object's own name or namespace, and a removal within the window. A selector
+ * it cannot read says nothing; a uid set, where there is one, is the answer, and this object is
+ * not in it.
+ */
+export function coveredByCollection(fact: Fact, query: AttributionQuery, now = Date.now()): boolean {
+  const collection = fact.collection;
+  if (fact.verb !== "deletecollection" || !collection || collection.uids.length > 0) return false;
+  if (now - fact.at > collectionScopeWindowMs) return false;
+  const labels = parseLabelSelector(collection.labelSelector ?? "");
+  if (!labels || !selectorMatches(labels, query.labels)) return false;
+  return fieldsMatch(collection.fieldSelector ?? "", query);
+}
+
+/** A field selector on metadata.name and metadata.namespace; any other field says nothing. */
+function fieldsMatch(selector: string, query: AttributionQuery): boolean {
+  const fields: Record<string, string> = {
+    "metadata.name": query.name,
+    "metadata.namespace": query.namespace,
+  };
+  for (const part of selector === "" ? [] : selector.split(",")) {
+    const m = /^\s*([a-z.]+)\s*(==|=|!=)\s*(\S*)\s*$/.exec(part);
+    const actual = m && Object.hasOwn(fields, m[1]!) ? fields[m[1]!] : undefined;
+    if (actual === undefined || (m![2] === "!=") === (actual === m![3])) return false;
+  }
+  return true;
+}
 
 /**
  * The tiers a query asks, strongest first. A removal asks the sticky delete slot first, then a
@@ -44,6 +80,11 @@ export function rungsOf(query: AttributionQuery): Rung[] {
     if (uid) rungs.push({ tier: "deletecollection_body_uid", key: { kind: "collection", uid } });
     if (uid) rungs.push({ tier: "latest", key: { kind: "uid", uid }, answers: aboutRemoval });
     rungs.push({ tier: "name", key: { kind: "name", namespace, name }, answers: aboutRemoval });
+    rungs.push({
+      tier: "deletecollection_scope",
+      key: { kind: "scope", namespace },
+      answers: (fact) => coveredByCollection(fact, query),
+    });
   } else {
     if (uid && rv) rungs.push({ tier: "exact", key: { kind: "exact", uid, rv } });
     rungs.push({ tier: "name", key: { kind: "name", namespace, name } });

@@ -77,6 +77,44 @@ export const auditFacts = new Counter({
   registers: [],
 });
 
+/** Watch connections of a collection, by how each began; a reinitialize costs a snapshot. */
+export const watchSessions = new Counter({
+  name: `${metricPrefix}watch_sessions_total`,
+  help: "Watch connections by how they began: initial (the first after start, a snapshot), resume (a reconnect from the collection's cursor), reinitialize (a reconnect without a usable cursor, or after 410 Gone: a snapshot).",
+  labelNames: ["start", "gittarget_namespace", "gittarget_name"] as const,
+  registers: [],
+});
+
+/** Appends to the fact stream, by outcome: a failed one answered kube-apiserver 503, which it retries. */
+export const auditAppends = new Counter({
+  name: `${metricPrefix}audit_appends_total`,
+  help: "Appends of accepted facts to the fact stream, one per type per request, by outcome (ok, failed: the transport refused and the request was answered 503).",
+  labelNames: ["transport", "outcome"] as const,
+  registers: [],
+});
+
+/** Entries in the fact index, recorded when it changes. */
+export const factIndexEntries = new Gauge({
+  name: `${metricPrefix}attribution_fact_index_entries`,
+  help: "Entries in the in-process fact index (one fact is filed under up to three keys), recorded when a fact is filed.",
+  registers: [],
+});
+
+/** When the Redis fact follower last read its streams, in seconds since the epoch. */
+export const followerLastSuccess = new Gauge({
+  name: `${metricPrefix}attribution_follower_last_success_timestamp_seconds`,
+  help: "When the fact follower last read the Redis fact streams successfully; time() minus this is how stale the index may be.",
+  registers: [],
+});
+
+/** The fact transport this process runs, as a 1 on its label. */
+export const attributionTransport = new Gauge({
+  name: `${metricPrefix}attribution_transport`,
+  help: "The attribution fact transport in use (redis or memory), as 1 on its label.",
+  labelNames: ["transport"] as const,
+  registers: [],
+});
+
 const branchLabels = ["gitbranch_namespace", "gitbranch_name"] as const;
 
 /** Decided writes a branch holds until a push lands. */
@@ -119,6 +157,11 @@ export function registerInstruments(registry: Registry): void {
     attributionResolutions,
     auditRequests,
     auditFacts,
+    auditAppends,
+    factIndexEntries,
+    followerLastSuccess,
+    attributionTransport,
+    watchSessions,
     placements,
     writesDropped,
     retainedWrites,

@@ -1,8 +1,8 @@
 // One watch per (GitTarget, collection): the only source of object state. Its first connection
 // asks for initial events, and everything up to the initial-events-end bookmark is the
 // collection's snapshot; then live events follow, in the watch's order. A dropped connection
-// resumes from the last resourceVersion; 410 Gone (the history behind it was compacted or left
-// the watch cache) starts over with a fresh snapshot.
+// resumes from the collection's cursor (cursor.ts); no cursor, or 410 Gone (the history behind
+// it was compacted or left the watch cache), starts over with a fresh snapshot.
 // An API server that refuses streaming initialization gets the compatibility path instead: the
 // watch opens first, without a resourceVersion, and holds its events; then a LIST is the
 // snapshot, and the held events newer than the LIST's resourceVersion follow it, in order
@@ -18,14 +18,15 @@ import { asWatched, newerThanSnapshot } from "./listfallback.ts";
 import { deleteItemOf } from "./selectorexit.ts";
 import {
   OrderedPush,
-  type Author,
   type DesiredObject,
   type GitTargetEventStream,
   type ResourceIdentity,
-  type StreamItem,
 } from "./stream.ts";
 import type { Collection } from "./watchedtypes.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
+import type { Cursor } from "./cursor.ts";
+import { withAuthor, type Attributor } from "./attributor.ts";
+import { watchSessions } from "../telemetry/instruments.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
 
 export type CollectionState = "Replaying" | "Running" | "Blocked";
@@ -52,14 +53,17 @@ interface Outcome {
   error: (Error & { statusCode?: number }) | undefined;
 }
 
-/** Who made a live change to an object of the collection: attribution's answer, or the sentinel. */
-export type Attribute = (object: {
-  namespace: string;
-  name: string;
-  uid: string;
-  resourceVersion: string;
-  removal: boolean;
-}) => Promise<Author>;
+export interface CollectionWatchOptions {
+  /** Called when the collection moves between Replaying, Running and Blocked. */
+  onStateChange?: () => void;
+  /** With attribution on: who made a live change, resolved within the grace window. */
+  attributor?: Attributor;
+  /** Where a reconnect resumes from; without one, every reconnect initializes. */
+  cursor?: Cursor;
+}
+
+/** How a connection began: the first after start, a resume from the cursor, or a new snapshot. */
+type SessionStart = "initial" | "resume" | "reinitialize";
 
 export class CollectionWatch {
   private stateValue: CollectionState = "Replaying";
@@ -79,10 +83,7 @@ export class CollectionWatch {
     readonly collection: Collection,
     private readonly stream: GitTargetEventStream,
     private readonly logger: Logger,
-    /** Called when the collection moves between Replaying, Running and Blocked. */
-    private readonly onStateChange: () => void = () => undefined,
-    /** With attribution on: who made a live change, resolved within the grace window. */
-    private readonly attribute?: Attribute,
+    private readonly options: CollectionWatchOptions = {},
   ) {}
 
   get state(): CollectionState {
@@ -93,7 +94,7 @@ export class CollectionWatch {
     const changed = state !== this.stateValue;
     this.stateValue = state;
     this.blockedReason = reason;
-    if (changed) this.onStateChange();
+    if (changed) this.options.onStateChange?.();
   }
 
   /** Why the collection is Blocked, when it is. */
@@ -112,6 +113,8 @@ export class CollectionWatch {
     }
     this.abort.abort();
     await this.running;
+    this.options.attributor?.release();
+    this.options.cursor?.forget();
   }
 
   /** Replays the collection's current state again, as a fresh snapshot. */
@@ -124,8 +127,12 @@ export class CollectionWatch {
     let failures = 0;
     // What was last accepted per object, for no-op suppression; a fresh snapshot starts it over.
     let accepted = new AcceptedState();
+    let first = true;
     while (!this.abort.signal.aborted) {
+      if (!first && this.resourceVersion !== undefined) this.resourceVersion = await this.resumePoint();
       const initializing = this.resourceVersion === undefined;
+      this.countSession(first ? "initial" : initializing ? "reinitialize" : "resume");
+      first = false;
       if (initializing) {
         this.setState("Replaying");
         this.out.send({ type: "replaying", collection: this.collection });
@@ -177,6 +184,28 @@ export class CollectionWatch {
       });
       await sleep(delay, this.abort.signal);
     }
+  }
+
+  /** Where a reconnect resumes: the stored cursor, which a store that lost it answers with none. */
+  private async resumePoint(): Promise<string | undefined> {
+    const { cursor } = this.options;
+    if (!cursor) return undefined;
+    const stored = await cursor.load();
+    if (stored === undefined) {
+      this.logger.info("no resume cursor; initializing again", { collection: this.collection.key });
+    }
+    return stored;
+  }
+
+  private countSession(start: SessionStart): void {
+    const { namespace, name } = this.stream.target;
+    watchSessions.inc({ start, gittarget_namespace: namespace, gittarget_name: name });
+  }
+
+  /** A resourceVersion the collection has processed: a reconnect may resume from it. */
+  private processed(resourceVersion: string): void {
+    this.resourceVersion = resourceVersion;
+    this.options.cursor?.save(resourceVersion);
   }
 
   /** What the connection asks for: initial events, or a resume from the cursor. */
@@ -248,11 +277,14 @@ export class CollectionWatch {
           }
           if (!newerThanSnapshot(object.metadata?.resourceVersion, listedAt)) return;
         }
-        if (object.metadata?.resourceVersion) this.resourceVersion = object.metadata.resourceVersion;
+        const rv = object.metadata?.resourceVersion;
         if (snapshotPending) {
+          // Until the snapshot is complete its versions are no cursor: an end before then initializes.
+          if (rv) this.resourceVersion = rv;
           if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true") {
             this.emitSnapshot(accepted, buffer);
             snapshotPending = false;
+            if (rv) this.processed(rv);
           } else if (phase === "ADDED" || phase === "MODIFIED") {
             buffer.set(objectKeyOf(object), object);
           } else if (phase === "DELETED") {
@@ -261,6 +293,7 @@ export class CollectionWatch {
           return;
         }
         if (phase !== "BOOKMARK") this.onLiveEvent(accepted, phase, object);
+        if (rv) this.processed(rv);
       };
       const takeListSnapshot = async () => {
         try {
@@ -270,7 +303,7 @@ export class CollectionWatch {
           this.emitSnapshot(accepted, buffer);
           snapshotPending = false;
           listedAt = list.metadata.resourceVersion;
-          if (listedAt) this.resourceVersion = listedAt;
+          if (listedAt) this.processed(listedAt);
           for (const event of held.splice(0)) onEvent(...event);
         } catch (err) {
           finish(err);
@@ -335,7 +368,7 @@ export class CollectionWatch {
         phase === "DELETED"
           ? deleteItemOf(this.kubeConfig, this.collection, identity, this.logger)
           : ({ type: "delete", collection: this.collection, identity } as const);
-      this.out.send(this.attributed(item, object, true));
+      this.out.send(withAuthor(this.options.attributor, item, object, true));
       return;
     }
     const projection = project(object);
@@ -348,24 +381,6 @@ export class CollectionWatch {
       ...projection,
       digest,
     };
-    this.out.send(this.attributed(item, object, false));
-  }
-
-  /**
-   * The item with its author, once attribution resolved it: a promise the ordered push holds
-   * every later item of this watch behind, so the wait never reorders the watch.
-   */
-  private attributed(
-    item: StreamItem | Promise<StreamItem>,
-    object: KubernetesObject,
-    removal: boolean,
-  ): StreamItem | Promise<StreamItem> {
-    const attribute = this.attribute;
-    if (!attribute) return item;
-    const { namespace = "", name = "", uid = "", resourceVersion = "" } = object.metadata ?? {};
-    const author = attribute({ namespace, name, uid, resourceVersion, removal });
-    return Promise.all([item, author]).then(([resolved, who]) =>
-      resolved.type === "upsert" || resolved.type === "delete" ? { ...resolved, author: who } : resolved,
-    );
+    this.out.send(withAuthor(this.options.attributor, item, object, false));
   }
 }

@@ -8,7 +8,9 @@ import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
 import { TypeRegistry } from "../typeset/registry.ts";
-import { CollectionWatch, type Attribute, type CollectionState } from "./collectionwatch.ts";
+import type { Attributor } from "./attributor.ts";
+import { CollectionWatch, type CollectionState } from "./collectionwatch.ts";
+import { Cursor, MemoryCursorStore, type CursorStore } from "./cursor.ts";
 import { discover } from "./discovery.ts";
 import { GitTargetEventStream } from "./stream.ts";
 import { planCollections, type Collection, type WatchPlan } from "./watchedtypes.ts";
@@ -18,7 +20,9 @@ export interface WatchManagerOptions {
   /** How often discovery runs again; the seeds' cadence is 30 s. */
   catalogRefreshMs?: number;
   /** With attribution on: who made each live change of a collection. */
-  attribute?: (collection: Collection) => Attribute;
+  attribute?: (collection: Collection) => Attributor;
+  /** Where collections keep their resume cursors: Redis with --redis-addr, else this process. */
+  cursors?: CursorStore;
 }
 
 export interface StreamSummary {
@@ -39,6 +43,9 @@ export class WatchManager implements Runnable {
   private readonly plans = new Map<string, WatchPlan>();
   /** The targets this source serves: the GitTarget controller decides which source serves which. */
   private readonly served = new Map<string, TargetRef>();
+  /** Each served target's uid, which its collections' cursors are keyed by. */
+  private readonly uids = new Map<string, string>();
+  private readonly cursors: CursorStore;
   private started = false;
   private readonly streamListeners: ((target: TargetRef) => void)[] = [];
 
@@ -48,6 +55,7 @@ export class WatchManager implements Runnable {
     private readonly logger: Logger,
     private readonly options: WatchManagerOptions = {},
   ) {
+    this.cursors = options.cursors ?? new MemoryCursorStore();
     rules.onChange((targets) => {
       if (!this.started) return;
       for (const target of targets) if (this.served.has(targetKey(target))) this.plan(target);
@@ -60,10 +68,11 @@ export class WatchManager implements Runnable {
   }
 
   /** Starts serving a target: its rules are planned against this source from now on. */
-  serve(target: TargetRef): void {
+  serve(target: TargetRef, uid = ""): void {
     const key = targetKey(target);
     if (this.served.has(key)) return;
     this.served.set(key, target);
+    this.uids.set(key, uid);
     if (this.started) this.plan(target);
   }
 
@@ -71,6 +80,7 @@ export class WatchManager implements Runnable {
   async release(target: TargetRef): Promise<void> {
     const key = targetKey(target);
     if (!this.served.delete(key)) return;
+    this.uids.delete(key);
     const running = this.watches.get(key);
     this.watches.delete(key);
     this.plans.delete(key);
@@ -93,8 +103,9 @@ export class WatchManager implements Runnable {
     return this.served.has(targetKey(target));
   }
 
-  servedTargets(): TargetRef[] {
-    return [...this.served.values()];
+  /** The targets served, each with the uid it was served with. */
+  servedTargets(): (TargetRef & { uid: string })[] {
+    return [...this.served].map(([key, target]) => ({ ...target, uid: this.uids.get(key) ?? "" }));
   }
 
   /** The ordered stream of a GitTarget's items; created on first ask, kept while the manager runs. */
@@ -165,16 +176,16 @@ export class WatchManager implements Runnable {
     }
     for (const [collectionKey, collection] of wanted) {
       if (running.has(collectionKey)) continue;
-      const watch = new CollectionWatch(
-        this.kubeConfig,
-        collection,
-        this.streamFor(target),
-        this.logger,
-        () => {
+      const attributor = this.options.attribute?.(collection);
+      const { group, resource, namespace, labelSelector } = collection;
+      const targetUid = this.uids.get(key) ?? "";
+      const watch = new CollectionWatch(this.kubeConfig, collection, this.streamFor(target), this.logger, {
+        onStateChange: () => {
           for (const listener of this.streamListeners) listener(target);
         },
-        this.options.attribute?.(collection),
-      );
+        ...(attributor ? { attributor } : {}),
+        cursor: new Cursor(this.cursors, { targetUid, group, resource, namespace, labelSelector }),
+      });
       running.set(collectionKey, watch);
       watch.start();
     }

@@ -22,3 +22,35 @@ export function labelSelectorString(selector: LabelSelector | undefined): string
 export function selects(collection: Pick<Collection, "selector">, labels: Record<string, string>): boolean {
   return !collection.selector || selectorMatches(collection.selector, labels);
 }
+
+/**
+ * The LabelSelector a labelSelector string means, as the API server parses it: `k=v`, `k==v`,
+ * `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k` and `!k`, joined by commas. Undefined for what it
+ * cannot read with certainty, which the caller treats as "does not say".
+ */
+export function parseLabelSelector(text: string): LabelSelector | undefined {
+  const matchExpressions: NonNullable<LabelSelector["matchExpressions"]> = [];
+  // Commas separate requirements except inside a value list's parentheses.
+  for (const raw of text.trim() === "" ? [] : text.split(/,(?![^(]*\))/)) {
+    const part = raw.trim();
+    let m: RegExpExecArray | null;
+    if ((m = new RegExp(`^!\\s*(${keyPattern})$`).exec(part))) {
+      matchExpressions.push({ key: m[1]!, operator: "DoesNotExist" });
+    } else if ((m = new RegExp(`^(${keyPattern})\\s+(in|notin)\\s*\\(([^()]*)\\)$`).exec(part))) {
+      const values = m[3]!.split(",").map((v) => v.trim());
+      if (!values.every((v) => valuePattern.test(v))) return undefined;
+      matchExpressions.push({ key: m[1]!, operator: m[2] === "in" ? "In" : "NotIn", values });
+    } else if ((m = new RegExp(`^(${keyPattern})\\s*(==|!=|=)\\s*([^\\s]*)$`).exec(part))) {
+      if (!valuePattern.test(m[3]!)) return undefined;
+      matchExpressions.push({ key: m[1]!, operator: m[2] === "!=" ? "NotIn" : "In", values: [m[3]!] });
+    } else if ((m = new RegExp(`^(${keyPattern})$`).exec(part))) {
+      matchExpressions.push({ key: m[1]!, operator: "Exists" });
+    } else return undefined;
+  }
+  return { matchExpressions };
+}
+
+/** A label key: an optional DNS prefix and a slash, then a name. */
+const keyPattern = String.raw`(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?`;
+/** A label value, which may be empty. */
+const valuePattern = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;

@@ -7,7 +7,8 @@ import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
 import { WatchManager } from "./manager.ts";
-import type { Attribute } from "./collectionwatch.ts";
+import type { Attributor } from "./attributor.ts";
+import type { CursorStore } from "./cursor.ts";
 import type { Collection } from "./watchedtypes.ts";
 import { untilAborted } from "../timing/sleep.ts";
 
@@ -37,7 +38,9 @@ export class SourceContexts implements Runnable {
     private readonly logger: Logger,
     private readonly catalogRefreshMs = 30_000,
     /** With attribution on: who made a live change, by the audit route the provider's facts arrive on. */
-    private readonly attribution?: (route: string, collection: Collection) => Attribute,
+    private readonly attribution?: (route: string, collection: Collection) => Attributor,
+    /** Where every context's collections keep their resume cursors. */
+    private readonly cursors?: CursorStore,
   ) {}
 
   /** Calls `listener` when a collection of a target in any context changes state. */
@@ -78,12 +81,13 @@ export class SourceContexts implements Runnable {
       watchManager: new WatchManager(kubeConfig, this.rules, this.logger, {
         catalogRefreshMs: this.catalogRefreshMs,
         ...(this.attribution ? { attribute: (c: Collection) => this.attribution!(auditRoute, c) } : {}),
+        ...(this.cursors ? { cursors: this.cursors } : {}),
       }),
     };
     context.watchManager.onStreamsChanged((target) => {
       for (const listener of this.streamListeners) listener(target);
     });
-    for (const target of served) context.watchManager.serve(target);
+    for (const { uid, ...target } of served) context.watchManager.serve(target, uid);
     this.contexts.set(key, this.signal ? this.run(context, this.signal) : { context });
     if (existing) this.logger.info("source context rebuilt", { provider: key });
     return context;
@@ -112,7 +116,7 @@ export class SourceContexts implements Runnable {
   }
 
   /** Stops a context and returns the targets it served. */
-  private async stop(key: string): Promise<TargetRef[]> {
+  private async stop(key: string): Promise<(TargetRef & { uid: string })[]> {
     const entry = this.contexts.get(key);
     if (!entry) return [];
     this.contexts.delete(key);

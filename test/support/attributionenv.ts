@@ -2,7 +2,7 @@
 // certificate and kube-apiserver's client certificate, a port for the ingress, and the audit
 // webhook that posts to it over mTLS. Shared by the attribution tests and make demo.
 import { RbacAuthorizationV1Api, type KubeConfig, type RbacV1Subject } from "@kubernetes/client-node";
-import type { AttributionSettings } from "../../internal/attribution/attribution.ts";
+import type { AttributionSettings, Transport } from "../../internal/attribution/attribution.ts";
 import type { AuditWebhookOptions } from "./audit.ts";
 import { createCertificateAuthority, issueCertificate, type CertFiles } from "./pki.ts";
 import { freePort } from "./ports.ts";
@@ -12,8 +12,8 @@ export interface AttributionEnv {
   port: number;
   /** ControlPlane.start's audit option, posting to `route`. */
   webhook(route: string, policy?: Record<string, unknown>): AuditWebhookOptions;
-  /** The operator's attribution settings: its ingress on the port, with the grace given. */
-  settings(graceMs?: number): AttributionSettings;
+  /** The operator's attribution settings: its ingress on the port, on a transport, with the grace given. */
+  settings(options?: { graceMs?: number; transport?: Transport }): AttributionSettings;
 }
 
 export async function attributionEnv(dir: string): Promise<AttributionEnv> {
@@ -36,8 +36,9 @@ export async function attributionEnv(dir: string): Promise<AttributionEnv> {
       tls: { caPem: auditCa.certPem, certPem: client.certPem, keyPem: client.keyPem },
       ...(policy ? { policy } : {}),
     }),
-    settings: (graceMs = 3_000) => ({
+    settings: ({ graceMs = 3_000, transport = "memory" } = {}) => ({
       graceMs,
+      transport,
       ingress: {
         host: "127.0.0.1",
         port,

@@ -13,9 +13,10 @@ export class RedisServer {
     private readonly process: ManagedProcess,
   ) {}
 
-  static async start(): Promise<RedisServer> {
+  /** Starts on `port` when given: a restart of one that was stopped, where its clients reconnect. */
+  static async start(port?: number): Promise<RedisServer> {
     const dir = makeOwnedTempDir("redis");
-    const port = await freePort();
+    port ??= await freePort();
     const proc = ManagedProcess.start({
       name: "redis-server",
       command: "redis-server",

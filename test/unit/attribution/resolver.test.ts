@@ -3,7 +3,13 @@ import { describe, it } from "node:test";
 import { actorSignature, authorOf, unresolvedAuthor } from "../../../internal/attribution/author.ts";
 import { accepted, factOf, factsByType, type AuditEvent } from "../../../internal/attribution/fact.ts";
 import { FactIndex } from "../../../internal/attribution/factindex.ts";
-import { lookUp, resolve, type AttributionQuery } from "../../../internal/attribution/resolver.ts";
+import {
+  collectionScopeWindowMs,
+  coveredByCollection,
+  lookUp,
+  resolve,
+  type AttributionQuery,
+} from "../../../internal/attribution/resolver.ts";
 import { auditFactsCondition, routeHolder } from "../../../internal/kubeprovider/decide.ts";
 import type { KubeProvider } from "../../../generated/v1alpha3/index.ts";
 
@@ -40,6 +46,7 @@ const query = (overrides: Partial<AttributionQuery> = {}): AttributionQuery => (
   uid: "u1",
   resourceVersion: "11",
   removal: false,
+  labels: { app: "web" },
   ...overrides,
 });
 
@@ -132,6 +139,62 @@ describe("the resolver takes the strongest evidence there is", () => {
       lookUp(index, query({ resourceVersion: "40", removal: true })).tier,
       "deletecollection_body_uid",
     );
+  });
+
+  it("a collection delete with no uid set is joined by its scope: namespace, selector, window", () => {
+    const index = new FactIndex();
+    const at = new Date(Date.now() - 1_000).toISOString();
+    index.apply(
+      fact({
+        verb: "deletecollection",
+        user: { username: "carol" },
+        requestURI: "/api/v1/namespaces/apps/configmaps?labelSelector=app%20in%20(web,api),!legacy",
+        objectRef: { resource: "configmaps", namespace: "apps" },
+        responseObject: undefined,
+        stageTimestamp: at,
+      }),
+    );
+    const removal = query({ resourceVersion: "40", removal: true });
+    const found = lookUp(index, removal);
+    assert.deepEqual(found.tier === "absent" ? found : [found.tier, found.actor.username], [
+      "deletecollection_scope",
+      "carol",
+    ]);
+    assert.equal(lookUp(index, { ...removal, labels: { app: "db" } }).tier, "absent", "outside its selector");
+    assert.equal(lookUp(index, { ...removal, namespace: "other" }).tier, "absent", "another namespace");
+    assert.equal(lookUp(index, query()).tier, "absent", "a write is never credited to a collection delete");
+  });
+
+  it("a collection delete's scope says nothing past its window, or where its uid set is the answer", () => {
+    const collection = (overrides: Partial<AuditEvent>) =>
+      fact({
+        verb: "deletecollection",
+        objectRef: { resource: "configmaps", namespace: "apps" },
+        requestURI:
+          "/api/v1/namespaces/apps/configmaps?labelSelector=app%3Dweb&fieldSelector=metadata.name%3Dweb",
+        responseObject: undefined,
+        ...overrides,
+      });
+    const removal = query({ resourceVersion: "40", removal: true });
+    const recent = new Date().toISOString();
+    assert.equal(coveredByCollection(collection({ stageTimestamp: recent }), removal), true);
+    assert.equal(
+      coveredByCollection(collection({ stageTimestamp: recent }), { ...removal, name: "api" }),
+      false,
+      "its field selector names another object",
+    );
+    const old = new Date(Date.now() - collectionScopeWindowMs - 1_000).toISOString();
+    assert.equal(coveredByCollection(collection({ stageTimestamp: old }), removal), false);
+    const listed = collection({
+      stageTimestamp: recent,
+      responseObject: { kind: "ConfigMapList", items: [{ metadata: { uid: "u9" } }] },
+    });
+    assert.equal(coveredByCollection(listed, removal), false, "u1 is not in the set the API server returned");
+    const unreadable = collection({
+      stageTimestamp: recent,
+      requestURI: "/api/v1/namespaces/apps/configmaps?labelSelector=app%3D(web",
+    });
+    assert.equal(coveredByCollection(unreadable, removal), false);
   });
 
   it("an aggregated-API-style fact with only a name answers by name", () => {

@@ -90,16 +90,18 @@ describe("parseBindAddress", () => {
     assert.throws(() => parseBindAddress("8080"), /invalid bind address/);
   });
 
-  it("memory transport is refused with two replicas; the redis transport says it is not built yet", () => {
+  it("memory transport is refused with two replicas; the redis transport needs --redis-addr", () => {
     const options = (args: string[]) =>
       parseFlags(["--author-attribution", "--audit-insecure", ...args], strictParser().command);
     assert.throws(
       () => attributionSettings(options(["--author-attribution-transport=memory", "--replica-count=2"])),
       /refused with --replica-count=2/,
     );
-    assert.throws(
-      () => attributionSettings(options([])),
-      /--author-attribution-transport=redis is not available yet/,
+    assert.throws(() => attributionSettings(options([])), /needs --redis-addr: set it/);
+    assert.equal(
+      attributionSettings(options(["--redis-addr=redis:6379", "--replica-count=2"]))?.transport,
+      "redis",
+      "the redis transport serves any number of replicas",
     );
     assert.equal(attributionSettings(options(["--author-attribution-transport=memory"]))?.graceMs, 3_000);
     assert.equal(attributionSettings(parseFlags([], strictParser().command)), undefined, "off by default");

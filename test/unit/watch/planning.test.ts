@@ -9,7 +9,8 @@ import {
   type ServedType,
 } from "../../../internal/typeset/followability.ts";
 import { removalGraceMs, TypeRegistry, type Scan } from "../../../internal/typeset/registry.ts";
-import { labelSelectorString } from "../../../internal/watch/selector.ts";
+import { labelSelectorString, parseLabelSelector } from "../../../internal/watch/selector.ts";
+import { selectorMatches } from "../../../internal/grants/namespaces.ts";
 import { GitTargetEventStream } from "../../../internal/watch/stream.ts";
 import { planCollections } from "../../../internal/watch/watchedtypes.ts";
 
@@ -268,5 +269,28 @@ describe("a paused GitTargetEventStream", () => {
     stream.close();
     await closing;
     assert.equal(stream.paused, false);
+  });
+});
+
+describe("a labelSelector string read back", () => {
+  it("means what the API server parses it as, and what it cannot read is undefined", () => {
+    const matches = (text: string, labels: Record<string, string>) =>
+      selectorMatches(parseLabelSelector(text)!, labels);
+    assert.equal(matches("app=web", { app: "web" }), true);
+    assert.equal(matches("app==web,tier!=db", { app: "web", tier: "fe" }), true);
+    assert.equal(matches("app in (web, api),!legacy", { app: "api" }), true);
+    assert.equal(matches("app in (web, api),!legacy", { app: "api", legacy: "" }), false);
+    assert.equal(matches("app notin (web),example.com/team", { app: "api" }), false);
+    assert.equal(parseLabelSelector("app=(web"), undefined);
+    assert.equal(parseLabelSelector("app web"), undefined);
+    const written = labelSelectorString({
+      matchLabels: { a: "1" },
+      matchExpressions: [
+        { key: "b", operator: "In", values: ["x", "y"] },
+        { key: "c", operator: "DoesNotExist" },
+      ],
+    });
+    assert.equal(matches(written, { a: "1", b: "y" }), true);
+    assert.equal(matches(written, { a: "1", b: "y", c: "" }), false);
   });
 });

@@ -1,0 +1,137 @@
+// An attributed mirror, whole: a control plane auditing to the operator's ingress over mTLS, a
+// Git server, Redis when the transport is redis, one namespace mirrored into one repository,
+// and the operator running with attribution until its GitTarget is Ready. Shared by the
+// attribution e2e tests; what each adds (identities, RBAC, an audit policy) stays in the test.
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { gitTargets, type WatchRule } from "../../generated/v1alpha3/index.ts";
+import type { Transport } from "../../internal/attribution/attribution.ts";
+import { attributionEnv, type AttributionEnv } from "./attributionenv.ts";
+import { ControlPlane } from "./controlplane.ts";
+import { GitServer } from "./gitserver.ts";
+import { installCrds } from "./manifests.ts";
+import { applyMirror } from "./mirror.ts";
+import { startOperator } from "./operator.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
+import { RedisServer } from "./redis.ts";
+import { eventually } from "./wait.ts";
+
+export interface AttributedMirrorOptions {
+  namespace: string;
+  /** The folder the GitTarget "configs" writes, and what its WatchRule selects. */
+  folder: string;
+  rules: WatchRule["spec"]["rules"];
+  transport?: Transport;
+  graceMs?: number;
+  /** The audit policy kube-apiserver records by; the harness default otherwise. */
+  policy?: Record<string, unknown>;
+  /** More kube-apiserver flags, made in the fixture's directory (an OIDC issuer's, say). */
+  apiServerArgs?: (dir: string) => Promise<string[]>;
+}
+
+export interface AttributedMirror {
+  dir: string;
+  env: AttributionEnv;
+  plane: ControlPlane;
+  git: GitServer;
+  kc: KubeConfig;
+  redis: RedisServer | undefined;
+  operator: ReturnType<typeof startOperator>;
+  /** `path` on main, or undefined while Git does not have it. */
+  show(path: string): Promise<string | undefined>;
+  /** The last commit that touched `path`, in `format` (git log's). */
+  lastCommit(path: string, format?: string): Promise<string>;
+  /** The author of the last commit that touched `path`, once `path` is in Git (or, with false, gone). */
+  authorOnce(path: string, present?: boolean): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const user = { username: "gitops", password: "s3cret" };
+
+export async function startAttributedMirror(options: AttributedMirrorOptions): Promise<AttributedMirror> {
+  const { namespace, transport = "memory" } = options;
+  const dir = makeOwnedTempDir("attributed");
+  const workerRoot = makeOwnedTempDir("workers");
+  const env = await attributionEnv(dir);
+  const [plane, git, redis] = await Promise.all([
+    (async () =>
+      ControlPlane.start({
+        audit: env.webhook(`${namespace}.self`, options.policy),
+        extraApiServerArgs: (await options.apiServerArgs?.(dir)) ?? [],
+      }))(),
+    GitServer.start({ users: [user] }),
+    transport === "redis" ? RedisServer.start() : undefined,
+  ]);
+  const kc = plane.kubeConfig();
+  const stopped = async (current = redis) => {
+    await git.close();
+    await plane.stop();
+    await current?.stop();
+    removeOwnedTempDir(workerRoot);
+    removeOwnedTempDir(dir);
+  };
+  try {
+    return await mirrorOn(options, { dir, workerRoot, env, plane, git, redis, kc, stopped });
+  } catch (err) {
+    await stopped(redis);
+    throw err;
+  }
+}
+
+async function mirrorOn(
+  options: AttributedMirrorOptions,
+  started: Pick<AttributedMirror, "dir" | "env" | "plane" | "git" | "redis" | "kc"> & {
+    workerRoot: string;
+    stopped: (redis: RedisServer | undefined) => Promise<void>;
+  },
+): Promise<AttributedMirror> {
+  const { namespace, transport = "memory" } = options;
+  const { env, git, kc, redis, workerRoot } = started;
+  await installCrds(kc);
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+  const url = await git.createRepository("state");
+  await applyMirror(kc, namespace, url, user, [
+    { name: "configs", path: options.folder, rules: options.rules },
+  ]);
+  const operator = startOperator(kc, {
+    inClusterKubeProviders: [`${namespace}/self`],
+    workerRoot,
+    pushCooldownMs: 0,
+    attribution: env.settings({
+      transport,
+      ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
+    }),
+    ...(redis ? { redisAddr: redis.address } : {}),
+  });
+  const show = (path: string) => git.gitIn("state", ["show", `main:${path}`]).catch(() => undefined);
+  const lastCommit = (path: string, format = "%an <%ae>") =>
+    git.gitIn("state", ["log", "-1", `--format=${format}`, "main", "--", path]);
+  const mirror: AttributedMirror = {
+    ...started,
+    operator,
+    show,
+    lastCommit,
+    async authorOnce(path, present = true) {
+      await eventually(async () => ((await show(path)) !== undefined) === present, {
+        timeoutMs: 60_000,
+        description: `${path} ${present ? "in" : "gone from"} Git`,
+      });
+      return lastCommit(path);
+    },
+    async stop() {
+      await operator.stop();
+      // A test may have restarted Redis: the one the mirror holds now is the one to stop.
+      await started.stopped(mirror.redis);
+    },
+  };
+  // Live changes from here on: what the initial snapshot writes is a resync, with no actor.
+  await eventually(
+    async () =>
+      (await gitTargets(kc).get(namespace, "configs"))?.status?.conditions?.find((c) => c.type === "Ready")
+        ?.status === "True",
+    { timeoutMs: 60_000, description: "the GitTarget configs Ready" },
+  ).catch(async (err: unknown) => {
+    await operator.stop();
+    throw err;
+  });
+  return mirror;
+}
