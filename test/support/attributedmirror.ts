@@ -5,6 +5,7 @@
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { gitTargets, type WatchRule } from "../../generated/v1alpha3/index.ts";
 import type { Transport } from "../../internal/attribution/attribution.ts";
+import type { FactIndexLimits } from "../../internal/attribution/factindex.ts";
 import { attributionEnv, type AttributionEnv } from "./attributionenv.ts";
 import { ControlPlane } from "./controlplane.ts";
 import { GitServer } from "./gitserver.ts";
@@ -22,6 +23,8 @@ export interface AttributedMirrorOptions {
   rules: WatchRule["spec"]["rules"];
   transport?: Transport;
   graceMs?: number;
+  /** The fact index's TTL and caps; the operator's defaults otherwise. */
+  index?: FactIndexLimits;
   /** The audit policy kube-apiserver records by; the harness default otherwise. */
   policy?: Record<string, unknown>;
   /** More kube-apiserver flags, made in the fixture's directory (an OIDC issuer's, say). */
@@ -96,10 +99,13 @@ async function mirrorOn(
     inClusterKubeProviders: [`${namespace}/self`],
     workerRoot,
     pushCooldownMs: 0,
-    attribution: env.settings({
-      transport,
-      ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
-    }),
+    attribution: {
+      ...env.settings({
+        transport,
+        ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
+      }),
+      ...(options.index ? { index: options.index } : {}),
+    },
     ...(redis ? { redisAddr: redis.address } : {}),
   });
   const show = (path: string) => git.gitIn("state", ["show", `main:${path}`]).catch(() => undefined);

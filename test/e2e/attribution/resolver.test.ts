@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { defaultFactIndexLimits, type FactIndexLimits } from "../../../internal/attribution/factindex.ts";
 import { attributionResolutions } from "../../../internal/telemetry/instruments.ts";
 import { startAttributedMirror, type AttributedMirror } from "../../support/attributedmirror.ts";
 import { defaultAuditPolicy } from "../../support/audit.ts";
@@ -66,7 +67,7 @@ async function grantCollectionDeletes(kc: KubeConfig): Promise<void> {
 }
 
 /** A control plane auditing by the policy to an operator with `graceMs`, as one describe's before and after. */
-function resolverBench(graceMs: number) {
+function resolverBench(graceMs: number, index?: FactIndexLimits) {
   const bench = {} as { mirror: AttributedMirror; core: CoreV1Api };
   before(async () => {
     bench.mirror = await startAttributedMirror({
@@ -75,6 +76,7 @@ function resolverBench(graceMs: number) {
       rules: [{ apiGroups: [""], resources: ["configmaps", "serviceaccounts"] }],
       policy,
       graceMs,
+      ...(index ? { index } : {}),
     });
     const { kc, plane } = bench.mirror;
     const alice = await plane.mintUser("alice");
@@ -220,6 +222,28 @@ describe("a late fact, against the real audit webhook", () => {
         .gitIn("state", ["log", "--format=%H", "main", "--", path])
         .then((l) => l.split("\n").length),
       1,
+    );
+  });
+});
+
+describe("an expired fact, against the real audit webhook", () => {
+  // A TTL of nothing: every fact the webhook delivers is past its TTL the moment it is read.
+  const bench = resolverBench(3_000, { ...defaultFactIndexLimits, ttlMs: 0 });
+
+  it("an expired fact is never joined: the edit is unresolved though its fact arrived", async () => {
+    const absent = await resolutions("absent");
+    await bench.core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: "expired" }, data: { k: "v" } },
+    });
+    assert.equal(
+      await bench.mirror.authorOnce(fileOf("configmaps", "expired")),
+      "unknown (attribution unresolved) <attribution-unresolved@gitops-reverser.invalid>",
+    );
+    assert.ok((await resolutions("absent")) > absent);
+    assert.ok(
+      (bench.mirror.operator.attribution?.index.size ?? 0) > 0,
+      "the fact was filed, and had expired",
     );
   });
 });
