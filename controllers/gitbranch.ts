@@ -62,6 +62,7 @@ import {
 } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import { fieldManager } from "./fieldmanager.ts";
+import { keyOf } from "../internal/types/names.ts";
 
 export const gitBranchFinalizer = "configbutler.ai/gitbranch";
 
@@ -171,7 +172,7 @@ export class GitBranchReconciler implements Reconciler {
     return {
       stage: "checked",
       check,
-      context: { url: provider.spec.url, provider: `${namespace}/${name}`, secret: secretOf(provider) },
+      context: { url: provider.spec.url, provider: keyOf({ namespace, name }), secret: secretOf(provider) },
       ...claimKey,
       ...(branch.spec.parentBranch ? { parentBranch: branch.spec.parentBranch } : {}),
       self: { uid: branch.metadata.uid!, namespace: branch.metadata.namespace! },

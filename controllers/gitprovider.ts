@@ -25,6 +25,7 @@ import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import { fieldManager } from "./fieldmanager.ts";
+import { keyOf } from "../internal/types/names.ts";
 
 export interface GitProviderDeps {
   intervals?: Partial<RecheckIntervals>;
@@ -60,7 +61,7 @@ export class GitProviderReconciler implements Reconciler {
     const { namespace, name, generation } = provider.metadata;
     const decision = decideProvider(
       check,
-      { url: provider.spec.url, provider: `${namespace}/${name}`, secret: secretOf(provider) },
+      { url: provider.spec.url, provider: keyOf({ namespace, name }), secret: secretOf(provider) },
       generation,
     );
 

@@ -42,6 +42,7 @@ import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { GitTargetEventStream } from "../internal/watch/stream.ts";
 import { fieldManager } from "./fieldmanager.ts";
+import { keyOf, parseKey } from "../internal/types/names.ts";
 
 const steadyRecheckMs = 5 * 60_000;
 const progressRecheckMs = 10_000;
@@ -78,7 +79,7 @@ export class GitTargetReconciler implements Reconciler {
   ) {}
 
   async reconcile(request: Request): Promise<Result> {
-    const key = `${request.namespace ?? ""}/${request.name}`;
+    const key = keyOf(request);
     const target = this.informers.targets.get(request.name, request.namespace);
     if (!target) {
       await this.release(key);
@@ -141,7 +142,7 @@ export class GitTargetReconciler implements Reconciler {
     writeState: TargetWriteState | undefined,
   ): string | undefined {
     const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
-    const key = `${ref.namespace}/${ref.name}`;
+    const key = keyOf(ref);
     const { ask, handled } = reconcileRequest({
       requested: target.metadata.annotations?.[requestedAtAnnotation],
       lastHandled: target.status?.lastHandledReconcileAt,
@@ -249,7 +250,7 @@ export class GitTargetReconciler implements Reconciler {
     const providerKey = this.servedBy.get(key);
     if (providerKey === undefined) return;
     this.servedBy.delete(key);
-    const [namespace = "", name = ""] = key.split("/");
+    const { namespace, name } = parseKey(key);
     await this.sourceContexts.get(providerKey)?.watchManager.release({ namespace, name });
   }
 }
@@ -333,13 +334,13 @@ export function setupGitTargetController(
       labelsChanged,
     );
   // A collection finishing its replay, or blocking, changes StreamsRunning: look again at once.
-  sourceContexts.onStreamsChanged((t) => controller.queue.add(`${t.namespace}/${t.name}`));
-  writeSide.workers.onTargetChanged((t) => controller.queue.add(`${t.namespace}/${t.name}`));
+  sourceContexts.onStreamsChanged((t) => controller.queue.add(keyOf(t)));
+  writeSide.workers.onTargetChanged((t) => controller.queue.add(keyOf(t)));
   // A branch claim proved or moved feeds (or stops) its targets now. After a restart the
   // GitBranch was Ready all along, so no status transition would say so.
   writeSide.claims.onHolderChanged((_key, candidates) => {
     for (const c of candidates) {
-      for (const t of targetsReferencing("gitBranchRef", c)) controller.queue.add(`${t.namespace}/${t.name}`);
+      for (const t of targetsReferencing("gitBranchRef", c)) controller.queue.add(keyOf(t));
     }
   });
   manager.addController(controller);

@@ -23,6 +23,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
+import { keyOf } from "../internal/types/names.ts";
 
 export interface KubeProviderDeps {
   sourceContexts: SourceContexts;
@@ -53,7 +54,7 @@ export class KubeProviderReconciler implements Reconciler {
   ) {}
 
   async reconcile(request: Request): Promise<Result> {
-    const key = `${request.namespace ?? ""}/${request.name}`;
+    const key = keyOf(request);
     const provider = this.providers.get(request.name, request.namespace);
     if (!provider) {
       await this.deps.sourceContexts.release(key);

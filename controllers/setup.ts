@@ -29,6 +29,7 @@ import { setupGitProviderController } from "./gitprovider.ts";
 import { setupGitTargetController } from "./gittarget.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
+import { keyOf, parseKey } from "../internal/types/names.ts";
 
 export interface OperatorSettings {
   inClusterKubeProviders: readonly string[];
@@ -63,10 +64,7 @@ const placementSourceLabel = {
   BuiltIn: "builtin",
 } as const;
 
-function targetRef(key: string) {
-  const [namespace = "", name = ""] = key.split("/");
-  return { namespace, name };
-}
+const targetRef = parseKey;
 
 function targetLabels(key: string) {
   const { namespace, name } = targetRef(key);
@@ -136,7 +134,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       manager.logger.error("refused to write a resource", {
         gitTarget: write.target.key,
         resource: `${identity.group}/${identity.resource}`,
-        object: `${identity.namespace}/${identity.name}`,
+        object: keyOf(identity),
         reason,
         message,
       });

@@ -20,6 +20,7 @@ import { compileWatchRule, originOf } from "../internal/rulestore/compile.ts";
 import type { RuleStore } from "../internal/rulestore/store.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
+import { keyOf } from "../internal/types/names.ts";
 
 const recheckMs = 30_000;
 
@@ -101,7 +102,7 @@ export function setupWatchRuleController(
   // A collection of the target changing state moves ResourcesResolved and StreamsRunning.
   sourceContexts.onStreamsChanged((t) => {
     for (const r of rulesFeeding({ metadata: { namespace: t.namespace, name: t.name } })) {
-      controller.queue.add(`${r.namespace}/${r.name}`);
+      controller.queue.add(keyOf(r));
     }
   });
   manager.addController(controller);

@@ -4,6 +4,7 @@
 import type { StreamItem } from "../watch/stream.ts";
 import type { Collection } from "../watch/watchedtypes.ts";
 import type { CollectionView } from "./prune.ts";
+import { keyOf } from "../types/names.ts";
 
 interface Followed {
   collection: Collection;
@@ -11,7 +12,7 @@ interface Followed {
   members: Set<string>;
 }
 
-const memberKey = (identity: { namespace: string; name: string }) => `${identity.namespace}/${identity.name}`;
+const memberKey = keyOf;
 
 export class TargetCollections {
   private readonly followed = new Map<string, Followed>();

@@ -7,12 +7,13 @@ import type { Logger } from "../operator/informer.ts";
 import type { Signature } from "./clone.ts";
 import type { AppliedChange } from "./materialize.ts";
 import type { DecidedWrite } from "./writes.ts";
+import { parseKey } from "../types/names.ts";
 
 export type { MessageTemplates };
 
 export function commitMessageFor(author: Signature, logger: Logger) {
   return (write: DecidedWrite, applied: AppliedChange[]): string => {
-    const [namespace = "", name = ""] = write.target.key.split("/");
+    const { namespace, name } = parseKey(write.target.key);
     const result = commitMessage(
       write.target.templates,
       messageData({

@@ -9,6 +9,7 @@ import { selects } from "../watch/selector.ts";
 import type { StreamItem } from "../watch/stream.ts";
 import type { Collection } from "../watch/watchedtypes.ts";
 import type { PruneMode } from "./writes.ts";
+import { keyOf } from "../types/names.ts";
 
 /** An observed removal is a delete (or a selector exit) the watch saw; an inferred one is a sweep's. */
 export type Removal = "observed" | "inferred";
@@ -47,7 +48,7 @@ export function sweepReaches(
 ): boolean {
   const { collection, present } = snapshot;
   const group = groupOf(doc.apiVersion);
-  const key = `${doc.namespace}/${doc.name}`;
+  const key = keyOf(doc);
   if (!covers(collection, group, doc.kind, doc.namespace) || present.has(key)) return false;
   const peers = collections.filter(
     (v) => v.collection.key !== collection.key && covers(v.collection, group, doc.kind, doc.namespace),
@@ -68,7 +69,7 @@ export function deleteReaches(
   if (!item.exited) return true;
   const { group, kind, namespace, name } = item.identity;
   const { labels } = item.exited;
-  const key = `${namespace}/${name}`;
+  const key = keyOf({ namespace, name });
   if (selects(item.collection, labels)) return false;
   return !collections.some(
     (v) =>

@@ -7,6 +7,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { gitBranches, type GitBranch } from "../../generated/v1alpha3/index.ts";
 import type { Logger } from "../operator/informer.ts";
 import type { Outage } from "./retry.ts";
+import { parseKey } from "../types/names.ts";
 
 /** The branch worker's own field manager, so its fields never collide with the GitBranch controller's. */
 export const branchWorkerFieldManager = "gitops-reverser-branch-worker";
@@ -99,7 +100,7 @@ export class RemoteStatusPublisher {
     const remote = this.remotes.get(branchKey);
     if (!remote || !this.dirty.delete(branchKey)) return;
     this.lastWrite.set(branchKey, Date.now());
-    const [namespace = "", name = ""] = branchKey.split("/");
+    const { namespace, name } = parseKey(branchKey);
     try {
       await gitBranches(this.kubeConfig).applyStatus(
         { metadata: { name, namespace }, status: { remote: remoteStanza(remote) } } as GitBranch,

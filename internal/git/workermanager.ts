@@ -22,6 +22,7 @@ import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./writes.ts";
 import { untilAborted } from "../timing/sleep.ts";
+import { keyOf as targetKey, parseKey } from "../types/names.ts";
 
 export { defaultWorkerRoot } from "./workerdirs.ts";
 
@@ -88,8 +89,6 @@ interface Attachment {
   stream: GitTargetEventStream;
   settings: { current: TargetSettings };
 }
-
-const targetKey = (t: TargetRef) => `${t.namespace}/${t.name}`;
 
 const sameRecipients = (a: TargetSettings, b: TargetSettings) =>
   (a.encryption?.recipients ?? []).join(",") === (b.encryption?.recipients ?? []).join(",");
@@ -159,7 +158,7 @@ export class WorkerManager implements Runnable {
     update(state);
     this.targetStates.set(key, state);
     if (quiet) return;
-    const [namespace = "", name = ""] = key.split("/");
+    const { namespace, name } = parseKey(key);
     for (const listener of this.targetListeners) listener({ namespace, name });
   }
 

@@ -5,6 +5,7 @@ import type { Author, DesiredObject, ResourceIdentity, StreamItem } from "../wat
 import type { MessageTemplates } from "../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../manifest/ladder.ts";
 import type { WindowTimers } from "./window.ts";
+import { keyOf } from "../types/names.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
 
@@ -60,7 +61,7 @@ export function resyncWrite(
     changes: item.objects.map((o) => ({ op: "upsert", ...o })),
     sweep: {
       collection: item.collection,
-      present: new Set(item.objects.map((o) => `${o.identity.namespace}/${o.identity.name}`)),
+      present: new Set(item.objects.map((o) => keyOf(o.identity))),
     },
   };
 }

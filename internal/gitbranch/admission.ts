@@ -8,6 +8,7 @@ import {
   type GitProvider,
 } from "../../generated/v1alpha3/index.ts";
 import { branchGrantVerdict } from "../grants/branches.ts";
+import { keyOf } from "../types/names.ts";
 
 export type Admission =
   | { admitted: true; provider: GitProvider; message: string }
@@ -25,7 +26,7 @@ export function admitBranch(
   namespaceLabels: Record<string, string>,
 ): Admission {
   const ref = providerRefOf(branch);
-  const providerName = `${ref.namespace}/${ref.name}`;
+  const providerName = keyOf(ref);
   const namespace = branch.metadata.namespace!;
   const wanted = branch.spec.branch;
   if (!provider) {

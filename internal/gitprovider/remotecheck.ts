@@ -7,6 +7,7 @@ import type { GitProvider } from "../../generated/v1alpha3/index.ts";
 import { readGitCredential, type GitCredential } from "../gitauth/credentials.ts";
 import { probeRemote, type ProbeOutcome } from "../git/probe.ts";
 import { statusCodeOf } from "../kube/resourceclient.ts";
+import { keyOf } from "../types/names.ts";
 
 /** Why there is no credential to try. */
 export type CredentialProblem =
@@ -26,7 +27,7 @@ export interface LoadedCredential {
 /** namespace/name of the provider's credential Secret, if it names one. */
 export function secretOf(provider: GitProvider): string | undefined {
   const ref = provider.spec.secretRef;
-  return ref ? `${provider.metadata.namespace}/${ref.name}` : undefined;
+  return ref ? keyOf({ namespace: provider.metadata.namespace, name: ref.name }) : undefined;
 }
 
 export async function loadCredential(

@@ -6,6 +6,7 @@ import type { WorkerSpec } from "../git/workermanager.ts";
 import type { TargetSettings } from "../git/writes.ts";
 import { parseDuration } from "../types/units.ts";
 import { readSigningKey, type SigningKey } from "../signing/sshkey.ts";
+import { objectKeyOf } from "../types/names.ts";
 
 export const defaultCommitter = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
 
@@ -14,7 +15,7 @@ export function targetSettings(target: GitTarget): TargetSettings {
   const window = target.spec.commit?.window;
   const recipients = target.spec.encryption?.age.recipients;
   return {
-    key: `${target.metadata.namespace}/${target.metadata.name}`,
+    key: objectKeyOf(target),
     path: target.spec.path,
     timers: {
       idleTimeoutMs: parseDuration(window?.idleTimeout ?? "5s"),
@@ -69,7 +70,7 @@ export function workerSpec(
   }
   const committer = provider.spec.commit?.committer;
   return {
-    key: `${branch.metadata.namespace}/${branch.metadata.name}`,
+    key: objectKeyOf(branch),
     uid: branch.metadata.uid!,
     url: provider.spec.url,
     branch: branch.spec.branch,

@@ -5,9 +5,10 @@ import {
   type KubeProvider,
 } from "../../generated/v1alpha3/index.ts";
 import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
+import { objectKeyOf } from "../types/names.ts";
 
 export function providerKey(provider: Pick<KubeProvider, "metadata">): string {
-  return `${provider.metadata.namespace ?? ""}/${provider.metadata.name ?? ""}`;
+  return objectKeyOf(provider);
 }
 
 /** The audit route in effect: spec.attribution.auditRoute, or <namespace>.<name>. */

@@ -1,5 +1,6 @@
 import { EventsV1Api, V1MicroTime, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "./informer.ts";
+import { keyOf } from "../types/names.ts";
 
 export const reportingController = "configbutler.ai/gitops-reverser";
 
@@ -62,7 +63,7 @@ export class EventRecorder {
     } catch (err) {
       this.logger.error("could not record an event", {
         reason,
-        object: `${namespace ?? ""}/${name ?? ""}`,
+        object: keyOf({ namespace, name }),
         error: String(err),
       });
     }

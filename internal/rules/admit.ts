@@ -9,6 +9,7 @@ import type { RuleStore } from "../rulestore/store.ts";
 import type { SourceContexts } from "../watch/sourcecontexts.ts";
 import { ruleConditions } from "./conditions.ts";
 import { gateRules } from "./gate.ts";
+import { keyOf } from "../types/names.ts";
 
 export interface RuleLookups {
   target(ref: TargetRef): GitTarget | undefined;
@@ -42,16 +43,14 @@ export function admitRules(
   );
   lookups.store.set(origin, admitted);
 
-  const watchManager = providerRef
-    ? lookups.sourceContexts.get(`${providerRef.namespace}/${providerRef.name}`)?.watchManager
-    : undefined;
+  const watchManager = providerRef ? lookups.sourceContexts.get(keyOf(providerRef))?.watchManager : undefined;
   const plan = watchManager?.planOf(target);
   const unresolved = plan ? plan.unresolved.filter((r) => r.origin === origin) : undefined;
   const resolvedTypes = plan ? plan.collections.length : 0;
   return {
     conditions: ruleConditions({
       generation,
-      targetName: `${target.namespace}/${target.name}`,
+      targetName: keyOf(target),
       targetConditions: gitTarget ? (gitTarget.status?.conditions ?? []) : undefined,
       refused,
       unresolved,

@@ -2,11 +2,10 @@
 // Controllers and the startup bootstrap both call these, so a restart cannot seed a rule
 // compiled any other way.
 import type { ClusterWatchRule, LabelSelector, WatchRule } from "../../generated/v1alpha3/index.ts";
+import type { NamespacedName } from "../types/names.ts";
 
-export interface TargetRef {
-  namespace: string;
-  name: string;
-}
+/** A GitTarget, by its NamespacedName. */
+export type TargetRef = NamespacedName;
 
 /** One resource rule, with everything the watch plane needs to resolve it. */
 export interface CompiledRule {

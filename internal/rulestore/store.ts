@@ -1,6 +1,5 @@
 import type { CompiledRule, TargetRef } from "./compile.ts";
-
-const targetKey = (t: TargetRef) => `${t.namespace}/${t.name}`;
+import { keyOf as targetKey } from "../types/names.ts";
 
 /**
  * The compiled rules, by the rule object they came from. Read by the watch plane to plan each

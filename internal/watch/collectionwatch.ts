@@ -28,6 +28,7 @@ import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
 import { watchSessions } from "../telemetry/instruments.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
+import { objectKeyOf } from "../types/names.ts";
 
 export type CollectionState = "Replaying" | "Running" | "Blocked";
 
@@ -38,10 +39,6 @@ const retryBackoff: Backoff = { baseMs: 1000, maxMs: 30_000, jitter: "equal" };
 export function collectionPath(c: Collection): string {
   const prefix = c.group === "" ? `/api/${c.version}` : `/apis/${c.group}/${c.version}`;
   return c.namespace ? `${prefix}/namespaces/${c.namespace}/${c.resource}` : `${prefix}/${c.resource}`;
-}
-
-function objectKeyOf(object: KubernetesObject): string {
-  return `${object.metadata?.namespace ?? ""}/${object.metadata?.name ?? ""}`;
 }
 
 /** One watch event as the client hands it over; an ERROR's object is a Status with a code. */

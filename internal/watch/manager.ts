@@ -15,6 +15,7 @@ import { discover } from "./discovery.ts";
 import { GitTargetEventStream } from "./stream.ts";
 import { planCollections, type Collection, type WatchPlan } from "./watchedtypes.ts";
 import { untilAborted } from "../timing/sleep.ts";
+import { keyOf as targetKey } from "../types/names.ts";
 
 export interface WatchManagerOptions {
   /** How often discovery runs again; the seeds' cadence is 30 s. */
@@ -31,8 +32,6 @@ export interface StreamSummary {
   replaying: number;
   blocked: number;
 }
-
-const targetKey = (t: TargetRef) => `${t.namespace}/${t.name}`;
 
 export class WatchManager implements Runnable {
   readonly name = "watch-manager";

@@ -9,6 +9,7 @@ import type { Logger } from "../operator/informer.ts";
 import { collectionPath } from "./collectionwatch.ts";
 import type { ResourceIdentity, SelectorExit, StreamItem } from "./stream.ts";
 import type { Collection } from "./watchedtypes.ts";
+import { keyOf } from "../types/names.ts";
 
 // A cluster-wide collection of a namespaced type reads each object in its own namespace.
 const objectPath = (c: Collection, identity: ResourceIdentity) =>
@@ -33,7 +34,7 @@ export async function selectorExitOf(
     // Unread, it is taken for the deletion the event announces, as it was before exits were told apart.
     logger.error("could not tell a selector exit from a deletion; taking it as a deletion", {
       collection: collection.key,
-      object: `${identity.namespace}/${identity.name}`,
+      object: keyOf(identity),
       error: err instanceof Error ? err.message : String(err),
     });
     return undefined;

@@ -1,0 +1,25 @@
+// One vocabulary for the identity of a namespaced object: its NamespacedName, and the key it is
+// known by in maps, queues, metrics and logs, "namespace/name". Built and read here only, so a
+// key is never spelled by hand.
+
+export interface NamespacedName {
+  namespace: string;
+  name: string;
+}
+
+/** "namespace/name": the key of a namespaced object, or of a reference to one. */
+export function keyOf(ref: { namespace?: string | undefined; name?: string | undefined }): string {
+  return `${ref.namespace ?? ""}/${ref.name ?? ""}`;
+}
+
+/** The NamespacedName a key names; the inverse of keyOf. */
+export function parseKey(key: string): NamespacedName {
+  const slash = key.indexOf("/");
+  return slash === -1
+    ? { namespace: "", name: key }
+    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** The key of an object, from its metadata. */
+export const objectKeyOf = (object: { metadata?: { namespace?: string; name?: string } }): string =>
+  keyOf(object.metadata ?? {});
