@@ -1,7 +1,6 @@
 // How a CommitRequest's phase and outcome read as conditions: the seeds' outcome table, as one
 // pure function. Automation stops on Ready=True or Stalled=True; Pushed=True with status.commit
 // says a pushed commit exists, and Ready=True alone also covers the benign no-commit outcomes.
-import { CommitRequestReason } from "../../generated/v1alpha3/index.ts";
 import type { ConditionUpdate } from "../operator/conditions.ts";
 
 /** Where a request is while it is served: each is a Reconciling reason. */
@@ -72,12 +71,3 @@ export function outcomeConditions(outcome: Outcome, generation?: number): Condit
     condition("Pushed", pushed ? "True" : "False", message),
   ];
 }
-
-/** Whether a request is finished: automation stops on Ready=True or Stalled=True. */
-export const finishedReasons: ReadonlySet<string> = new Set([
-  CommitRequestReason.Committed,
-  CommitRequestReason.AlreadyPresent,
-  CommitRequestReason.NoWindow,
-  CommitRequestReason.WindowMismatch,
-  CommitRequestReason.FinalizeFailed,
-]);
