@@ -27,6 +27,8 @@ export interface OperatorOptions {
   branchBufferMaxSize: number;
   /** Milliseconds between re-proofs of an idle branch. */
   gitRefreshInterval: number;
+  /** Milliseconds a finished CommitRequest is kept before it is deleted. */
+  commitRequestRetention: number;
   /** More resource types to treat as sensitive, as resource.group (core: resource). */
   additionalSensitiveResources: string[];
   /** Where the branch workers keep their clones, one directory per GitBranch uid. */
@@ -156,6 +158,14 @@ export function flagParser(): Command {
       )
         .argParser(invalid("--git-refresh-interval", parseDuration))
         .default(parseDuration("10m"), "10m"),
+    )
+    .addOption(
+      new Option(
+        "--commit-request-retention <duration>",
+        "how long a finished CommitRequest is kept (stamped configbutler.ai/delete-after) before it is deleted",
+      )
+        .argParser(invalid("--commit-request-retention", parseDuration))
+        .default(parseDuration("1h"), "1h"),
     )
     .option(
       "--additional-sensitive-resources <list>",

@@ -11,6 +11,8 @@ import { readKubeconfigSecret, type KubeconfigOptions } from "../internal/kubeco
 import {
   auditFactsCondition,
   auditRouteOf,
+  commitRequestsCondition,
+  servesCommitRequests,
   routeHolder,
   inClusterConsented,
   providerConditions,
@@ -23,6 +25,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
+import type { CommitRequestServer } from "./commitrequestserver.ts";
 import { keyOf } from "../internal/types/names.ts";
 
 export interface KubeProviderDeps {
@@ -34,6 +37,8 @@ export interface KubeProviderDeps {
   recheckMs?: number;
   /** With attribution on: when an audit route last delivered a fact. */
   lastFactAt?: (route: string) => Date | undefined;
+  /** The source clusters' CommitRequest watches, one per provider whose spec.commitRequests asks. */
+  commitRequests?: Pick<CommitRequestServer, "serve" | "release" | "state">;
 }
 
 type Connection =
@@ -58,6 +63,7 @@ export class KubeProviderReconciler implements Reconciler {
     const provider = this.providers.get(request.name, request.namespace);
     if (!provider) {
       await this.deps.sourceContexts.release(key);
+      await this.deps.commitRequests?.release(key);
       return {};
     }
 
@@ -66,6 +72,7 @@ export class KubeProviderReconciler implements Reconciler {
     if ("kind" in connection) {
       // Fail closed: a connection that may not be used stops the watches that used it.
       await this.deps.sourceContexts.release(key);
+      await this.deps.commitRequests?.release(key);
       outcome = connection;
     } else {
       outcome = await this.probe(connection.kubeConfig, connection.server);
@@ -76,6 +83,7 @@ export class KubeProviderReconciler implements Reconciler {
         connection.server,
         auditRouteOf(provider),
       );
+      await this.serveCommitRequests(provider, connection);
     }
 
     const route = auditRouteOf(provider);
@@ -85,6 +93,15 @@ export class KubeProviderReconciler implements Reconciler {
         ...providerConditions(outcome, provider.metadata.generation),
         ...(this.deps.lastFactAt
           ? [auditFactsCondition(route, lastFactAt, provider.metadata.generation)]
+          : []),
+        ...(this.deps.commitRequests
+          ? [
+              commitRequestsCondition(
+                provider,
+                this.deps.commitRequests.state(key),
+                outcome.kind === "refused" ? outcome.reason : undefined,
+              ),
+            ]
           : []),
       ],
       fields: {
@@ -96,6 +113,19 @@ export class KubeProviderReconciler implements Reconciler {
       },
     });
     return { requeueAfterMs: this.recheckMs };
+  }
+
+  /** Keeps the provider's CommitRequest watch in line with spec.commitRequests. */
+  private async serveCommitRequests(
+    provider: KubeProvider,
+    connection: Exclude<Connection, { kind: string }>,
+  ): Promise<void> {
+    const server = this.deps.commitRequests;
+    if (!server) return;
+    const key = providerKey(provider);
+    if (!servesCommitRequests(provider)) return server.release(key);
+    const deletesFinished = provider.spec.commitRequests === "ReconcileAndDeleteFinished";
+    await server.serve(key, connection.fingerprint, connection.kubeConfig, deletesFinished);
   }
 
   /**

@@ -29,6 +29,8 @@ import { setupGitProviderController } from "./gitprovider.ts";
 import { setupGitTargetController } from "./gittarget.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
+import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
+import { CommitRequestServer } from "./commitrequestserver.ts";
 import { keyOf, parseKey } from "../internal/types/names.ts";
 
 export interface OperatorSettings {
@@ -55,6 +57,10 @@ export interface OperatorSettings {
   attribution?: AttributionSettings;
   /** --redis-addr: resume cursors, and the redis fact transport; empty runs without Redis. */
   redisAddr?: string;
+  /** --commit-request-retention: how long a finished CommitRequest is kept; 1 hour. */
+  commitRequestRetention?: number;
+  /** The margin past attachTimeout + maxDuration before an unheld CommitRequest is withdrawn; 120 s. */
+  commitRequestWithdrawMarginMs?: number;
 }
 
 /** The source label of gitopsreverser_placements_total, by rung. */
@@ -96,16 +102,6 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     redis && new RedisCursorStore(redis, manager.logger),
   );
   manager.addRunnable(sourceContexts);
-  setupKubeProviderController(manager, {
-    sourceContexts,
-    ...(attribution ? { lastFactAt: (route: string) => attribution.lastFactAt(route) } : {}),
-    inClusterKubeProviders: settings.inClusterKubeProviders,
-    kubeconfig: {
-      allowExec: settings.allowKubeconfigExec,
-      allowInsecure: settings.allowKubeconfigInsecureTls,
-    },
-    recheckMs: settings.catalogRefreshMs,
-  });
   const claims = new BranchClaims();
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
   const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
@@ -162,6 +158,20 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     logger: manager.logger,
   });
   manager.addRunnable(workers);
+  const commitRequestServer = setupCommitRequests(manager, settings, workers, attribution);
+  const kubeProviders = setupKubeProviderController(manager, {
+    sourceContexts,
+    ...(attribution ? { lastFactAt: (route: string) => attribution.lastFactAt(route) } : {}),
+    inClusterKubeProviders: settings.inClusterKubeProviders,
+    kubeconfig: {
+      allowExec: settings.allowKubeconfigExec,
+      allowInsecure: settings.allowKubeconfigInsecureTls,
+    },
+    recheckMs: settings.catalogRefreshMs,
+    commitRequests: commitRequestServer,
+  });
+  // A provider's status says once its CommitRequest watch holds its list.
+  commitRequestServer.onServed((key) => kubeProviders.queue.add(key));
   setupGitProviderController(manager);
   setupGitBranchController(manager, {
     claims,
@@ -180,4 +190,27 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     ...(attribution ? { attribution } : {}),
     ...(redis ? { redis } : {}),
   };
+}
+
+/**
+ * CommitRequest: the control cluster's reconciler and the source clusters' server, on one core
+ * that shares the branch workers and, with attribution on, the fact index.
+ */
+function setupCommitRequests(
+  manager: Manager,
+  settings: OperatorSettings,
+  workers: WorkerManager,
+  attribution: Attribution | undefined,
+): CommitRequestServer {
+  const core = commitRequestCore(manager, {
+    saves: workers.saves,
+    ...(attribution ? { creator: (route, request) => attribution.creator(route, request) } : {}),
+    retentionMs: settings.commitRequestRetention ?? 60 * 60_000,
+    withdrawMarginMs: settings.commitRequestWithdrawMarginMs,
+  });
+  const onReport = (listener: (id: string) => void) => workers.saves.onChanged(listener);
+  setupCommitRequestController(manager, core, onReport);
+  const server = new CommitRequestServer(core, manager.logger, onReport);
+  manager.addRunnable(server);
+  return server;
 }

@@ -141,8 +141,14 @@ export const CommitRequestReason = {
   GitTargetNotFound: "GitTargetNotFound",
   /** The GitTarget's spec.allowedCommitRequests does not admit this request. */
   NotAdmitted: "NotAdmitted",
-  /** Attribution is on and no audit fact named the request's creator. */
+  /** Attribution is on, facts arrive on the provider's audit route, and none named the request's creator. */
   AuthorUnresolved: "AuthorUnresolved",
+  /** The audit event that created the request names its creator. */
+  AttributedFromAudit: "AttributedFromAudit",
+  /** Attribution is on and no fact has arrived on the provider's audit route yet, so the request names no actor. */
+  CommitterFallback: "CommitterFallback",
+  /** Attribution is off, so the request names no actor. */
+  AuthorCaptureDisabled: "AuthorCaptureDisabled",
 } as const;
 export type CommitRequestReasonType = (typeof CommitRequestReason)[keyof typeof CommitRequestReason];
 

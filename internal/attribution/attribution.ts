@@ -10,7 +10,8 @@ import { authorOf } from "./author.ts";
 import { FactIndex, defaultFactIndexLimits, type FactIndexLimits } from "./factindex.ts";
 import { streamKeyOf, type FactStream, type StreamRef } from "./factstream.ts";
 import { AuditIngress, type AuditIngressOptions } from "./ingress.ts";
-import { resolve } from "./resolver.ts";
+import { creatorRungs, resolve } from "./resolver.ts";
+import type { Actor } from "./fact.ts";
 import { attributionResolutions, factIndexEntries } from "../telemetry/instruments.ts";
 
 export type Transport = "redis" | "memory";
@@ -29,6 +30,8 @@ export class Attribution {
   /** When each audit route last delivered a fact, for its KubeProvider's AuditFactsReceived. */
   private readonly lastFact = new Map<string, Date>();
   private readonly follows = new Map<string, { watches: number; stop: () => void }>();
+  /** The routes whose CommitRequest stream is followed. */
+  private readonly requestFollows = new Set<string>();
 
   constructor(
     private readonly settings: AttributionSettings,
@@ -69,6 +72,27 @@ export class Attribution {
       },
       release,
     };
+  }
+
+  /**
+   * Who created a CommitRequest, on the audit route of its GitTarget's KubeProvider: the actor
+   * its create's fact names, awaited with the grace; `heard` says whether the route has
+   * delivered any fact, without which a missing one proves nothing. The route's CommitRequest
+   * stream is followed from the first ask on, for as long as the process runs.
+   */
+  async creator(
+    route: string,
+    request: { namespace: string; name: string; uid: string },
+  ): Promise<{ actor?: Actor; heard: boolean }> {
+    const scope = { route, group: "configbutler.ai", resource: "commitrequests" };
+    if (!this.requestFollows.has(route)) {
+      this.requestFollows.add(route);
+      this.follow({ route, type: `${scope.group}/${scope.resource}` });
+    }
+    const query = { ...scope, ...request, resourceVersion: "", removal: false, labels: {} };
+    const resolution = await resolve(this.index, query, this.settings.graceMs, creatorRungs(request.uid));
+    const heard = this.lastFactAt(route) !== undefined;
+    return resolution.tier === "absent" ? { heard } : { actor: resolution.actor, heard };
   }
 
   /** Follows a stream into the index while some watch needs it; returns that watch's release. */

@@ -19,7 +19,11 @@ export const unresolvedAuthor: Signature = {
 export function authorOf(resolution: Resolution): Author {
   return resolution.tier === "absent"
     ? { ...unresolvedAuthor, kind: "none" }
-    : { ...actorSignature(resolution.actor), kind: actorKind(resolution.actor) };
+    : {
+        ...actorSignature(resolution.actor),
+        kind: actorKind(resolution.actor),
+        username: resolution.actor.username,
+      };
 }
 
 /** An actor as a Git identity: its OIDC display name and email when present and usable. */

@@ -63,6 +63,8 @@ export interface Fact {
   at: number;
   /** A deletecollection: the selector it was made with, and the uids the API server returned. */
   collection?: { labelSelector?: string; fieldSelector?: string; uids: string[] };
+  /** The write created the object: a create, or an apply or update answered 201 Created. */
+  created?: true;
 }
 
 const mutating = new Set(["create", "update", "patch", "delete", "deletecollection"]);
@@ -105,6 +107,7 @@ export function factOf(event: AuditEvent, route: string): Fact | undefined {
     uid: ref.uid ?? response?.metadata?.uid ?? response?.details?.uid ?? "",
     resourceVersion: response?.kind === "Status" ? "" : (response?.metadata?.resourceVersion ?? ""),
     at: Date.parse(event.stageTimestamp ?? "") || Date.now(),
+    ...(event.verb === "create" || event.responseStatus?.code === 201 ? { created: true as const } : {}),
   };
   if (event.verb === "deletecollection") {
     const query = new URLSearchParams(event.requestURI?.split("?")[1] ?? "");

@@ -30,7 +30,9 @@ export type FactKey =
   | { kind: "name"; namespace: string; name: string }
   | { kind: "sticky"; uid: string }
   | { kind: "collection"; uid: string }
-  | { kind: "scope"; namespace: string };
+  | { kind: "scope"; namespace: string }
+  /** The write that created the object: a CommitRequest's author is its creator, whatever came later. */
+  | { kind: "created"; uid: string };
 
 /** The keys a fact is filed under: the strongest it has, and the sticky slot of a delete. */
 export function keysOf(fact: Fact): FactKey[] {
@@ -46,6 +48,7 @@ export function keysOf(fact: Fact): FactKey[] {
   else if (fact.resourceVersion) keys.push({ kind: "rv", rv: fact.resourceVersion });
   else keys.push({ kind: "name", namespace: fact.namespace, name: fact.name });
   if (fact.verb === "delete" && fact.uid) keys.push({ kind: "sticky", uid: fact.uid });
+  if (fact.created && fact.uid) keys.push({ kind: "created", uid: fact.uid });
   return keys;
 }
 
@@ -65,6 +68,8 @@ function keyText(key: FactKey): string {
       return `n:${key.namespace}/${key.name}`;
     case "scope":
       return `s:${key.namespace}`;
+    case "created":
+      return `o:${key.uid}`;
   }
 }
 

@@ -19,6 +19,8 @@ export type Tier =
   | "name"
   | "deletecollection_scope"
   | "resource_version"
+  /** A CommitRequest's creator: the create's fact by uid, never a later write's. */
+  | "created"
   | "absent";
 
 export type Resolution = { tier: Exclude<Tier, "absent">; actor: Actor; fact: Fact } | { tier: "absent" };
@@ -71,6 +73,9 @@ function fieldsMatch(selector: string, query: AttributionQuery): boolean {
  * fact; never its last edit. A create or update presents the version its own write made, so it
  * never falls through to the removal tiers, where the uid's pointer may name an older author.
  */
+/** The one tier a CommitRequest's author is read from: the fact of the create that made it. */
+export const creatorRungs = (uid: string): Rung[] => [{ tier: "created", key: { kind: "created", uid } }];
+
 export function rungsOf(query: AttributionQuery): Rung[] {
   const { uid, resourceVersion: rv, namespace, name } = query;
   const rungs: Rung[] = [];
@@ -110,8 +115,8 @@ export async function resolve(
   index: FactIndex,
   query: AttributionQuery,
   graceMs: number,
+  rungs = rungsOf(query),
 ): Promise<Resolution> {
-  const rungs = rungsOf(query);
   let wake: () => void = () => undefined;
   const stop = index.watch(
     query,

@@ -74,9 +74,10 @@ export class AttachQueue {
   register(request: AttachRequest, now: number, open: OpenWindowView | undefined): RegisterDecision {
     if (this.known.has(request.id)) return { kind: "known" };
     this.known.add(request.id);
-    const matching = open && !open.attached && windowMatches(request, open);
+    const ours = open !== undefined && windowMatches(request, open);
+    const matching = ours && !open.attached;
     if (matching && request.mode === "CurrentOrNext") return { kind: "attach" };
-    const sawOtherAuthor = open !== undefined && open.target === request.target && !matching;
+    const sawOtherAuthor = open !== undefined && open.target === request.target && !ours;
     if (request.attachTimeoutMs <= 0 && !matching) {
       return { kind: "resolved", outcome: sawOtherAuthor ? "WindowMismatch" : "NoWindow" };
     }

@@ -15,9 +15,12 @@ export type Outcome =
   /** No window of this author and target before the deadline; `commit` as above. */
   | { reason: "NoWindow"; commit?: string; branch?: string }
   | { reason: "WindowMismatch" }
-  | { reason: "FinalizeFailed"; message: string };
+  | { reason: "FinalizeFailed"; message: string }
+  /** Refused before anything was attached: the message says what to change. */
+  | { reason: "GitTargetNotFound" | "NotAdmitted" | "AuthorUnresolved"; message: string };
 
-const messages: Record<Phase | "NoWindow" | "WindowMismatch" | "AlreadyPresent", string> = {
+const messages: Record<Phase | "Saving" | "NoWindow" | "WindowMismatch" | "AlreadyPresent", string> = {
+  Saving: "Accepted: its author is recorded, and it is handed to the GitTarget's branch worker.",
   Progressing: "The request is being served.",
   WaitingForWorker: "The GitTarget's branch worker has not taken the request yet.",
   WaitingForWindow: "Waiting for a window of this author and GitTarget to attach to.",
@@ -28,12 +31,17 @@ const messages: Record<Phase | "NoWindow" | "WindowMismatch" | "AlreadyPresent",
   AlreadyPresent: "The window changed nothing, and the remote confirmed there was nothing to add.",
 };
 
-export function phaseConditions(phase: Phase, generation?: number): ConditionUpdate[] {
+/** A request in progress: Ready=Unknown and Reconciling=True, the phase as their reason. */
+export function phaseConditions(
+  phase: Phase | "Saving",
+  generation?: number,
+  message?: string,
+): ConditionUpdate[] {
   const at = (type: string, status: "True" | "False" | "Unknown") => ({
     type,
     status,
     reason: phase,
-    message: messages[phase],
+    message: message ?? messages[phase],
     observedGeneration: generation,
   });
   return [at("Ready", "Unknown"), at("Reconciling", "True"), at("Stalled", "False")];
@@ -48,7 +56,7 @@ export function outcomeConditions(outcome: Outcome, generation?: number): Condit
     message,
     observedGeneration: generation,
   });
-  if (outcome.reason === "FinalizeFailed") {
+  if ("message" in outcome) {
     return [
       condition("Ready", "False", outcome.message),
       condition("Stalled", "True", outcome.message),

@@ -5,10 +5,9 @@
 // reached keeps every retained write and is retried on its own schedule; while it is, intake is
 // bounded by the branch budget.
 import type { Logger } from "../operator/informer.ts";
-import { sleep } from "../timing/sleep.ts";
 import type { Author, StreamItem } from "../watch/stream.ts";
 import type { Repository, Signature } from "./clone.ts";
-import { renderRefusal } from "../kustomize/verdict.ts";
+import { proveBranch, readFolders, type Refreshing } from "./refresh.ts";
 import { identityKeyOf } from "../manifest/writer.ts";
 import type { MaterializeOptions, WorkTree } from "./materialize.ts";
 import { Publication, type Contention, type Unpublished } from "./publication.ts";
@@ -16,9 +15,18 @@ import { RetrySchedule, type Outage } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
 import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
+import { WorkerQueue } from "./workerqueue.ts";
 import { InventoryStore } from "./inventorystore.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
-import { liveChange, resyncWrite, type Change, type DecidedWrite, type TargetSettings } from "./writes.ts";
+import {
+  RetainedWrites,
+  liveChange,
+  resyncWrite,
+  type Change,
+  type DecidedWrite,
+  type TargetSettings,
+} from "./writes.ts";
+import { WorkerSaves, type Report, type SaveRequest, type WithdrawAnswer } from "./saves.ts";
 
 export interface BranchWorkerOptions {
   clone: Repository & WorkTree;
@@ -44,6 +52,8 @@ export interface BranchWorkerOptions {
   folders: TargetFolderCallbacks;
   /** How long the render gate holds live events: 10 minutes unless a test shortens it. */
   renderHoldMs?: number;
+  /** Called whenever a CommitRequest's phase or outcome changes on this worker. */
+  onSave?: (id: string, report: Report) => void;
 }
 
 /** What every GitTarget on the branch reports of its worker, and what the metrics show. */
@@ -56,19 +66,19 @@ export interface BranchState {
 }
 
 type Event =
-  | Intake
   | { stop: true }
   | { recheck: TargetSettings; done?: () => void }
   | { refresh: true }
-  | { resumed: TargetSettings };
+  | { resumed: TargetSettings }
+  | { save: SaveRequest; target: TargetSettings }
+  | { withdraw: string; message: string; answer: (answer: WithdrawAnswer) => void };
+
+type WindowWrite = Change & { target: TargetSettings; author?: Author };
 
 export class BranchWorker {
-  private readonly events: Event[] = [];
-  /** What the queued items weigh, each with its charge: kept as they come and go, for the budget. */
-  private queuedBytes = 0;
-  private readonly window: CommitWindow<Change & { target: TargetSettings; author?: Author }>;
-  private readonly pending: { write: DecidedWrite; bytes: number }[] = [];
-  private wake: () => void = () => undefined;
+  private readonly events = new WorkerQueue<Event>();
+  private readonly window: CommitWindow<WindowWrite>;
+  private readonly pending = new RetainedWrites();
   private lastPushAt = 0;
   private lastProvedAt = Date.now();
   private readonly retry = new RetrySchedule();
@@ -80,6 +90,10 @@ export class BranchWorker {
   private readonly intake = new IntakeGate();
   private lastState = "";
   private unpublished: Unpublished | undefined;
+  /** The CommitRequests this worker serves: where each is, or how it ended. */
+  readonly saves: WorkerSaves;
+  /** The loop has exited: a withdraw is answered at once. */
+  private stopped = false;
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
@@ -97,6 +111,29 @@ export class BranchWorker {
       logger: options.logger,
       attempts: options.pushAttempts,
     });
+    this.saves = new WorkerSaves(
+      {
+        window: this.window,
+        branch: options.clone.branch,
+        folders: this.folders,
+        decide: (closed) => this.decide(closed as ClosedWindow<WindowWrite> | undefined),
+        retain: (write) => this.retain(write, 0),
+        intakePaused: () => this.intake.paused,
+      },
+      (id, report) => options.onSave?.(id, report),
+    );
+  }
+
+  /** A CommitRequest's attach, or its re-send: registered on the worker's FIFO. */
+  attachSave(target: TargetSettings, request: SaveRequest): void {
+    if (this.stopped) return;
+    this.events.push({ save: request, target });
+  }
+
+  /** Withdraws a CommitRequest it does not hold, behind every queued attach; at once once stopped. */
+  withdrawSave(id: string, message: string): Promise<WithdrawAnswer> {
+    if (this.stopped) return Promise.resolve(this.saves.withdraw(id, message, Date.now()));
+    return new Promise((answer) => this.events.push({ withdraw: id, message, answer }));
   }
 
   /** Writes decided and not yet pushed. */
@@ -110,15 +147,7 @@ export class BranchWorker {
   }
 
   enqueue(target: TargetSettings, item: StreamItem): void {
-    this.queue([{ target, item, bytes: bytesOf(item) }], "back");
-    this.wake();
-  }
-
-  /** Queues items at the back, or (released by the render gate) at the front, counting their weight. */
-  private queue(items: Intake[], end: "front" | "back"): void {
-    for (const item of items) this.queuedBytes += (item.bytes ?? 0) + itemChargeBytes;
-    if (end === "front") this.events.unshift(...items);
-    else this.events.push(...items);
+    this.events.items([{ target, item, bytes: bytesOf(item) }], "back");
   }
 
   /**
@@ -133,19 +162,16 @@ export class BranchWorker {
   recheck(target: TargetSettings, done?: () => void): void {
     if (!done && !this.folders.isRefused(target)) return;
     this.events.push({ recheck: target, done });
-    this.wake();
   }
 
   /** A suspended target resumed: its items after this are written again. */
   resume(target: TargetSettings): void {
     this.events.push({ resumed: target });
-    this.wake();
   }
 
   /** Proves where the remote branch is now, as the periodic refresh does; a requestedAt asks this. */
   refresh(): void {
     this.events.push({ refresh: true });
-    this.wake();
   }
 
   start(): void {
@@ -155,7 +181,6 @@ export class BranchWorker {
   /** Closes the window, tries one publication of everything retained, and stops: what did not land. */
   async stop(): Promise<Unpublished | undefined> {
     this.events.push({ stop: true });
-    this.wake();
     await this.running;
     return this.unpublished;
   }
@@ -163,7 +188,6 @@ export class BranchWorker {
   private async loop(): Promise<void> {
     for (;;) {
       const event = this.events.shift();
-      if (event && "item" in event) this.queuedBytes -= (event.bytes ?? 0) + itemChargeBytes;
       if (event && "stop" in event) {
         await this.shutdown();
         return;
@@ -171,10 +195,15 @@ export class BranchWorker {
       if (event && "recheck" in event) {
         await this.readFolders([event.recheck]);
         event.done?.();
-      } else if (event && "resumed" in event) this.queue(this.suspensions.resumed(event.resumed), "front");
+      } else if (event && "resumed" in event)
+        this.events.items(this.suspensions.resumed(event.resumed), "front");
       else if (event && "refresh" in event) await this.refreshNow();
+      else if (event && "save" in event) this.saves.attach(event.target, event.save, Date.now());
+      else if (event && "withdraw" in event)
+        event.answer(this.saves.withdraw(event.withdraw, event.message, Date.now()));
       else if (event) this.handle(event);
       this.folders.expire(Date.now());
+      this.saves.expire(Date.now());
       this.decide(this.window.tick(Date.now()));
       this.updateIntake();
       if (this.events.length > 0) continue;
@@ -188,7 +217,7 @@ export class BranchWorker {
         this.pending.length > 0 &&
         (await this.publication.commitAhead(
           this.retained(),
-          (released) => this.queue(released, "front"),
+          (released) => this.events.items(released, "front"),
           100,
         ))
       )
@@ -204,14 +233,16 @@ export class BranchWorker {
   private handle(intake: Intake): void {
     const { target, item } = intake;
     const bytes = intake.bytes ?? bytesOf(item);
+    this.saves.saw(target);
     if (this.suspensions.take(intake)) return;
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
-    this.queue(released, "front");
+    this.events.items(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;
     // A window is one author's: a change by someone else closes it, so no commit mixes authors.
     const author = item.type === "upsert" || item.type === "delete" ? item.author : undefined;
     const { name, email } = author ?? this.options.committer;
-    const owner = { author: `${name} <${email}>`, target: target.key };
+    const actor = author?.kind === "none" ? undefined : author?.username;
+    const owner = { author: `${name} <${email}>`, target: target.key, actor };
     if (item.type === "snapshot") {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
@@ -219,6 +250,8 @@ export class BranchWorker {
       return;
     }
     const change = liveChange(item);
+    const before = this.window.owner;
+    const opens = before?.author !== owner.author || before.target !== owner.target;
     for (const closed of this.window.add(
       owner,
       target.timers,
@@ -229,25 +262,29 @@ export class BranchWorker {
     )) {
       this.decide(closed);
     }
+    // A waiting request attaches before the target's own timers are consulted.
+    if (opens) this.saves.windowOpened(Date.now());
   }
 
-  private decide(
-    closed: ClosedWindow<Change & { target: TargetSettings; author?: Author }> | undefined,
-  ): void {
+  private decide(closed: ClosedWindow<WindowWrite> | undefined): void {
     if (!closed || closed.writes.length === 0) return;
     const { target, author } = closed.writes[0]!;
     const changes = closed.writes.map(({ target: _t, author: _a, ...change }) => change);
+    const save = this.saves.closed(closed, target, Date.now());
     // The window weighed each write as it came in: no second serialization on the worker's loop.
-    this.retain({ target, reason: "live", changes, ...(author ? { author } : {}) }, closed.bytes);
+    this.retain(
+      { target, reason: "live", changes, ...(author ? { author } : {}), ...(save ? { save } : {}) },
+      closed.bytes,
+    );
   }
 
   /** The retained writes, oldest first. */
   private retained(): DecidedWrite[] {
-    return this.pending.map((p) => p.write);
+    return this.pending.writes();
   }
 
   private retain(write: DecidedWrite, bytes: number): void {
-    this.pending.push({ write, bytes: bytes + itemChargeBytes * Math.max(1, write.changes.length) });
+    this.pending.add(write, bytes, itemChargeBytes);
   }
 
   /** When the next publication may start: after the push cooldown, and after a failure's backoff. */
@@ -267,10 +304,11 @@ export class BranchWorker {
   /** Publishes every retained write; a failure keeps them all and waits out the retry schedule. */
   private async publish(): Promise<void> {
     const writes = this.retained();
-    const outcome = await this.publication.cycle(writes, (released) => this.queue(released, "front"));
+    const outcome = await this.publication.cycle(writes, (released) => this.events.items(released, "front"));
     if (outcome.kind === "contended") return;
     if (outcome.kind === "failed") {
       const outage = this.retry.failed(outcome.error, Date.now(), outcome);
+      this.saves.waiting(writes, outcome.error);
       this.options.logger.error("publication failed; the writes are kept", {
         error: outcome.error,
         fault: outcome.fault ?? "remote",
@@ -279,7 +317,8 @@ export class BranchWorker {
       });
       return;
     }
-    this.pending.splice(0, outcome.published);
+    this.pending.published(outcome.published);
+    this.saves.published(writes.slice(0, outcome.published), Date.now());
     for (const target of new Set(writes.slice(0, outcome.published).map((w) => w.target)))
       this.folders.published(target);
     this.retry.succeeded();
@@ -289,52 +328,25 @@ export class BranchWorker {
       this.options.onPublished?.(outcome.commit, writes.slice(0, outcome.published));
   }
 
-  /**
-   * Proves where the remote is without a write: one advertisement, and a fetch only when it moved.
-   * A moved branch is read again, so a folder somebody broke (or fixed) is reported.
-   */
+  /** Proves where the remote is without a write (refresh.ts), while the branch is idle. */
   private async refreshNow(): Promise<void> {
     this.lastProvedAt = Date.now();
-    if (!this.idle()) return;
-    try {
-      const by = await this.publication.refresh();
-      this.options.onProved?.(this.publication.tip, by);
-      if (by === "Fetch") await this.readFolders(this.folders.targets(), false);
-    } catch (err) {
-      this.options.logger.error("proving where the remote branch is failed", {
-        error: err instanceof Error ? err.message : String(err),
-      });
-    }
+    if (this.idle()) await proveBranch(this.refreshing());
   }
 
-  /**
-   * Reads folders again and reports their verdicts, when no write is waiting to do that anyway;
-   * `fetch` first when somebody may have pushed a fix.
-   */
-  private async readFolders(targets: TargetSettings[], fetch = true): Promise<void> {
-    if (this.pending.length > 0) return;
-    const { clone } = this.options;
-    try {
-      if (fetch) {
-        this.publication.distrust();
-        await this.publication.refresh();
-      }
-      for (const target of targets) {
-        const inventory = this.folders.inventory(target);
-        await inventory.refresh(clone);
-        const refusal = this.folders.verdict(target) ?? (await renderRefusal(this.options, inventory));
-        this.folders.checked(target, refusal);
-      }
-    } catch (err) {
-      this.options.logger.error("reading the folders again failed", {
-        error: err instanceof Error ? err.message : String(err),
-      });
-    }
+  /** Reads folders again, when no write is waiting to do that anyway. */
+  private async readFolders(targets: TargetSettings[]): Promise<void> {
+    if (this.pending.length === 0) await readFolders(this.refreshing(), targets);
+  }
+
+  private refreshing(): Refreshing {
+    const { clone, materialize, logger, onProved } = this.options;
+    return { publication: this.publication, folders: this.folders, clone, materialize, logger, onProved };
   }
 
   /** The intake budget (intakebudget.ts), weighed over everything accepted and not published. */
   private updateIntake(): void {
-    const retained = this.pending.reduce((sum, p) => sum + p.bytes, 0) + this.queuedBytes + this.window.bytes;
+    const retained = this.pending.bytes + this.events.bytes + this.window.bytes + this.saves.bytes();
     const waiting = (this.retry.current ?? this.publication.contended) !== undefined;
     this.intake.update(waiting, retained, this.options.bufferLimitBytes);
     const state: BranchState = {
@@ -356,33 +368,31 @@ export class BranchWorker {
   private async shutdown(): Promise<void> {
     this.decide(this.window.close("shutdown"));
     if (this.pending.length > 0) {
-      this.unpublished = await this.publication.last(this.retained(), this.options.shutdownGraceMs ?? 20_000);
+      const retained = this.retained();
+      this.unpublished = await this.publication.last(retained, this.options.shutdownGraceMs ?? 20_000);
+      if (!this.unpublished) this.saves.published(retained, Date.now());
     }
+    this.saves.stopped(Date.now());
+    this.stopped = true;
+    const failed = (what: string) => (err: unknown) =>
+      this.options.logger.error(`${what} failed`, { error: String(err) });
     // Kept so a restart reads only what changed since; without it, a restart reads every folder.
-    await this.folders
-      .saveInventories()
-      .catch((err: unknown) =>
-        this.options.logger.error("saving the folders' inventories failed", { error: String(err) }),
-      );
-    await this.options.clone
-      .close()
-      .catch((err: unknown) => this.options.logger.error("closing the clone failed", { error: String(err) }));
+    await this.folders.saveInventories().catch(failed("saving the folders' inventories"));
+    await this.options.clone.close().catch(failed("closing the clone"));
     this.abort.abort();
     this.intake.release();
   }
 
   private async sleepUntilWork(): Promise<void> {
-    const deadlines = [
-      this.window.dueAt(),
-      this.pending.length > 0 ? this.publishDueAt() : undefined,
-      this.folders.dueAt(),
-      this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
-    ].filter((d): d is number => d !== undefined);
-    const wait = deadlines.length > 0 ? Math.max(0, Math.min(...deadlines) - Date.now()) : 60_000;
-    // An event queued while the loop was awaiting something else has nobody to wake it.
-    if (this.events.length > 0) return;
-    const woken = new Promise<void>((resolve) => (this.wake = resolve));
-    await Promise.race([woken, sleep(wait, this.abort.signal)]);
-    this.wake = () => undefined;
+    await this.events.sleep(
+      [
+        this.window.dueAt(),
+        this.pending.length > 0 ? this.publishDueAt() : undefined,
+        this.folders.dueAt(),
+        this.saves.dueAt(),
+        this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
+      ],
+      this.abort.signal,
+    );
   }
 }

@@ -45,6 +45,8 @@ export class RemoteMovedError extends Error {}
 /** What a branch worker needs of its repository; the clone is the real one. */
 export interface Repository {
   readonly headCommit: string | undefined;
+  /** The branch it writes. */
+  readonly branch: string;
   /** Reads the remote's refs: one ref advertisement. */
   advertise(): Promise<Advertisement>;
   /** Fetches where the branch starts and resets the worktree there, discarding everything else. */
@@ -53,6 +55,8 @@ export interface Repository {
   push(root: Root): Promise<string>;
   /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */
   holds(root: Root): Promise<boolean>;
+  /** The commits on `to`'s first-parent line after `from` (none: every one), oldest first. */
+  firstParents(from: string | undefined, to: string): Promise<string[]>;
   /** Bounds every remote call until the next call to this: a publication cycle's deadline. */
   setCycleDeadline(signal: AbortSignal | undefined): void;
   /** Removes the local clone after a local fault: the next fetchAndReset clones afresh. */
@@ -110,6 +114,10 @@ export class Clone implements Repository {
 
   get headCommit(): string | undefined {
     return this.head;
+  }
+
+  get branch(): string {
+    return this.options.branch;
   }
 
   setCycleDeadline(signal: AbortSignal | undefined): void {
@@ -284,16 +292,23 @@ export class Clone implements Repository {
    * forks no process; the index is brought to the head when the importer ends (one call for the
    * stream), and no local ref is moved: the push names the commit, and a reset moves the branch.
    */
-  async commit(paths: Iterable<string>, message: string, author: Signature, committer: Signature) {
+  async commit(
+    paths: Iterable<string>,
+    message: string,
+    author: Signature,
+    committer: Signature,
+    allowEmpty = false,
+  ) {
     let made: string | undefined;
-    this.send(paths, message, author, committer, (commit) => (made = commit));
+    this.send(paths, message, author, committer, (commit) => (made = commit), allowEmpty);
     await this.settle();
     return made;
   }
 
   /**
    * commit(), without waiting for it: the touched files are read now, and `committed` hears the
-   * new commit (undefined: it changed nothing) once it is answered and the head has moved. Every
+   * new commit (undefined: it changed nothing, unless `allowEmpty`) once it is answered and the
+   * head has moved. Every
    * other call of the clone waits for it; settle() waits for it alone.
    */
   send(
@@ -302,16 +317,26 @@ export class Clone implements Repository {
     author: Signature,
     committer: Signature,
     committed: (commit: string | undefined) => void,
+    allowEmpty = false,
   ): void {
     const touched = [...new Set(paths)];
     const when = Math.floor(Date.now() / 1000);
     const files = touched.map((path) => stagedFileAt(this.dir, path));
-    this.stream.send({ paths: touched, files, message, author, committer, when }, committed);
+    this.stream.send({ paths: touched, files, message, author, committer, when, allowEmpty }, committed);
   }
 
   /** Waits until every commit sent is answered, and the head is the last of them. */
   settle(): Promise<void> {
     return this.stream.settle();
+  }
+
+  async firstParents(from: string | undefined, to: string): Promise<string[]> {
+    const range = from ? [`${from}..${to}`] : [to];
+    const { stdout } = await this.git(["rev-list", "--first-parent", "--reverse", ...range]);
+    return stdout
+      .toString("utf8")
+      .split("\n")
+      .filter((line) => line !== "");
   }
 
   /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */

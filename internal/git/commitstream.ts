@@ -4,8 +4,9 @@
 // each answer before the next write was half of a write's time (3.6–6 ms of 8–10 under an edit
 // stream), most of it the two processes waiting for each other's turn on a busy machine.
 //
-// A commit whose tree equals its parent's changed nothing and is dropped. The commits sent on
-// it are sent again on the commit before it, so no empty commit stays in the history.
+// A commit whose tree equals its parent's changed nothing and is dropped, unless it was sent to
+// be empty (a CommitRequest's CommitEmpty). The commits sent on it are sent again on the commit
+// before it, so no unintended empty commit stays in the history.
 import { emptyTree, Importer } from "./importer.ts";
 import type { ImportedFile } from "./importstream.ts";
 import type { Signature } from "./clone.ts";
@@ -27,6 +28,8 @@ export interface StreamedCommit {
   author: Signature;
   committer: Signature;
   when: number;
+  /** Kept though it changes nothing: a CommitRequest's empty commit records its message. */
+  allowEmpty?: boolean;
 }
 
 interface Pending extends StreamedCommit {
@@ -112,7 +115,7 @@ export class CommitStream {
         }
         const made = await entry.made;
         this.pending.shift();
-        if (made.tree === this.head.at().tree) {
+        if (made.tree === this.head.at().tree && !entry.allowEmpty) {
           entry.committed(undefined);
           continue;
         }

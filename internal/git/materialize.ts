@@ -31,7 +31,7 @@ export interface MaterializeOptions {
   /** Called for each object refused fail-safe, so it can be logged, counted and reported. */
   onRefused: (write: DecidedWrite, identity: ResourceIdentity, reason: string, message: string) => void;
   /** Called for each commit made, once it is: a write that changed nothing makes none. */
-  onCommitted?: (write: DecidedWrite) => void;
+  onCommitted?: (write: DecidedWrite, commit: string) => void;
   /** Called for each sensitive document written encrypted, or proved unchanged without encrypting. */
   onEncrypted?: (write: DecidedWrite, identity: ResourceIdentity, outcome: "encrypted" | "unchanged") => void;
   /** The worker's kustomize renders, which judge a folder as it renders; none: as written. */
@@ -73,6 +73,8 @@ export interface MaterializeResult {
   commit?: string;
   /** The acceptance gate refused the folder: nothing was written. */
   refusal?: Refusal;
+  /** The commit records a save's message and changes nothing (CommitEmpty). */
+  empty?: true;
   /** A snapshot's measurement of the folder's tokens against live: empty when clean. */
   divergences?: MeasuredDivergence[];
   /** Which rung placed each new document; none on a replay. */
@@ -181,28 +183,48 @@ export async function materialize(
   }
 
   const judged = replay ? {} : { refusedWrites };
-  if (writer.touched.size === 0) return { divergences, placements, decided, ...judged };
+  if (writer.touched.size === 0) {
+    // CommitEmpty: a save that changed nothing records its message in a commit of no change.
+    if (!write.save?.commitEmpty || refusedWrites.length > 0)
+      return { divergences, placements, decided, ...judged };
+    const made = await commitWith(tree, inventory, write, options, [], applied);
+    return { ...made, empty: true, divergences, placements, decided, ...judged };
+  }
   for (const [path, content] of bootstrapFiles(folder, write.target.encryption)) {
     if (!tree.exists(path) || (await replacesBootstrap(path, content, () => tree.read(path)))) {
       await tree.write(path, content);
       writer.touched.add(path);
     }
   }
+  const made = await commitWith(tree, inventory, write, options, writer.touched, applied);
+  return { ...made, divergences, placements, decided, ...judged };
+}
+
+/** Commits the touched paths (none: an empty commit) with the write's message and author. */
+async function commitWith(
+  tree: WorkTree,
+  inventory: FolderInventory,
+  write: DecidedWrite,
+  options: MaterializeOptions,
+  touched: Iterable<string>,
+  applied: AppliedChange[],
+): Promise<{ commit?: string }> {
   const message = options.message(write, applied);
   const { committer } = options;
   // The committer is always the operator; the author is who made the live change.
   const author = write.author ?? committer;
+  const allowEmpty = write.save?.commitEmpty === true;
+  const committed = (commit: string | undefined) => {
+    inventory.committed(commit);
+    if (commit) options.onCommitted?.(write, commit);
+  };
   if (tree.send) {
-    tree.send(writer.touched, message, author, committer, (commit) => {
-      inventory.committed(commit);
-      if (commit) options.onCommitted?.(write);
-    });
-    return { divergences, placements, decided, ...judged };
+    tree.send(touched, message, author, committer, committed, allowEmpty);
+    return {};
   }
-  const commit = await tree.commit(writer.touched, message, author, committer);
-  inventory.committed(commit);
-  if (commit) options.onCommitted?.(write);
-  return { commit, divergences, placements, decided, ...judged };
+  const commit = await tree.commit(touched, message, author, committer, allowEmpty);
+  committed(commit);
+  return commit ? { commit } : {};
 }
 
 /** The snapshot's objects measured against the folder: as kustomize renders it, else as written. */

@@ -19,7 +19,9 @@ export function commitMessageFor(author: Signature, logger: Logger) {
       messageData({
         target: { namespace, name, path: write.target.path },
         author,
-        reason: write.reason,
+        // A request's own words are framed by requestTemplate; without them it commits as live.
+        reason: write.save?.message !== undefined ? "request" : write.reason,
+        ...(write.save?.message !== undefined ? { requestMessage: write.save.message } : {}),
         changes: applied.map((a) => ({ operation: a.operation, ...a.identity, path: a.path })),
       }),
     );

@@ -59,12 +59,23 @@ export class Publication {
   private baseTrusted = false;
   private checkoutApplied: number | "unknown" = 0;
   private root: Root | undefined;
+  /** The commits the checkout holds on its root, in order, with the write that made each. */
+  private made: { write: DecidedWrite; commit: string }[] = [];
+  private readonly materializing: MaterializeOptions;
   private readonly contention: ContentionSchedule;
   /** Fetches made so far: what the base-trust tests count. */
   fetches = 0;
 
   constructor(private readonly options: PublicationOptions) {
     this.contention = new ContentionSchedule(options.random);
+    const { onCommitted } = options.materialize;
+    this.materializing = {
+      ...options.materialize,
+      onCommitted: (write, commit) => {
+        this.made.push({ write, commit });
+        onCommitted?.(write, commit);
+      },
+    };
   }
 
   /** How often the branch moved under our pushes since the last one landed, while it keeps doing so. */
@@ -194,16 +205,23 @@ export class Publication {
     const attempts = this.options.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.ensureBase();
+        const fetched = await this.ensureBase();
         const published = await this.applyRetained(retained, onReleased, Date.now() + budgetMs);
         if (repository.headCommit === rootCommit(this.root)) {
+          // "Already present" is a claim about the remote: a save that changed nothing settles
+          // only once the remote shows the tip it was planned on, else it is replayed.
+          const saves = retained.slice(0, published).some((w) => w.save);
+          if (saves && !fetched && !(await repository.holds(this.root!)))
+            throw new RemoteMovedError("the remote branch moved past the tip a save was planned on");
           this.checkoutApplied = 0;
+          this.made = [];
           return { kind: "settled", published };
         }
         const made = repository.headCommit!;
         const commit = await repository.push(this.root!);
         // A signed push carries the same trees under new hashes: the folders are at them now.
         if (commit !== made) this.options.folders.rewritten(made, commit);
+        await this.namePushedSaves(commit !== made ? commit : undefined);
         this.root = { from: "branch", commit };
         this.checkoutApplied = 0;
         return { kind: "pushed", commit, published };
@@ -239,13 +257,34 @@ export class Publication {
       .catch((err: unknown) => logger.error("removing the local clone failed", { error: String(err) }));
   }
 
-  /** A trusted base with a checkout that is the projection of the retained writes needs no fetch. */
-  private async ensureBase(): Promise<void> {
-    if (this.baseTrusted && this.checkoutApplied !== "unknown" && this.root) return;
+  /**
+   * Gives each save the push carried the commit the remote holds for it: its own, or (signed on
+   * the way out, `rewrittenTo` the new tip) the one at its place on the new first-parent line.
+   */
+  private async namePushedSaves(rewrittenTo: string | undefined): Promise<void> {
+    const made = this.made;
+    this.made = [];
+    if (!made.some(({ write }) => write.save)) return;
+    const line = rewrittenTo
+      ? await this.options.repository.firstParents(rootCommit(this.root), rewrittenTo)
+      : made.map((m) => m.commit);
+    made.forEach(({ write }, i) => {
+      if (write.save) write.save.commit = line[i];
+    });
+  }
+
+  /**
+   * A trusted base with a checkout that is the projection of the retained writes needs no fetch:
+   * whether this one fetched.
+   */
+  private async ensureBase(): Promise<boolean> {
+    if (this.baseTrusted && this.checkoutApplied !== "unknown" && this.root) return false;
     this.fetches++;
     this.root = await this.options.repository.fetchAndReset();
     this.baseTrusted = true;
     this.checkoutApplied = 0;
+    this.made = [];
+    return true;
   }
 
   /**
@@ -265,15 +304,21 @@ export class Publication {
       const inventory = folders.inventory(write.target);
       this.checkoutApplied = "unknown";
       let result;
+      if (write.save) Object.assign(write.save, { refused: undefined, empty: undefined, commit: undefined });
       try {
         const state = folders.state(write.target);
-        result = await materialize(repository, inventory, write, this.options.materialize, state);
+        result = await materialize(repository, inventory, write, this.materializing, state);
       } catch (err) {
         // What a failed write left in the worktree is not what the inventory says.
         inventory.invalidate();
         throw err;
       }
-      write.decided ??= result.decided;
+      // A save keeps every object it captured, so a replay onto a newer tip decides its outcome.
+      write.decided ??= write.save ? write.changes : result.decided;
+      if (write.save) {
+        write.save.refused = result.refusal?.message ?? result.refusedWrites?.[0]?.message;
+        write.save.empty = result.empty === true;
+      }
       onReleased(folders.written(write, result));
       this.checkoutApplied = i + 1;
     }

@@ -200,6 +200,18 @@ export class TargetFolders {
     return [...this.folders.values()].map((f) => f.target);
   }
 
+  /**
+   * Why the folder may not be written now, for a CommitRequest: its acceptance gate refused it,
+   * or its render-vs-live gate has not passed.
+   */
+  writeGate(target: TargetSettings): string | undefined {
+    const folder = this.folder(target);
+    if (folder.refusal) return `the folder is refused: ${folder.refusal.message}`;
+    const gate = folder.gate.report();
+    if (gate.status !== "True") return `render fidelity is not established: ${gate.message}`;
+    return undefined;
+  }
+
   isRefused(target: TargetSettings): boolean {
     return this.folders.get(target.key)?.refusal !== undefined;
   }

@@ -8,6 +8,8 @@ export interface WindowOwner {
   author: string;
   /** The GitTarget, as namespace/name. */
   target: string;
+  /** The named actor's username; undefined for a configured-author or unresolved window. */
+  actor?: string;
 }
 
 export interface WindowTimers {
@@ -21,6 +23,7 @@ export type CloseReason =
   | "buffer_full" // --branch-buffer-max-size reached
   | "other_owner" // another author or GitTarget wrote
   | "resync" // a resync arrived for the branch
+  | "request" // an attach: Next CommitRequest
   | "shutdown";
 
 export interface ClosedWindow<T> {
@@ -31,13 +34,18 @@ export interface ClosedWindow<T> {
   writes: T[];
   /** What the writes weigh, as they were added. */
   bytes: number;
+  /** The CommitRequest attached to it, by uid: its message closes the window. */
+  request?: string;
 }
 
 interface OpenWindow<T> {
   owner: WindowOwner;
   timers: WindowTimers;
   openedAt: number;
+  /** What maxDuration runs from: the opening, or a request's attach. */
+  maxFrom: number;
   lastWriteAt: number;
+  request?: string;
   bytes: number;
   writes: Map<string, { write: T; bytes: number }>;
 }
@@ -81,6 +89,7 @@ export class CommitWindow<T> {
       owner,
       timers,
       openedAt: now,
+      maxFrom: now,
       lastWriteAt: now,
       bytes: 0,
       writes: new Map<string, { write: T; bytes: number }>(),
@@ -99,19 +108,37 @@ export class CommitWindow<T> {
     return closed;
   }
 
+  /** The CommitRequest attached to the open window, if any. */
+  get request(): string | undefined {
+    return this.open?.request;
+  }
+
+  /**
+   * Attaches a CommitRequest to the open window: its timers replace the window's, and both run
+   * from now, so the time the request waited never shortens the collection it asked for.
+   */
+  attachRequest(request: string, timers: WindowTimers, now: number): void {
+    const window = this.open;
+    if (!window || window.request !== undefined) throw new Error("no open window free to attach to");
+    window.request = request;
+    window.timers = timers;
+    window.maxFrom = now;
+    window.lastWriteAt = now;
+  }
+
   /** When the open window's timers close it, if one is open. */
   dueAt(): number | undefined {
     if (!this.open) return undefined;
-    const { lastWriteAt, openedAt, timers } = this.open;
-    return Math.min(lastWriteAt + timers.idleTimeoutMs, openedAt + timers.maxDurationMs);
+    const { lastWriteAt, maxFrom, timers } = this.open;
+    return Math.min(lastWriteAt + timers.idleTimeoutMs, maxFrom + timers.maxDurationMs);
   }
 
   /** Closes the window if its timers say so at `now`. */
   tick(now: number): ClosedWindow<T> | undefined {
     const due = this.dueAt();
     if (due === undefined || now < due) return undefined;
-    const { lastWriteAt, openedAt, timers } = this.open!;
-    const byMax = openedAt + timers.maxDurationMs <= lastWriteAt + timers.idleTimeoutMs;
+    const { lastWriteAt, maxFrom, timers } = this.open!;
+    const byMax = maxFrom + timers.maxDurationMs <= lastWriteAt + timers.idleTimeoutMs;
     return this.close(byMax ? "max_duration" : "idle");
   }
 
@@ -126,6 +153,7 @@ export class CommitWindow<T> {
       openedAt: window.openedAt,
       writes: [...window.writes.values()].map((w) => w.write),
       bytes: window.bytes,
+      ...(window.request !== undefined ? { request: window.request } : {}),
     };
   }
 }

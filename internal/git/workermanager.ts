@@ -18,6 +18,7 @@ import type { Unpublished } from "./publication.ts";
 import { commitMessageFor } from "./message.ts";
 import { branchWakesTarget, reportWakesTarget } from "./targetwake.ts";
 import { StreamReaders } from "./streamreaders.ts";
+import { SaveRoutes } from "./saveroutes.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./writes.ts";
@@ -114,6 +115,12 @@ export class WorkerManager implements Runnable {
   /** What each running worker last reported, by GitBranch namespace/name, for the GitBranch's status. */
   private readonly branchStates = new Map<string, BranchState>();
   private readonly branchListeners: ((branchKey: string) => void)[] = [];
+  /** Which worker each CommitRequest's attach went to. */
+  readonly saves = new SaveRoutes((key) => {
+    const attachment = this.attachments.get(key);
+    const worker = attachment && this.worker(attachment.branchKey);
+    return worker ? { worker, settings: attachment.settings.current } : undefined;
+  });
   private started = false;
   /** Claims and sweeps take turns, so a sweep never removes a directory a worker is being made for. */
   private turns: Promise<unknown> = Promise.resolve();
@@ -239,6 +246,7 @@ export class WorkerManager implements Runnable {
         onBranchPublished?.(spec.key, commit);
       },
       onProved: (commit, by) => onBranchProved?.(spec.key, commit, by),
+      onSave: (id) => this.saves.reported(id),
       onState: (state) => {
         onBranchState?.(spec.key, state);
         this.branchStates.set(spec.key, state);

@@ -31,9 +31,31 @@ export type Change =
   /** `inferred`: a snapshot's sweep decided it, so a replay applies it only while the prune mode sweeps. */
   | { op: "delete"; identity: ResourceIdentity; inferred?: true };
 
+/** The CommitRequest a write carries: its message, and what its materialization found. */
+export interface SaveOnWrite {
+  /** The CommitRequest's uid. */
+  id: string;
+  /** spec.message, verbatim; undefined: the liveTemplate writes the message. */
+  message?: string;
+  /** Nothing to commit records the message in an empty commit. */
+  commitEmpty: boolean;
+  /** Why the write could not be made, from its latest materialization: the request fails. */
+  refused?: string;
+  /** Its latest materialization committed nothing but the message (CommitEmpty). */
+  empty?: boolean;
+  /** The commit it made, as the remote holds it: set once the push that carried it landed. */
+  commit?: string;
+}
+
 export interface DecidedWrite {
   target: TargetSettings;
   reason: "live" | "reconcile";
+  /**
+   * A closed window a CommitRequest was attached to (or, with CommitEmpty, the empty commit of
+   * one no window reached): its message, and a replay that keeps every object it captured, so
+   * the push decides the request's outcome.
+   */
+  save?: SaveOnWrite;
   /** The live changes' author, as attribution resolved it; the committer when absent. */
   author?: Author;
   changes: Change[];
@@ -77,4 +99,32 @@ export function liveChange(item: Extract<StreamItem, { type: "upsert" | "delete"
         digest: item.digest,
       }
     : { op: "delete", identity: item.identity };
+}
+
+/** The decided writes a branch keeps until a push lands them, oldest first, each with its weight. */
+export class RetainedWrites {
+  private readonly kept: { write: DecidedWrite; bytes: number }[] = [];
+
+  get length(): number {
+    return this.kept.length;
+  }
+
+  /** What they weigh against the branch budget. */
+  get bytes(): number {
+    return this.kept.reduce((sum, k) => sum + k.bytes, 0);
+  }
+
+  writes(): DecidedWrite[] {
+    return this.kept.map((k) => k.write);
+  }
+
+  /** Keeps a write: its bytes, and a charge per change, so many small ones count too. */
+  add(write: DecidedWrite, bytes: number, chargeBytes: number): void {
+    this.kept.push({ write, bytes: bytes + chargeBytes * Math.max(1, write.changes.length) });
+  }
+
+  /** Lets the first `count` go: a push landed them. */
+  published(count: number): void {
+    this.kept.splice(0, count);
+  }
 }

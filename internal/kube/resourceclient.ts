@@ -96,12 +96,16 @@ export class ResourceClient<T extends KubernetesObject> {
     return this.serverSideApply("object", object, body, fieldManager, force);
   }
 
-  /** Server-side applies the status `object` carries, through the status subresource. */
+  /**
+   * Server-side applies the status `object` carries, through the status subresource; with a
+   * metadata.resourceVersion, only onto that version (a 409 Conflict otherwise).
+   */
   async applyStatus(object: T, fieldManager: string, force = true): Promise<T> {
+    const { namespace, resourceVersion } = object.metadata ?? {};
     const body = {
       apiVersion: this.apiVersion,
       kind: this.type.kind,
-      metadata: { name: this.nameOf(object), namespace: object.metadata?.namespace },
+      metadata: { name: this.nameOf(object), namespace, ...(resourceVersion ? { resourceVersion } : {}) },
       status: (object as { status?: unknown }).status,
     };
     return this.serverSideApply("status", object, body, fieldManager, force);

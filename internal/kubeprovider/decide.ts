@@ -118,3 +118,52 @@ export function routeHolder(route: string, providers: readonly KubeProvider[]): 
   )[0];
   return oldest?.metadata.namespace;
 }
+
+/** Whether a provider's source-cluster watch serves CommitRequests: a kubeconfig provider that asks. */
+export function servesCommitRequests(provider: KubeProvider): boolean {
+  const mode = provider.spec.commitRequests ?? "Ignore";
+  return mode !== "Ignore" && !provider.spec.inCluster;
+}
+
+/**
+ * CommitRequestsServed: whether the requests created on the source cluster are watched and
+ * served. An inCluster provider's are the control cluster's, which its own reconciler serves.
+ */
+export function commitRequestsCondition(
+  provider: KubeProvider,
+  served: "watching" | "starting" | undefined,
+  refusal: string | undefined,
+): ConditionUpdate {
+  const condition = (status: ConditionUpdate["status"], reason: string, message: string) => ({
+    type: KubeProviderCondition.CommitRequestsServed,
+    status,
+    reason,
+    message,
+    observedGeneration: provider.metadata.generation,
+  });
+  if ((provider.spec.commitRequests ?? "Ignore") === "Ignore")
+    return condition(
+      "False",
+      KubeProviderReason.NotRequested,
+      "spec.commitRequests is Ignore: none are served from this cluster.",
+    );
+  if (provider.spec.inCluster)
+    return condition(
+      "True",
+      KubeProviderReason.Succeeded,
+      "The control cluster's CommitRequests are served by its own reconciler.",
+    );
+  if (refusal)
+    return condition("False", refusal, "The connection may not be used, so no CommitRequest is watched.");
+  return served === "watching"
+    ? condition(
+        "True",
+        KubeProviderReason.Succeeded,
+        "CommitRequests on the source cluster are watched and served.",
+      )
+    : condition(
+        "Unknown",
+        KubeProviderReason.Progressing,
+        "The watch of the source cluster's CommitRequests is starting: is the CommitRequest CRD installed there?",
+      );
+}

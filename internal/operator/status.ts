@@ -76,19 +76,21 @@ export class StatusWriter {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  /** Returns true when it wrote. */
+  /**
+   * Returns true when it wrote. `conditional`: only onto the resourceVersion the status was
+   * decided from, so a status decided from a stale read is refused (409) and decided again.
+   */
   async write<T extends WithStatus>(
     client: ResourceClient<T>,
     object: T,
     update: StatusUpdate,
+    conditional = false,
   ): Promise<boolean> {
     const desired = desiredStatus(object, update, this.now());
     if (statusHolds(object, desired, this.fieldManager)) return false;
-    const { name, namespace } = object.metadata ?? {};
-    await client.applyStatus(
-      { metadata: { name, namespace }, status: desired } as unknown as T,
-      this.fieldManager,
-    );
+    const { name, namespace, resourceVersion } = object.metadata ?? {};
+    const metadata = { name, namespace, ...(conditional ? { resourceVersion } : {}) };
+    await client.applyStatus({ metadata, status: desired } as unknown as T, this.fieldManager);
     return true;
   }
 }

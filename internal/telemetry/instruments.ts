@@ -93,6 +93,14 @@ export const auditAppends = new Counter({
   registers: [],
 });
 
+/** Finished CommitRequests, by the reason their Ready condition gives. */
+export const commitRequests = new Counter({
+  name: `${metricPrefix}commit_requests_total`,
+  help: "CommitRequests that finished, by outcome: Committed, AlreadyPresent, NoWindow, WindowMismatch, FinalizeFailed, GitTargetNotFound, NotAdmitted, AuthorUnresolved.",
+  labelNames: ["outcome"] as const,
+  registers: [],
+});
+
 /** Entries in the fact index, recorded when it changes. */
 export const factIndexEntries = new Gauge({
   name: `${metricPrefix}attribution_fact_index_entries`,
@@ -162,6 +170,7 @@ export function registerInstruments(registry: Registry): void {
     followerLastSuccess,
     attributionTransport,
     watchSessions,
+    commitRequests,
     placements,
     writesDropped,
     retainedWrites,

@@ -54,6 +54,8 @@ export interface Author {
   email: string;
   /** What the actor is, as git_commits_total{author_kind} counts it: none when unresolved. */
   kind: "user" | "serviceaccount" | "none";
+  /** The actor's Kubernetes username, which a CommitRequest's author is matched by; none when unresolved. */
+  username?: string;
 }
 
 /**

@@ -174,19 +174,23 @@ describe("the install manifests in config/default", () => {
         ["patch", "update"],
       ),
       ...product(["configbutler.ai"], ["gitbranches", "fluxclaims", "argocdclaims"], ["patch", "update"]),
+      ...product(["configbutler.ai"], ["commitrequests"], ["delete", "patch"]),
       ...product(["events.k8s.io"], ["events"], ["create", "patch"]),
       ...product([""], ["secrets"], ["get", "create", "update"]),
       ...product([""], ["namespaces"], ["list", "watch"]),
     ].sort();
     assert.deepEqual(granted, expected);
 
-    // No wildcard, and no write verb but those above, anywhere in the RBAC.
+    // No wildcard, and no write verb but those above, anywhere in the RBAC: delete only of a
+    // finished CommitRequest.
     for (const object of rendered.filter((o) => o.kind === "ClusterRole" || o.kind === "Role")) {
       for (const rule of object.rules ?? []) {
         for (const field of [rule.apiGroups, rule.resources, rule.verbs])
           assert.ok(!field?.includes("*"), `${object.metadata.name} has a wildcard`);
-        for (const verb of ["delete", "deletecollection", "escalate", "bind", "impersonate"])
+        for (const verb of ["deletecollection", "escalate", "bind", "impersonate"])
           assert.ok(!rule.verbs.includes(verb), `${object.metadata.name} grants ${verb}`);
+        if (rule.verbs.includes("delete"))
+          assert.deepEqual(rule.resources, ["commitrequests"], `${object.metadata.name} grants delete`);
       }
     }
 
@@ -343,6 +347,7 @@ describe("the install manifests in config/default", () => {
       ["create", "", "secrets", "team-a"],
       ["watch", "", "namespaces"],
       ["update", "coordination.k8s.io", "leases", systemNamespace],
+      ["delete", "configbutler.ai", "commitrequests", "team-a"],
     ];
     const denied: [string, string, string, string?][] = [
       ["create", "configbutler.ai", "gittargets", "team-a"],

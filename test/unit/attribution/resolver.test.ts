@@ -6,6 +6,7 @@ import { FactIndex } from "../../../internal/attribution/factindex.ts";
 import {
   collectionScopeWindowMs,
   coveredByCollection,
+  creatorRungs,
   lookUp,
   resolve,
   type AttributionQuery,
@@ -299,5 +300,43 @@ describe("an audit route is held by one namespace", () => {
       provider("team-b", "early", "2026-01-01T00:00:00Z", "shared"),
     ];
     assert.equal(routeHolder("shared", providers), "team-b");
+  });
+});
+
+describe("a CommitRequest's author is the fact of the write that created it", () => {
+  const requests = { route, group: "configbutler.ai", resource: "commitrequests" };
+  const requestFact = (verb: string, username: string, code = 200) =>
+    fact({
+      verb,
+      user: { username },
+      responseStatus: { code },
+      objectRef: { resource: "commitrequests", apiGroup: "configbutler.ai", namespace: "apps", name: "save" },
+      responseObject: { metadata: { resourceVersion: verb === "create" ? "5" : "6", uid: "r1" } },
+    });
+  const ask = (index: FactIndex) =>
+    resolve(
+      index,
+      { ...query(), ...requests, name: "save", uid: "r1", resourceVersion: "" },
+      0,
+      creatorRungs("r1"),
+    );
+
+  it("a create, or an apply answered 201 Created, names the creator; a later write never does", async () => {
+    const index = new FactIndex();
+    index.apply(requestFact("create", "alice"));
+    index.apply(requestFact("patch", "bob"));
+    const found = await ask(index);
+    assert.equal(found.tier === "created" && found.actor.username, "alice");
+
+    const applied = new FactIndex();
+    applied.apply(requestFact("patch", "carol", 201));
+    const byApply = await ask(applied);
+    assert.equal(byApply.tier !== "absent" && byApply.actor.username, "carol");
+  });
+
+  it("a request no create fact names is unresolved, whoever wrote it since", async () => {
+    const index = new FactIndex();
+    index.apply(requestFact("patch", "bob"));
+    assert.equal((await ask(index)).tier, "absent");
   });
 });

@@ -30,6 +30,7 @@ describe("operator flags", () => {
       auditInsecure: false,
       branchBufferMaxSize: 8 * 1024 * 1024,
       gitRefreshInterval: 600_000,
+      commitRequestRetention: 3_600_000,
       additionalSensitiveResources: [],
       workerRoot: "/tmp/gitops-reverser-workers",
       kustomizePath: "kustomize",

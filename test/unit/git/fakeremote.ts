@@ -37,6 +37,7 @@ export class FakeRemote {
 
 export class FakeClone implements Repository, WorkTree {
   readonly files: Files = new Map();
+  readonly branch = "main";
   headCommit: string | undefined;
   fetches = 0;
   pushes = 0;
@@ -71,6 +72,11 @@ export class FakeClone implements Repository, WorkTree {
     this.pushes++;
     this.remote.tip = this.headCommit;
     return this.headCommit!;
+  }
+
+  // Only a signed push rewrites commits, and this remote signs nothing.
+  firstParents(): Promise<string[]> {
+    return Promise.reject(new Error("the fake remote keeps no first-parent line"));
   }
 
   setCycleDeadline(): void {}
@@ -119,9 +125,15 @@ export class FakeClone implements Repository, WorkTree {
     return this.files.has(path);
   }
 
-  commit(): Promise<string | undefined> {
+  commit(
+    _paths?: Iterable<string>,
+    _message?: string,
+    _author?: unknown,
+    _committer?: unknown,
+    allowEmpty = false,
+  ): Promise<string | undefined> {
     const same = this.headCommit && sameFiles(this.remote.commits.get(this.headCommit), this.files);
-    if (same) return Promise.resolve(undefined);
+    if (same && !allowEmpty) return Promise.resolve(undefined);
     this.commits++;
     this.headCommit = this.remote.store(this.files);
     return Promise.resolve(this.headCommit);

@@ -1,0 +1,87 @@
+// CommitRequest on the control cluster: serves each request through the shared core, four at a
+// time, so one request's author wait does not hold up the others. The informer only says which
+// request to look at; the request itself is read through the uncached client, because each step
+// is decided from the object as stored and a cached copy may be a step behind. A worker's report
+// wakes its request at once; otherwise the owner looks again every couple of seconds.
+import type { KubernetesObject } from "@kubernetes/client-node";
+import {
+  commitRequests,
+  resourceTypes,
+  type CommitRequest,
+  type GitTarget,
+  type KubeProvider,
+} from "../generated/v1alpha3/index.ts";
+import { CommitRequestCore, type CoreDeps } from "../internal/commitrequest/core.ts";
+import { informerSource, namespaceType } from "../internal/kube/sources.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import type { SharedInformer } from "../internal/operator/informer.ts";
+import type { Manager } from "../internal/operator/manager.ts";
+import type { ResourceClient } from "../internal/kube/resourceclient.ts";
+import { keyOf } from "../internal/types/names.ts";
+import { commitRequests as commitRequestsTotal } from "../internal/telemetry/instruments.ts";
+import { fieldManager } from "./fieldmanager.ts";
+
+/** What the core needs besides the cluster it serves; the control cluster's informers provide the rest. */
+export type CommitRequestDeps = Pick<
+  CoreDeps,
+  "saves" | "creator" | "retentionMs" | "withdrawMarginMs" | "now"
+>;
+
+export class CommitRequestReconciler implements Reconciler {
+  /** The request each served uid is, so a worker's report wakes it. */
+  readonly keys = new Map<string, string>();
+
+  constructor(
+    private readonly client: ResourceClient<CommitRequest>,
+    private readonly core: CommitRequestCore,
+  ) {}
+
+  async reconcile(request: Request): Promise<Result> {
+    const stored = await this.client.get(request.namespace, request.name);
+    if (!stored) return {};
+    this.keys.set(
+      stored.metadata.uid ?? "",
+      keyOf({ namespace: request.namespace ?? "", name: request.name }),
+    );
+    const result = await this.core.serve(this.client, stored, { cluster: "control" });
+    if (result.requeueAfterMs === undefined) this.keys.delete(stored.metadata.uid ?? "");
+    return result;
+  }
+}
+
+/** The core, built on the control cluster's GitTargets, KubeProviders and Namespace labels. */
+export function commitRequestCore(manager: Manager, deps: CommitRequestDeps): CommitRequestCore {
+  const kc = manager.kubeConfig;
+  const targets = manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget));
+  const providers = manager.informer<KubeProvider>(informerSource(kc, resourceTypes.KubeProvider));
+  const namespaces = manager.informer<KubernetesObject>(informerSource(kc, namespaceType));
+  return new CommitRequestCore({
+    ...deps,
+    targets: (ref) => targets.get(ref.name, ref.namespace),
+    providers: (ref) => providers.get(ref.name, ref.namespace),
+    namespaceLabels: (namespace) => namespaces.get(namespace)?.metadata?.labels ?? {},
+    onFinished: (outcome) => commitRequestsTotal.inc({ outcome }),
+    fieldManager,
+    logger: manager.logger,
+  });
+}
+
+export function setupCommitRequestController(
+  manager: Manager,
+  core: CommitRequestCore,
+  onReport: (listener: (id: string) => void) => void,
+): Controller {
+  const requests: SharedInformer<CommitRequest> = manager.informer(
+    informerSource(manager.kubeConfig, resourceTypes.CommitRequest),
+  );
+  const reconciler = new CommitRequestReconciler(commitRequests(manager.kubeConfig), core);
+  const controller = new Controller("commitrequest", reconciler, manager.logger, { concurrency: 4 }).for(
+    requests,
+  );
+  onReport((id) => {
+    const key = reconciler.keys.get(id);
+    if (key) controller.queue.add(key);
+  });
+  manager.addController(controller);
+  return controller;
+}

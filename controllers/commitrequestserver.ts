@@ -1,0 +1,138 @@
+// The source-cluster path of CommitRequest: one watch of CommitRequests per KubeProvider whose
+// spec.commitRequests asks for them, on the provider's own connection, each request served
+// through the same core as the control cluster's, four at a time. The KubeProvider reconciler
+// keeps the set in line with the providers, and reports each watch as CommitRequestsServed.
+import type { KubeConfig } from "@kubernetes/client-node";
+import { commitRequests, resourceTypes, type CommitRequest } from "../generated/v1alpha3/index.ts";
+import type { CommitRequestCore, Path } from "../internal/commitrequest/core.ts";
+import { informerSource } from "../internal/kube/sources.ts";
+import type { ResourceClient } from "../internal/kube/resourceclient.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import { SharedInformer, type Logger } from "../internal/operator/informer.ts";
+import type { Runnable } from "../internal/operator/manager.ts";
+import { untilAborted } from "../internal/timing/sleep.ts";
+import { keyOf } from "../internal/types/names.ts";
+
+/** How one provider's watch stands, for its CommitRequestsServed. */
+export type ServedState = "watching" | "starting";
+
+interface Served {
+  fingerprint: string;
+  informer: SharedInformer<CommitRequest>;
+  controller: Controller;
+  keys: Map<string, string>;
+  synced: boolean;
+  running?: Promise<unknown>;
+}
+
+class SourceRequestReconciler implements Reconciler {
+  constructor(
+    private readonly client: ResourceClient<CommitRequest>,
+    private readonly core: CommitRequestCore,
+    private readonly path: Path,
+    private readonly keys: Map<string, string>,
+  ) {}
+
+  async reconcile(request: Request): Promise<Result> {
+    const stored = await this.client.get(request.namespace, request.name);
+    if (!stored) return {};
+    const uid = stored.metadata.uid ?? "";
+    this.keys.set(uid, keyOf({ namespace: request.namespace ?? "", name: request.name }));
+    const result = await this.core.serve(this.client, stored, this.path);
+    if (result.requeueAfterMs === undefined) this.keys.delete(uid);
+    return result;
+  }
+}
+
+export class CommitRequestServer implements Runnable {
+  readonly name = "commitrequest-server";
+  readonly needLeaderElection = true;
+  private readonly served = new Map<string, Served>();
+  private running = false;
+  private readonly servedListeners: ((providerKey: string) => void)[] = [];
+
+  constructor(
+    private readonly core: CommitRequestCore,
+    private readonly logger: Logger,
+    onReport: (listener: (id: string) => void) => void,
+  ) {
+    onReport((id) => {
+      for (const served of this.served.values()) {
+        const key = served.keys.get(id);
+        if (key) served.controller.queue.add(key);
+      }
+    });
+  }
+
+  /** Calls `listener` when a provider's watch first holds its list, so its status says so. */
+  onServed(listener: (providerKey: string) => void): void {
+    this.servedListeners.push(listener);
+  }
+
+  /** How the provider's watch stands; undefined when it serves none. */
+  state(providerKey: string): ServedState | undefined {
+    const served = this.served.get(providerKey);
+    return served && (served.synced ? "watching" : "starting");
+  }
+
+  /**
+   * Serves a provider's CommitRequests on its connection: the same fingerprint keeps the watch
+   * running, a new one (a rotated credential, a changed spec) replaces it.
+   */
+  async serve(providerKey: string, fingerprint: string, kubeConfig: KubeConfig, deletesFinished: boolean) {
+    const existing = this.served.get(providerKey);
+    if (existing?.fingerprint === `${fingerprint}/${deletesFinished}`) return;
+    if (existing) await this.release(providerKey);
+    const keys = new Map<string, string>();
+    const path: Path = { cluster: "source", provider: providerKey, deletesFinished };
+    const reconciler = new SourceRequestReconciler(commitRequests(kubeConfig), this.core, path, keys);
+    const informer = new SharedInformer<CommitRequest>(
+      kubeConfig,
+      informerSource(kubeConfig, resourceTypes.CommitRequest),
+      this.logger,
+    );
+    const controller = new Controller(`commitrequest-${providerKey}`, reconciler, this.logger, {
+      concurrency: 4,
+    }).for(informer);
+    const served: Served = {
+      fingerprint: `${fingerprint}/${deletesFinished}`,
+      informer,
+      controller,
+      keys,
+      synced: false,
+    };
+    this.served.set(providerKey, served);
+    void informer.synced.then(() => {
+      served.synced = true;
+      for (const listener of this.servedListeners) listener(providerKey);
+    });
+    if (this.running) this.run(served);
+  }
+
+  /** Stops serving a provider's CommitRequests. */
+  async release(providerKey: string): Promise<void> {
+    const served = this.served.get(providerKey);
+    if (!served) return;
+    this.served.delete(providerKey);
+    await served.controller.stop();
+    await served.informer.stop();
+    await served.running;
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    this.running = true;
+    for (const served of this.served.values()) this.run(served);
+    await untilAborted(signal);
+    this.running = false;
+    await Promise.all([...this.served.keys()].map((key) => this.release(key)));
+  }
+
+  private run(served: Served): void {
+    served.running = Promise.all([
+      served.informer.start().catch((err: unknown) => {
+        this.logger.error("the source cluster's CommitRequest watch failed to start", { error: String(err) });
+      }),
+      served.controller.run(),
+    ]);
+  }
+}

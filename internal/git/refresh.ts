@@ -1,0 +1,56 @@
+// How a branch worker re-proves where its branch is without a write, and reads its folders
+// again: one advertisement, and a fetch only when the branch moved, so an idle branch costs one
+// round trip per refresh interval. A moved branch has its folders read again, so a folder
+// somebody broke (or fixed) in Git is reported. Both run on the worker's loop, only while it
+// holds no write that would do the same anyway.
+import { renderRefusal } from "../kustomize/verdict.ts";
+import type { FolderRenders } from "../kustomize/renders.ts";
+import type { Logger } from "../operator/informer.ts";
+import type { WorkTree } from "./materialize.ts";
+import type { Publication } from "./publication.ts";
+import type { TargetFolders } from "./targetfolders.ts";
+import type { TargetSettings } from "./writes.ts";
+
+export interface Refreshing {
+  publication: Publication;
+  folders: TargetFolders;
+  clone: WorkTree;
+  materialize: { renders?: FolderRenders };
+  logger: Logger;
+  onProved?: (commit: string | undefined, by: "Fetch" | "Advertisement") => void;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** Proves where the remote branch is; a moved branch has every folder read again. */
+export async function proveBranch(worker: Refreshing): Promise<void> {
+  try {
+    const by = await worker.publication.refresh();
+    worker.onProved?.(worker.publication.tip, by);
+    if (by === "Fetch") await readFolders(worker, worker.folders.targets(), false);
+  } catch (err) {
+    worker.logger.error("proving where the remote branch is failed", { error: messageOf(err) });
+  }
+}
+
+/** Reads folders again and reports their verdicts; `fetch` first when somebody may have pushed a fix. */
+export async function readFolders(
+  worker: Refreshing,
+  targets: TargetSettings[],
+  fetch = true,
+): Promise<void> {
+  const { publication, folders, clone } = worker;
+  try {
+    if (fetch) {
+      publication.distrust();
+      await publication.refresh();
+    }
+    for (const target of targets) {
+      const inventory = folders.inventory(target);
+      await inventory.refresh(clone);
+      folders.checked(target, folders.verdict(target) ?? (await renderRefusal(worker, inventory)));
+    }
+  } catch (err) {
+    worker.logger.error("reading the folders again failed", { error: messageOf(err) });
+  }
+}

@@ -1,0 +1,52 @@
+// A branch worker's FIFO: live items, resyncs, rechecks, refreshes, CommitRequest attaches and
+// withdraws, served one at a time by the worker's loop. It weighs the items it holds for the
+// branch budget, and puts the loop to sleep until its next deadline or the next event.
+import { sleep } from "../timing/sleep.ts";
+import { itemChargeBytes } from "./intakebudget.ts";
+import type { Intake } from "./targetfolders.ts";
+
+export class WorkerQueue<E extends object> {
+  private readonly events: (E | Intake)[] = [];
+  /** What the queued items weigh, each with its charge: kept as they come and go, for the budget. */
+  private weight = 0;
+  private wake: () => void = () => undefined;
+
+  get length(): number {
+    return this.events.length;
+  }
+
+  get bytes(): number {
+    return this.weight;
+  }
+
+  /** Queues an event at the back and wakes the loop. */
+  push(event: E): void {
+    this.events.push(event);
+    this.wake();
+  }
+
+  /** Queues items at the back, or (released by a gate) at the front, counting their weight. */
+  items(items: Intake[], end: "front" | "back"): void {
+    for (const item of items) this.weight += (item.bytes ?? 0) + itemChargeBytes;
+    if (end === "front") this.events.unshift(...items);
+    else this.events.push(...items);
+    this.wake();
+  }
+
+  shift(): E | Intake | undefined {
+    const event = this.events.shift();
+    if (event && "item" in event) this.weight -= (event.bytes ?? 0) + itemChargeBytes;
+    return event;
+  }
+
+  /** Sleeps until the earliest deadline (a minute without one), an event, or `signal`. */
+  async sleep(deadlines: (number | undefined)[], signal: AbortSignal): Promise<void> {
+    const due = deadlines.filter((d): d is number => d !== undefined);
+    const wait = due.length > 0 ? Math.max(0, Math.min(...due) - Date.now()) : 60_000;
+    // An event queued while the loop was awaiting something else has nobody to wake it.
+    if (this.events.length > 0) return;
+    const woken = new Promise<void>((resolve) => (this.wake = resolve));
+    await Promise.race([woken, sleep(wait, signal)]);
+    this.wake = () => undefined;
+  }
+}

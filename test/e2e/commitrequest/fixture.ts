@@ -1,0 +1,76 @@
+// What the CommitRequest tests share: a request as a user writes one, and waits on how it ends.
+import type { KubeConfig } from "@kubernetes/client-node";
+import { commitRequests, type CommitRequest } from "../../../generated/v1alpha3/index.ts";
+import { findCondition } from "../../../internal/operator/conditions.ts";
+import { eventually } from "../../support/wait.ts";
+
+export type RequestSpec = CommitRequest["spec"];
+
+/** Creates a CommitRequest for `target`, as `kc`'s identity. */
+export async function createRequest(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  spec: Partial<RequestSpec> & { target: string; targetNamespace?: string },
+): Promise<CommitRequest> {
+  const { target, targetNamespace, ...rest } = spec;
+  // Applied as a user's kubectl apply --server-side would: created by a patch answered 201.
+  return commitRequests(kc).apply(
+    {
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "CommitRequest",
+      metadata: { name, namespace },
+      spec: {
+        gitTargetRef: { name: target, ...(targetNamespace ? { namespace: targetNamespace } : {}) },
+        ...rest,
+      },
+    },
+    "test",
+  );
+}
+
+/** The reason of its Ready condition, once Ready or Stalled is True: how it ended. */
+export async function finishedRequest(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  timeoutMs = 60_000,
+): Promise<CommitRequest> {
+  let last = "";
+  return eventually(
+    async () => {
+      const request = await commitRequests(kc).get(namespace, name);
+      const conditions = request?.status?.conditions;
+      last = JSON.stringify(request?.status ?? {});
+      const done =
+        findCondition(conditions, "Ready")?.status === "True" ||
+        findCondition(conditions, "Stalled")?.status === "True";
+      return done && request;
+    },
+    { timeoutMs, description: `CommitRequest ${namespace}/${name} to finish; last status ${last}` },
+  );
+}
+
+/** Waits until the request's Ready condition gives `reason` (its phase while it runs). */
+export async function requestReason(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  reason: string,
+  timeoutMs = 60_000,
+): Promise<CommitRequest> {
+  let last = "";
+  return eventually(
+    async () => {
+      const request = await commitRequests(kc).get(namespace, name);
+      const ready = findCondition(request?.status?.conditions, "Ready");
+      last = JSON.stringify(ready ?? {});
+      return ready?.reason === reason && request;
+    },
+    { timeoutMs, description: `CommitRequest ${namespace}/${name} Ready reason ${reason}; last ${last}` },
+  );
+}
+
+export const readyOf = (request: CommitRequest) => findCondition(request.status?.conditions, "Ready");
+export const conditionOfRequest = (request: CommitRequest, type: string) =>
+  findCondition(request.status?.conditions, type);
