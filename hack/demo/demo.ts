@@ -3,12 +3,13 @@
 // rule, makes a few changes in the cluster (as the admin, as alice and as a ServiceAccount), and
 // shows the commits the operator wrote: authored by whoever made each change, as the audit
 // webhook named them (the facts carried by Redis Streams, where the watches keep their resume
-// cursors too), signed with a key it generated and checked by git verify-commit; and a Secret
-// it wrote as a SOPS document, decrypted by the real sops CLI.
+// cursors too), signed with a key it generated and checked by git verify-commit; alice's edits
+// saved with a CommitRequest and its message; and a Secret it wrote as a SOPS document,
+// decrypted by the real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { gitProviders, gitTargets } from "../../generated/v1alpha3/index.ts";
+import { commitRequests, gitProviders, gitTargets } from "../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../test/support/controlplane.ts";
 import { GitServer } from "../../test/support/gitserver.ts";
 import { installCrds } from "../../test/support/manifests.ts";
@@ -143,6 +144,47 @@ try {
       ((await show("clusters/demo/demo/configmaps/settings.yaml")) ?? "").includes("color: green"),
     { timeoutMs: 60_000, description: "the edits in Git" },
   );
+
+  say("alice saves her next edits now, with a CommitRequest: one commit, her message, closed on her timers");
+  const message = "Move checkout to the teal theme\n\nTicket SHOP-142: both settings in one reviewed change.";
+  await commitRequests(alice.kubeConfig).apply(
+    {
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "CommitRequest",
+      metadata: { name: "shop-142", namespace },
+      // It waits for her next window, and closes it 3 s after attaching, whatever the target's timers say.
+      spec: { gitTargetRef: { name: "demo" }, message, window: { attachTimeout: "30s", maxDuration: "3s" } },
+    },
+    "alice",
+  );
+  const aliceCore = alice.kubeConfig.makeApiClient(CoreV1Api);
+  for (const [path, value] of [
+    ["/data/color", "teal"],
+    ["/data/replicas", "4"],
+  ] as const)
+    await aliceCore.patchNamespacedConfigMap({
+      namespace,
+      name: "settings",
+      body: [{ op: "replace", path, value }],
+    });
+  const saved = await eventually(
+    async () => {
+      const request = await commitRequests(kc).get(namespace, "shop-142");
+      const ready = request?.status?.conditions?.find((c) => c.type === "Ready");
+      return request && ready?.status === "True" && { request, ready };
+    },
+    { timeoutMs: 60_000, description: "the CommitRequest to finish" },
+  );
+  process.stdout.write(
+    `    kubectl get commitrequest shop-142: author ${saved.request.status?.author}, commit ${saved.request.status?.commit?.slice(0, 7)}, Ready ${saved.ready.status}, reason ${saved.ready.reason}\n`,
+  );
+  const body = await git.gitIn("cluster-state", [
+    "log",
+    "-1",
+    "--format=%B",
+    saved.request.status?.commit ?? "main",
+  ]);
+  process.stdout.write(`    its commit's message, verbatim:\n${body.replace(/^/gm, "      ")}\n`);
 
   const publicKey = (await gitProviders(kc).get(namespace, "state"))?.status?.signingPublicKey ?? "";
   const signers = join(keys, "allowed_signers");

@@ -66,6 +66,8 @@ export async function grantEditing(
       rules: [
         { apiGroups: [""], resources: ["configmaps"], verbs },
         { apiGroups: ["apps"], resources: ["deployments", "deployments/scale"], verbs },
+        // Saving their own window with a message.
+        { apiGroups: ["configbutler.ai"], resources: ["commitrequests"], verbs },
       ],
     },
   });

@@ -31,7 +31,17 @@ export async function startMirrorEnvironment(
   namespaces: string[],
   settings: Partial<OperatorSettings> = {},
 ): Promise<MirrorEnvironment> {
-  const [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [mirrorUser] })]);
+  // Started together; if one fails, the other is stopped, so nothing keeps the test process alive.
+  const [planeStart, gitStart] = await Promise.allSettled([
+    ControlPlane.start(),
+    GitServer.start({ users: [mirrorUser] }),
+  ]);
+  if (planeStart.status === "rejected" || gitStart.status === "rejected") {
+    if (planeStart.status === "fulfilled") await planeStart.value.stop();
+    if (gitStart.status === "fulfilled") await gitStart.value.close();
+    throw planeStart.status === "rejected" ? planeStart.reason : (gitStart as PromiseRejectedResult).reason;
+  }
+  const [plane, git] = [planeStart.value, gitStart.value];
   const workerRoot = makeOwnedTempDir("workers");
   const stopAll = async () => {
     await git.close();

@@ -1,7 +1,10 @@
 // What the CommitRequest tests share: a request as a user writes one, and waits on how it ends.
-import type { KubeConfig } from "@kubernetes/client-node";
+import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import type { OperatorSettings } from "../../../controllers/setup.ts";
 import { commitRequests, type CommitRequest } from "../../../generated/v1alpha3/index.ts";
 import { findCondition } from "../../../internal/operator/conditions.ts";
+import { applyMirror, type MirrorTarget } from "../../support/mirror.ts";
+import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
 
 export type RequestSpec = CommitRequest["spec"];
@@ -74,3 +77,29 @@ export async function requestReason(
 export const readyOf = (request: CommitRequest) => findCondition(request.status?.conditions, "Ready");
 export const conditionOfRequest = (request: CommitRequest, type: string) =>
   findCondition(request.status?.conditions, type);
+
+/**
+ * A mirror of `namespace` into one GitTarget, with a ConfigMap per name (data k: v1), once the
+ * first snapshot put the last of them in Git.
+ */
+export async function startSaving(
+  namespace: string,
+  target: MirrorTarget,
+  configMaps: string[],
+  settings: Partial<OperatorSettings>,
+): Promise<MirrorEnvironment> {
+  const env = await startMirrorEnvironment([namespace], settings);
+  for (const name of configMaps)
+    await env.core.createNamespacedConfigMap({ namespace, body: { metadata: { name }, data: { k: "v1" } } });
+  await applyMirror(env.kc, namespace, env.url, mirrorUser, [target]);
+  const last = `${target.path}/${namespace}/configmaps/${configMaps.at(-1)}.yaml`;
+  await eventually(() => env.git.fileAt("state", "main", last), {
+    timeoutMs: 60_000,
+    description: "the first mirror",
+  });
+  return env;
+}
+
+/** Sets a ConfigMap's data.k, as a live edit. */
+export const setValue = (core: CoreV1Api, namespace: string, name: string, value: string) =>
+  core.patchNamespacedConfigMap({ namespace, name, body: [{ op: "replace", path: "/data/k", value }] });

@@ -6,10 +6,17 @@ import { after, before, describe, it } from "node:test";
 import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { commitRequests, gitTargets } from "../../../generated/v1alpha3/index.ts";
 import type { GitServer } from "../../support/gitserver.ts";
-import { applyMirror, mirrorFieldManager, mirrorGitTarget, type MirrorTarget } from "../../support/mirror.ts";
-import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
+import { mirrorFieldManager, mirrorGitTarget, type MirrorTarget } from "../../support/mirror.ts";
+import type { MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
-import { conditionOfRequest, createRequest, finishedRequest, readyOf } from "./fixture.ts";
+import {
+  conditionOfRequest,
+  createRequest,
+  finishedRequest,
+  readyOf,
+  setValue as setValueOf,
+  startSaving,
+} from "./fixture.ts";
 
 const namespace = "saves";
 const configMaps = [{ apiGroups: [""], resources: ["configmaps"] }];
@@ -34,8 +41,7 @@ describe("CommitRequest: save now, with a message, decided by the push", () => {
     const raw = await git.gitIn("state", ["cat-file", "commit", commit]);
     return raw.slice(raw.indexOf("\n\n") + 2);
   };
-  const setValue = (name: string, value: string) =>
-    core.patchNamespacedConfigMap({ namespace, name, body: [{ op: "replace", path: "/data/k", value }] });
+  const setValue = (name: string, value: string) => setValueOf(core, namespace, name, value);
   /** Has the worker fetch (a GitTarget requestedAt reads its folder again from the remote). */
   const fetchNow = async () => {
     const token = new Date().toISOString();
@@ -50,15 +56,10 @@ describe("CommitRequest: save now, with a message, decided by the push", () => {
   };
 
   before(async () => {
-    env = await startMirrorEnvironment([namespace], { commitRequestRetention: 3_000 });
-    ({ git, kc, core } = env);
-    for (const name of ["saved", "same", "replayed", "template"])
-      await core.createNamespacedConfigMap({ namespace, body: { metadata: { name }, data: { k: "v1" } } });
-    await applyMirror(kc, namespace, env.url, mirrorUser, [open]);
-    await eventually(() => git.fileAt("state", "main", file("template")), {
-      timeoutMs: 60_000,
-      description: "the first mirror",
+    env = await startSaving(namespace, open, ["saved", "same", "replayed", "template"], {
+      commitRequestRetention: 3_000,
     });
+    ({ git, kc, core } = env);
   });
   after(() => env?.stop());
 
