@@ -20,6 +20,8 @@ export interface OperatorOptions {
   authorAttributionAuditRouteAnnotationKey: string | undefined;
   replicaCount: number;
   auditBindAddress: string;
+  /** Where the push receiver listens; empty (the default) serves none. */
+  receiverBindAddress: string;
   /** tls.crt, tls.key and the audit CA's ca.crt. */
   auditCertDir: string;
   auditInsecure: boolean;
@@ -135,6 +137,11 @@ export function flagParser(): Command {
       1,
     )
     .option("--audit-bind-address <address>", "where the audit ingress listens, with attribution on", ":9444")
+    .option(
+      "--receiver-bind-address <address>",
+      "where the push receiver listens for Git hosts' push webhooks (/git-push/<path>); empty serves none",
+      "",
+    )
     .option(
       "--audit-cert-dir <dir>",
       "the audit ingress's serving tls.crt and tls.key, and the ca.crt client certificates must chain to",

@@ -3,7 +3,11 @@
 import type { Attribution, AttributionSettings } from "../internal/attribution/attribution.ts";
 import { RedisConnection } from "../internal/redis/connection.ts";
 import { RedisCursorStore } from "../internal/redis/cursors.ts";
-import { resourceTypes, type GitBranch } from "../generated/v1alpha3/index.ts";
+import { resourceTypes, type GitBranch, type GitProvider } from "../generated/v1alpha3/index.ts";
+import { PushReceiver } from "../internal/receiver/receiver.ts";
+import { branchesWoken } from "../internal/receiver/route.ts";
+import { parseBindAddress } from "../internal/telemetry/servers.ts";
+import { setupGitReceiverController } from "./gitreceiver.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { RuleStore } from "../internal/rulestore/store.ts";
@@ -61,6 +65,8 @@ export interface OperatorSettings {
   commitRequestRetention?: number;
   /** The margin past attachTimeout + maxDuration before an unheld CommitRequest is withdrawn; 120 s. */
   commitRequestWithdrawMarginMs?: number;
+  /** --receiver-bind-address: where the push receiver listens; empty or "0" serves none. */
+  receiverBindAddress?: string;
 }
 
 /** The source label of gitopsreverser_placements_total, by rung. */
@@ -87,6 +93,8 @@ export interface Operator {
   attribution?: Attribution;
   /** With --redis-addr: the connection, whose readiness gates the pod's. */
   redis?: RedisConnection;
+  /** With --receiver-bind-address: the push receiver. */
+  receiver?: PushReceiver;
 }
 
 export function setupOperator(manager: Manager, settings: OperatorSettings): Operator {
@@ -172,6 +180,8 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   });
   // A provider's status says once its CommitRequest watch holds its list.
   commitRequestServer.onServed((key) => kubeProviders.queue.add(key));
+  const receiver = setupPushReceiver(manager, settings, workers, remoteStatus);
+  setupGitReceiverController(manager, receiver);
   setupGitProviderController(manager);
   setupGitBranchController(manager, {
     claims,
@@ -189,7 +199,33 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     workers,
     ...(attribution ? { attribution } : {}),
     ...(redis ? { redis } : {}),
+    ...(receiver ? { receiver } : {}),
   };
+}
+
+/** The push receiver, with --receiver-bind-address: a delivery wakes the workers its repository names. */
+function setupPushReceiver(
+  manager: Manager,
+  settings: OperatorSettings,
+  workers: WorkerManager,
+  remoteStatus: RemoteStatusPublisher,
+): PushReceiver | undefined {
+  const address = settings.receiverBindAddress ? parseBindAddress(settings.receiverBindAddress) : undefined;
+  if (!address) return undefined;
+  const providers = manager.informer<GitProvider>(
+    informerSource(manager.kubeConfig, resourceTypes.GitProvider),
+  );
+  const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
+  const receiver = new PushReceiver({
+    ...address,
+    logger: manager.logger,
+    route: ({ urls, branch }) => {
+      for (const key of branchesWoken(urls, branch, providers.list(), branches.list()))
+        if (workers.notice(key)) remoteStatus.recordNotice(key);
+    },
+  });
+  manager.addRunnable(receiver);
+  return receiver;
 }
 
 /**

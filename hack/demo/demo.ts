@@ -3,13 +3,21 @@
 // rule, makes a few changes in the cluster (as the admin, as alice and as a ServiceAccount), and
 // shows the commits the operator wrote: authored by whoever made each change, as the audit
 // webhook named them (the facts carried by Redis Streams, where the watches keep their resume
-// cursors too), signed with a key it generated and checked by git verify-commit; alice's edits
-// saved with a CommitRequest and its message; and a Secret it wrote as a SOPS document,
-// decrypted by the real sops CLI.
+// cursors too), signed with a key it generated and checked by git verify-commit; a colleague's
+// hand-made commit announced by a signed GitHub push webhook; alice's edits saved with a
+// CommitRequest and its message; and a Secret it wrote as a SOPS document, decrypted by the
+// real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { commitRequests, gitProviders, gitTargets } from "../../generated/v1alpha3/index.ts";
+import {
+  commitRequests,
+  gitBranches,
+  gitProviders,
+  gitReceivers,
+  gitTargets,
+} from "../../generated/v1alpha3/index.ts";
+import { deliverGithubPush } from "./push.ts";
 import { ControlPlane } from "../../test/support/controlplane.ts";
 import { GitServer } from "../../test/support/gitserver.ts";
 import { installCrds } from "../../test/support/manifests.ts";
@@ -79,6 +87,7 @@ try {
     pushCooldownMs: 1_000,
     attribution: attribution.settings({ transport: "redis" }),
     redisAddr: redis.address,
+    receiverBindAddress: "127.0.0.1:0",
   });
   await eventually(
     async () =>
@@ -143,6 +152,41 @@ try {
       ((await show("clusters/demo/demo/apps/deployments/web.yaml")) ?? "").includes("replicas: 3") &&
       ((await show("clusters/demo/demo/configmaps/settings.yaml")) ?? "").includes("color: green"),
     { timeoutMs: 60_000, description: "the edits in Git" },
+  );
+
+  say("A colleague pushes to Git by hand; the host's push webhook reaches the GitReceiver");
+  await core.createNamespacedSecret({
+    namespace,
+    body: { metadata: { name: "hook" }, stringData: { token: "demo-hook-token" } },
+  });
+  await gitReceivers(kc).apply(
+    {
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "GitReceiver",
+      metadata: { name: "github", namespace },
+      spec: { type: "github", secretRef: { name: "hook" } },
+    },
+    "demo",
+  );
+  const webhookPath = await eventually(
+    async () => (await gitReceivers(kc).get(namespace, "github"))?.status?.webhookPath,
+    { description: "the GitReceiver's webhook path" },
+  );
+  await git.pushForeignCommit("cluster-state", {
+    files: { "clusters/demo/NOTES.md": "Reviewed by the platform team.\n" },
+    message: "Add review notes",
+    author: { name: "Colleague", email: "colleague@example.com" },
+  });
+  const answer = await deliverGithubPush(operator.receiver!.address!, webhookPath, "demo-hook-token", url);
+  const noticed = await eventually(
+    async () => (await gitBranches(kc).get(namespace, "main"))?.status?.lastPushNoticeAt,
+    { description: "the GitBranch to record the delivery" },
+  );
+  process.stdout.write(
+    `    POST ${webhookPath} (X-Hub-Signature-256): ${answer}; GitBranch lastPushNoticeAt ${noticed}\n`,
+  );
+  process.stdout.write(
+    "    the worker reads the remote itself, so the next commit sits on the colleague's\n",
   );
 
   say("alice saves her next edits now, with a CommitRequest: one commit, her message, closed on her timers");

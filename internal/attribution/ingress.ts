@@ -13,6 +13,7 @@ import type { Runnable } from "../operator/manager.ts";
 import type { Logger } from "../operator/informer.ts";
 import { factsByType, type AuditEvent, type Fact } from "./fact.ts";
 import { auditAppends, auditFacts, auditRequests } from "../telemetry/instruments.ts";
+import { readBody } from "../webhook/body.ts";
 
 export interface AuditIngressOptions {
   host: string;
@@ -72,7 +73,8 @@ export class AuditIngress implements Runnable {
     }
     let events: AuditEvent[];
     try {
-      const body = JSON.parse(await readBody(req, this.options.maxBodyBytes ?? 32 << 20)) as {
+      const read = await readBody(req, this.options.maxBodyBytes ?? 32 << 20);
+      const body = JSON.parse(read.toString("utf8")) as {
         items?: unknown;
       };
       if (!Array.isArray(body.items)) return answer(res, 400, "not an audit.k8s.io EventList");
@@ -126,22 +128,4 @@ function answer(res: ServerResponse, code: number, body: string, headers: Record
   auditRequests.inc({ code: String(code) });
   res.writeHead(code, { "content-type": code === 200 ? "application/json" : "text/plain", ...headers });
   res.end(body);
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        reject(new Error(`the EventList is larger than ${limit} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }

@@ -7,14 +7,14 @@
 import type { Logger } from "../operator/informer.ts";
 import type { Author, StreamItem } from "../watch/stream.ts";
 import type { Repository, Signature } from "./clone.ts";
-import { proveBranch, readFolders, type Refreshing } from "./refresh.ts";
+import { DeliveryLooks, proveBranch, readFolders, type Refreshing } from "./refresh.ts";
 import { identityKeyOf } from "../manifest/writer.ts";
 import type { MaterializeOptions, WorkTree } from "./materialize.ts";
-import { Publication, type Contention, type Unpublished } from "./publication.ts";
-import { RetrySchedule, type Outage } from "./retry.ts";
+import { Publication, type Unpublished } from "./publication.ts";
+import { RetrySchedule } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
-import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
+import { IntakeGate, bytesOf, itemChargeBytes, type BranchState } from "./intakebudget.ts";
 import { WorkerQueue } from "./workerqueue.ts";
 import { InventoryStore } from "./inventorystore.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
@@ -56,19 +56,11 @@ export interface BranchWorkerOptions {
   onSave?: (id: string, report: Report) => void;
 }
 
-/** What every GitTarget on the branch reports of its worker, and what the metrics show. */
-export interface BranchState {
-  retainedWrites: number;
-  retainedBytes: number;
-  intakePaused: boolean;
-  outage?: Outage;
-  contention?: Contention;
-}
-
 type Event =
   | { stop: true }
   | { recheck: TargetSettings; done?: () => void }
-  | { refresh: true }
+  /** A look at where the remote is, asked for (requestedAt); a push delivery's waits (refresh.ts). */
+  | { refresh: "asked" | "delivery" }
   | { resumed: TargetSettings }
   | { save: SaveRequest; target: TargetSettings }
   | { withdraw: string; message: string; answer: (answer: WithdrawAnswer) => void };
@@ -88,12 +80,12 @@ export class BranchWorker {
   private readonly suspensions: Suspensions;
   private readonly publication: Publication;
   private readonly intake = new IntakeGate();
-  private lastState = "";
   private unpublished: Unpublished | undefined;
   /** The CommitRequests this worker serves: where each is, or how it ended. */
   readonly saves: WorkerSaves;
   /** The loop has exited: a withdraw is answered at once. */
   private stopped = false;
+  private readonly looks = new DeliveryLooks();
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
@@ -171,7 +163,12 @@ export class BranchWorker {
 
   /** Proves where the remote branch is now, as the periodic refresh does; a requestedAt asks this. */
   refresh(): void {
-    this.events.push({ refresh: true });
+    this.events.push({ refresh: "asked" });
+  }
+
+  /** A push delivery named the branch: one look waits at most, so a burst never crowds writes out. */
+  notice(): void {
+    if (this.looks.noticed()) this.events.push({ refresh: "delivery" });
   }
 
   start(): void {
@@ -197,6 +194,7 @@ export class BranchWorker {
         event.done?.();
       } else if (event && "resumed" in event)
         this.events.items(this.suspensions.resumed(event.resumed), "front");
+      else if (event && "refresh" in event && event.refresh === "delivery") this.looks.taken(Date.now());
       else if (event && "refresh" in event) await this.refreshNow();
       else if (event && "save" in event) this.saves.attach(event.target, event.save, Date.now());
       else if (event && "withdraw" in event)
@@ -222,8 +220,9 @@ export class BranchWorker {
         ))
       )
         continue;
-      if (this.idle() && Date.now() >= this.lastProvedAt + this.refreshInterval) {
-        await this.refreshNow();
+      const delivery = this.looks.start(Date.now());
+      if (delivery || (this.idle() && Date.now() >= this.lastProvedAt + this.refreshInterval)) {
+        await this.refreshNow(delivery);
         continue;
       }
       await this.sleepUntilWork();
@@ -328,9 +327,14 @@ export class BranchWorker {
       this.options.onPublished?.(outcome.commit, writes.slice(0, outcome.published));
   }
 
-  /** Proves where the remote is without a write (refresh.ts), while the branch is idle. */
-  private async refreshNow(): Promise<void> {
+  /**
+   * Proves where the remote is without a write (refresh.ts), while the branch is idle. A
+   * delivery closes the open window first, unless a CommitRequest holds it, so the window's
+   * publication finds the move.
+   */
+  private async refreshNow(delivery = false): Promise<void> {
     this.lastProvedAt = Date.now();
+    if (delivery && this.window.request === undefined) this.decide(this.window.close("delivery"));
     if (this.idle()) await proveBranch(this.refreshing());
   }
 
@@ -349,19 +353,13 @@ export class BranchWorker {
     const retained = this.pending.bytes + this.events.bytes + this.window.bytes + this.saves.bytes();
     const waiting = (this.retry.current ?? this.publication.contended) !== undefined;
     this.intake.update(waiting, retained, this.options.bufferLimitBytes);
-    const state: BranchState = {
+    const changed = this.intake.changed({
       retainedWrites: this.pending.length,
       retainedBytes: retained,
-      intakePaused: this.intake.paused,
       outage: this.retry.current,
       contention: this.publication.contended,
-    };
-    // Bytes move with every item; the targets' status follows what a person acts on.
-    const key = JSON.stringify({ ...state, retainedBytes: undefined });
-    if (key !== this.lastState) {
-      this.lastState = key;
-      this.options.onState?.(state);
-    }
+    });
+    if (changed) this.options.onState?.(changed);
   }
 
   /** Shutdown: the open window is finalized, and everything retained gets one publication. */
@@ -390,6 +388,7 @@ export class BranchWorker {
         this.pending.length > 0 ? this.publishDueAt() : undefined,
         this.folders.dueAt(),
         this.saves.dueAt(),
+        this.looks.due,
         this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
       ],
       this.abort.signal,

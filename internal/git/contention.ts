@@ -3,7 +3,7 @@
 // 5 minutes) would only let them win every race, so the worker fetches, replays and pushes again
 // after a short jittered pause, and reports it as RemoteMoving, never as RemoteUnreachable.
 import { backoffDelay, type Backoff, type RandomSource } from "../timing/backoff.ts";
-import type { BranchState } from "./branchworker.ts";
+import type { BranchState } from "./intakebudget.ts";
 
 /**
  * The pause before the next attempt on a branch that moved: 50–100 ms at first, growing slowly

@@ -3,6 +3,17 @@
 // --branch-buffer-max-size; the first time it does not fit, intake pauses, and the watches feeding
 // the branch stop reading with their cursors kept, until a push lands and the wait ends.
 import type { StreamItem } from "../watch/stream.ts";
+import type { Contention } from "./contention.ts";
+import type { Outage } from "./retry.ts";
+
+/** What every GitTarget on the branch reports of its worker, and what the metrics show. */
+export interface BranchState {
+  retainedWrites: number;
+  retainedBytes: number;
+  intakePaused: boolean;
+  outage?: Outage;
+  contention?: Contention;
+}
 
 /** Every accepted item costs this much besides its bytes, so many small ones count too. */
 export const itemChargeBytes = 1024;
@@ -29,6 +40,7 @@ export function intakePauses(
 export class IntakeGate {
   private closed = false;
   private waiters: (() => void)[] = [];
+  private lastState = "";
 
   get paused(): boolean {
     return this.closed;
@@ -44,6 +56,18 @@ export class IntakeGate {
   update(waiting: boolean, retainedBytes: number, limit: number): void {
     this.closed = intakePauses(this.closed, waiting, retainedBytes, limit);
     if (!this.closed) this.release();
+  }
+
+  /**
+   * The branch's state with the gate's verdict in it, when it changed what a person acts on:
+   * bytes move with every item, so they alone never count as a change.
+   */
+  changed(state: Omit<BranchState, "intakePaused">): BranchState | undefined {
+    const full = { ...state, intakePaused: this.closed };
+    const key = JSON.stringify({ ...full, retainedBytes: undefined });
+    if (key === this.lastState) return undefined;
+    this.lastState = key;
+    return full;
   }
 
   /** Lets every waiter go, as a stopping worker does. */

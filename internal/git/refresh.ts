@@ -1,6 +1,6 @@
 // How a branch worker re-proves where its branch is without a write, and reads its folders
 // again: one advertisement, and a fetch only when the branch moved, so an idle branch costs one
-// round trip per refresh interval. A moved branch has its folders read again, so a folder
+// round trip per refresh interval, and a push delivery one per burst. A moved branch has its folders read again, so a folder
 // somebody broke (or fixed) in Git is reported. Both run on the worker's loop, only while it
 // holds no write that would do the same anyway.
 import { renderRefusal } from "../kustomize/verdict.ts";
@@ -52,5 +52,44 @@ export async function readFolders(
     }
   } catch (err) {
     worker.logger.error("reading the folders again failed", { error: messageOf(err) });
+  }
+}
+
+/**
+ * A push delivery's look at the remote. At most one waits, and it waits a moment (1 s) for the
+ * rest of its burst, so a hundred deliveries in a second cost one ref advertisement, and a
+ * second only for deliveries that came in after the first look started (it may have read the
+ * remote before their push). The queue holds one wake-up at most, so deliveries never crowd
+ * writes out of it.
+ */
+export class DeliveryLooks {
+  private queued = false;
+  private dueAt: number | undefined;
+
+  constructor(private readonly settleMs = 1_000) {}
+
+  /** When the waiting look is due, if one waits. */
+  get due(): number | undefined {
+    return this.dueAt;
+  }
+
+  /** A delivery arrived: whether the worker is to be woken for it (no wake-up is queued yet). */
+  noticed(): boolean {
+    if (this.queued) return false;
+    this.queued = true;
+    return true;
+  }
+
+  /** The worker took the wake-up: the look is due a moment from now. */
+  taken(now: number): void {
+    this.dueAt ??= now + this.settleMs;
+  }
+
+  /** Whether the look is due at `now`: it starts, and deliveries from here on wait for the next. */
+  start(now: number): boolean {
+    if (this.dueAt === undefined || this.dueAt > now) return false;
+    this.dueAt = undefined;
+    this.queued = false;
+    return true;
   }
 }

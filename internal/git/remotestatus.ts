@@ -18,6 +18,8 @@ export type ProvedBy = "Push" | "Fetch" | "Advertisement";
 interface Remote {
   proof?: { commit: string; provedBy: ProvedBy; at: Date };
   outage?: Pick<Outage, "since" | "error">;
+  /** When a push delivery last named the branch. */
+  noticedAt?: Date;
 }
 
 type GitBranchRemote = NonNullable<NonNullable<GitBranch["status"]>["remote"]>;
@@ -67,6 +69,17 @@ export class RemoteStatusPublisher {
     this.schedule(branchKey, transition);
   }
 
+  /**
+   * Records that a push delivery named the branch, as lastPushNoticeAt: receipt, whether or not
+   * the look it causes can read the remote. The first of a burst is written at once.
+   */
+  recordNotice(branchKey: string): void {
+    const remote = this.remotes.get(branchKey) ?? {};
+    const quiet = (remote.noticedAt?.getTime() ?? -Infinity) + this.minIntervalMs <= Date.now();
+    this.remotes.set(branchKey, { ...remote, noticedAt: new Date() });
+    this.schedule(branchKey, quiet);
+  }
+
   /** Forgets a GitBranch that is gone, so one recreated under its name starts with no stanza. */
   forget(branchKey: string): void {
     clearTimeout(this.timers.get(branchKey));
@@ -103,7 +116,13 @@ export class RemoteStatusPublisher {
     const { namespace, name } = parseKey(branchKey);
     try {
       await gitBranches(this.kubeConfig).applyStatus(
-        { metadata: { name, namespace }, status: { remote: remoteStanza(remote) } } as GitBranch,
+        {
+          metadata: { name, namespace },
+          status: {
+            remote: remoteStanza(remote),
+            ...(remote.noticedAt ? { lastPushNoticeAt: toSeconds(remote.noticedAt) } : {}),
+          },
+        } as GitBranch,
         branchWorkerFieldManager,
       );
     } catch (err) {
@@ -114,3 +133,6 @@ export class RemoteStatusPublisher {
     }
   }
 }
+
+/** RFC 3339 to the second, as Kubernetes writes times. */
+const toSeconds = (at: Date) => at.toISOString().replace(/\.\d{3}Z$/, "Z");

@@ -24,6 +24,7 @@ export type CloseReason =
   | "other_owner" // another author or GitTarget wrote
   | "resync" // a resync arrived for the branch
   | "request" // an attach: Next CommitRequest
+  | "delivery" // a push delivery named the branch
   | "shutdown";
 
 export interface ClosedWindow<T> {

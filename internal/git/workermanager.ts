@@ -10,7 +10,8 @@ import { FolderRenders } from "../kustomize/renders.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { GitTargetEventStream } from "../watch/stream.ts";
-import { BranchWorker, type BranchState, type BranchWorkerOptions } from "./branchworker.ts";
+import { BranchWorker, type BranchWorkerOptions } from "./branchworker.ts";
+import type { BranchState } from "./intakebudget.ts";
 import { Clone, type CloneOptions, type Signature } from "./clone.ts";
 import type { SigningKey } from "../signing/sshkey.ts";
 import type { MaterializeOptions } from "./materialize.ts";
@@ -305,6 +306,12 @@ export class WorkerManager implements Runnable {
   /** Has a GitBranch's worker prove where its branch is now, as reconcile.configbutler.ai/requestedAt asks. */
   refresh(branchKey: string): void {
     this.worker(branchKey)?.refresh();
+  }
+
+  /** A push delivery named a GitBranch's branch: whether a worker of this process was woken. */
+  notice(branchKey: string): boolean {
+    this.worker(branchKey)?.notice();
+    return this.workers.has(branchKey);
   }
 
   /**

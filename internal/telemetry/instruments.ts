@@ -93,6 +93,14 @@ export const auditAppends = new Counter({
   registers: [],
 });
 
+/** Push deliveries by GitReceiver and outcome; an unknown path names no receiver and is not counted. */
+export const receiverDeliveries = new Counter({
+  name: `${metricPrefix}receiver_deliveries_total`,
+  help: "Push webhook deliveries by GitReceiver and outcome: accepted (a push, routed), ignored (authenticated, not a branch push: a ping, a tag), unauthorized (a bad or missing signature or token), too_large, unreadable.",
+  labelNames: ["receiver_namespace", "receiver_name", "outcome"] as const,
+  registers: [],
+});
+
 /** Finished CommitRequests, by the reason their Ready condition gives. */
 export const commitRequests = new Counter({
   name: `${metricPrefix}commit_requests_total`,
@@ -171,6 +179,7 @@ export function registerInstruments(registry: Registry): void {
     attributionTransport,
     watchSessions,
     commitRequests,
+    receiverDeliveries,
     placements,
     writesDropped,
     retainedWrites,

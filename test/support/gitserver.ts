@@ -57,11 +57,13 @@ export class GitServer {
   private constructor(
     readonly root: string,
     private listenPort: number,
+    /** The loopback address it listens on: 127.0.0.1 unless a test needs a port of its own there. */
+    readonly host: string,
   ) {}
 
-  static async start(options: { users?: GitUser[]; port?: number } = {}): Promise<GitServer> {
+  static async start(options: { users?: GitUser[]; port?: number; host?: string } = {}): Promise<GitServer> {
     const root = makeOwnedTempDir("gitserver");
-    const gitServer = new GitServer(root, options.port ?? 0);
+    const gitServer = new GitServer(root, options.port ?? 0, options.host ?? "127.0.0.1");
     for (const user of options.users ?? []) gitServer.addUser(user);
     try {
       await gitServer.start();
@@ -76,8 +78,9 @@ export class GitServer {
     return this.listenPort;
   }
 
+  /** http://host:port, or http://host on port 80: the spelling a hosted repository's URL has. */
   get baseUrl(): string {
-    return `http://127.0.0.1:${this.listenPort}`;
+    return this.listenPort === 80 ? `http://${this.host}` : `http://${this.host}:${this.listenPort}`;
   }
 
   addUser(user: GitUser): void {
@@ -210,7 +213,7 @@ export class GitServer {
     });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(this.listenPort, "127.0.0.1", () => resolve());
+      server.listen(this.listenPort, this.host, () => resolve());
     });
     const address = server.address();
     if (address && typeof address === "object") this.listenPort = address.port;

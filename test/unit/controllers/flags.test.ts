@@ -26,6 +26,7 @@ describe("operator flags", () => {
       authorAttributionTransport: "redis",
       replicaCount: 1,
       auditBindAddress: ":9444",
+      receiverBindAddress: "",
       auditCertDir: "/tmp/k8s-audit-server/serving-certs",
       auditInsecure: false,
       branchBufferMaxSize: 8 * 1024 * 1024,

@@ -1,0 +1,270 @@
+// The push receiver against the real thing: a GitReceiver per host type, deliveries in each
+// host's format posted to the operator's listener, and the branch worker's reads of the remote
+// counted where they land, on the Git server.
+import assert from "node:assert/strict";
+import { request } from "node:http";
+import { after, before, describe, it } from "node:test";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { gitBranches, gitReceivers } from "../../../generated/v1alpha3/index.ts";
+import { receiverDeliveries } from "../../../internal/telemetry/instruments.ts";
+import { GitServer } from "../../support/gitserver.ts";
+import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
+import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
+import { eventually } from "../../support/wait.ts";
+import { conditionOf } from "../controllers/helpers.ts";
+import { genericPush, giteaPush, githubPing, githubPush, gitlabPush, type Delivery } from "./payloads.ts";
+
+const types = ["github", "gitlab", "gitea", "generic-hmac"] as const;
+const namespaces = ["gh", "gl", "gt", "gen", "ssh", "burst"];
+const configMaps = [{ apiGroups: [""], resources: ["configmaps"] }];
+/** Who pushes by hand: the operator's own reads are the ones made as mirrorUser. */
+const hand = { username: "hand", password: "hand-password" };
+
+interface Answer {
+  status: number;
+  body: string;
+  /** Whether the server asked for the body (100 Continue) before it answered. */
+  continued: boolean;
+}
+
+describe("GitReceiver: a push delivery wakes the branch workers of the repository it names", () => {
+  let env: MirrorEnvironment;
+  let git: GitServer;
+  /** A second Git server on port 80 of a loopback address of its own: its URLs name no port. */
+  let plain: GitServer;
+  let kc: KubeConfig;
+  const paths = new Map<string, string>();
+  const serverOf = (ns: string) => (ns === "ssh" ? plain : git);
+
+  const deliver = (path: string, delivery: Delivery, expectContinue = false): Promise<Answer> =>
+    new Promise((resolve, reject) => {
+      const { host, port } = env.operator.receiver!.address!;
+      const headers = {
+        ...delivery.headers,
+        "content-length": String(Buffer.byteLength(delivery.body)),
+        ...(expectContinue ? { expect: "100-continue" } : {}),
+      };
+      let continued = false;
+      const req = request({ host, port, path, method: "POST", headers }, (res) => {
+        let body = "";
+        res.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body, continued }));
+      });
+      req.on("error", reject);
+      if (expectContinue) {
+        req.on("continue", () => {
+          continued = true;
+          req.end(delivery.body);
+        });
+      } else req.end(delivery.body);
+    });
+  /** The operator's fetches (pack exchanges of upload-pack) of a repository since `since`. */
+  const fetchesOf = (server: GitServer, repository: string, since: number, advertisement = false) =>
+    server.requests
+      .slice(since)
+      .filter(
+        (r) =>
+          r.repository === repository &&
+          r.service === "upload-pack" &&
+          r.advertisement === advertisement &&
+          r.username === mirrorUser.username,
+      ).length;
+  const noticeOf = async (ns: string) => (await gitBranches(kc).get(ns, "main"))?.status?.lastPushNoticeAt;
+
+  before(async () => {
+    env = await startMirrorEnvironment(namespaces, { receiverBindAddress: "127.0.0.1:0" });
+    ({ git, kc } = env);
+    plain = await startPlainServer();
+    for (const server of [git, plain]) server.addUser(hand);
+    const core = kc.makeApiClient(CoreV1Api);
+    for (const ns of namespaces) {
+      const server = serverOf(ns);
+      const url = await server.createRepository(`state-${ns}`);
+      await server.pushForeignCommit(`state-${ns}`, { files: { "README.md": "# State\n" }, as: hand });
+      await core.createNamespacedConfigMap({
+        namespace: ns,
+        body: { metadata: { name: "seed" }, data: { k: "v1" } },
+      });
+      await applyMirror(kc, ns, url, mirrorUser, [{ name: "t", path: `clusters/${ns}`, rules: configMaps }]);
+      await core.createNamespacedSecret({
+        namespace: ns,
+        body: { metadata: { name: "hook" }, stringData: { token: `token-${ns}` } },
+      });
+      const type = types[namespaces.indexOf(ns)] ?? "generic-hmac";
+      await gitReceivers(kc).apply(
+        {
+          apiVersion: "configbutler.ai/v1alpha3",
+          kind: "GitReceiver",
+          metadata: { name: "hook", namespace: ns },
+          spec: { type, secretRef: { name: "hook" } },
+        },
+        mirrorFieldManager,
+      );
+    }
+    for (const ns of namespaces) {
+      const ready = await conditionOf(gitReceivers(kc), ns, "hook", "Ready", "True");
+      paths.set(ns, ready.status!.webhookPath!);
+      await eventually(
+        () => serverOf(ns).fileAt(`state-${ns}`, "main", `clusters/${ns}/${ns}/configmaps/seed.yaml`),
+        {
+          timeoutMs: 60_000,
+          description: `${ns}'s first mirror`,
+        },
+      );
+    }
+  });
+  after(async () => {
+    await env?.stop();
+    await plain?.close();
+  });
+
+  const payloadFor = (ns: string, type: (typeof types)[number], token: string) => {
+    const url = git.repositoryUrl(`state-${ns}`);
+    const ssh = `git@git.example.com:platform/state-${ns}.git`;
+    if (type === "github") return githubPush(token, url, ssh, "main");
+    if (type === "gitlab") return gitlabPush(token, url, ssh, "main");
+    if (type === "gitea") return giteaPush(token, url, ssh, "main");
+    return genericPush(token, url, "main");
+  };
+
+  for (const type of types) {
+    const ns = namespaces[types.indexOf(type)]!;
+    it(`a ${type} push delivery, signed as ${type} signs it, has the worker fetch the foreign commit within seconds`, async () => {
+      const since = git.requests.length;
+      const foreign = await git.pushForeignCommit(`state-${ns}`, {
+        files: { "docs/notes.md": `pushed by hand (${type})\n` },
+        as: hand,
+      });
+      const answer = await deliver(paths.get(ns)!, payloadFor(ns, type, `token-${ns}`));
+      assert.deepEqual([answer.status, answer.body], [202, ""], "202, with nothing about what was woken");
+      // The refresh interval is 10 minutes: only the delivery can have asked this soon.
+      await eventually(() => fetchesOf(git, `state-${ns}`, since) > 0, {
+        timeoutMs: 15_000,
+        description: `the ${ns} worker to fetch ${foreign}`,
+      });
+      assert.ok(await eventually(() => noticeOf(ns), { description: "lastPushNoticeAt" }));
+      const { values } = await receiverDeliveries.get();
+      assert.ok(
+        values.some(
+          (v) => v.labels.receiver_namespace === ns && v.labels.outcome === "accepted" && v.value >= 1,
+        ),
+        "counted as accepted",
+      );
+    });
+  }
+
+  it("GitHub's ping is answered and wakes nothing", async () => {
+    const since = git.requests.length;
+    const answer = await deliver(paths.get("gh")!, githubPing("token-gh"));
+    assert.equal(answer.status, 202);
+    assert.equal(fetchesOf(git, "state-gh", since, true), 0);
+  });
+
+  it("a wrong signature is refused before the body is read", async () => {
+    // A token header is judged from the headers: the client is never asked for its body.
+    const wrongToken = gitlabPush("not-the-token", git.repositoryUrl("state-gl"), "", "main");
+    const refused = await deliver(paths.get("gl")!, wrongToken, true);
+    assert.deepEqual([refused.status, refused.body, refused.continued], [401, "", false]);
+    const unsigned = githubPush("token-gh", git.repositoryUrl("state-gh"), "", "main");
+    delete unsigned.headers["x-hub-signature-256"];
+    assert.deepEqual(Object.values(await deliver(paths.get("gh")!, unsigned, true)), [401, "", false]);
+    // An HMAC is checked over the exact bytes before anything parses them.
+    const forged = githubPush("token-gh", git.repositoryUrl("state-gh"), "", "main");
+    forged.body = forged.body.replace("octocat", "mallory");
+    assert.equal((await deliver(paths.get("gh")!, forged)).status, 401);
+    const { values } = await receiverDeliveries.get();
+    const unauthorized = values
+      .filter((v) => v.labels.outcome === "unauthorized")
+      .reduce((n, v) => n + v.value, 0);
+    assert.ok(unauthorized >= 3, `${unauthorized} unauthorized deliveries counted`);
+  });
+
+  it("an unknown webhook path is a 404 that tells nothing", async () => {
+    const delivery = genericPush("token-gen", git.repositoryUrl("state-gen"), "main");
+    for (const path of ["/git-push/0123abcd", "/git-push/", "/metrics", paths.get("gen")!.toUpperCase()]) {
+      const answer = await deliver(path, delivery);
+      assert.deepEqual([answer.status, answer.body], [404, ""], path);
+    }
+  });
+
+  it("a delivery for a repository no GitProvider names wakes nothing", async () => {
+    const since = git.requests.length;
+    const stranger = genericPush("token-gen", git.repositoryUrl("somebody-elses"), "main");
+    assert.equal((await deliver(paths.get("gen")!, stranger)).status, 202, "the answer tells nothing");
+    // Deliveries are routed in the order they arrive: once a later one has been acted on, the
+    // first would have been too.
+    await git.pushForeignCommit("state-gen", { files: { "docs/barrier.md": "x\n" }, as: hand });
+    const barrier = git.requests.length;
+    await deliver(paths.get("gen")!, genericPush("token-gen", git.repositoryUrl("state-gen"), "main"));
+    await eventually(() => fetchesOf(git, "state-gen", barrier) > 0, {
+      timeoutMs: 15_000,
+      description: "the barrier",
+    });
+    const others = git.requests
+      .slice(since)
+      .filter((r) => r.username === mirrorUser.username && r.repository !== "state-gen");
+    assert.deepEqual(others, [], "no other worker read its remote");
+  });
+
+  it("a delivery naming an ssh URL wakes the provider that uses the https URL of the same repository", async () => {
+    const since = plain.requests.length;
+    await plain.pushForeignCommit("state-ssh", { files: { "docs/notes.md": "by hand\n" }, as: hand });
+    // The provider's URL is http://<host>/state-ssh.git; the delivery names only git@<host>:state-ssh.git.
+    const ssh = `git@${plain.host}:state-ssh.git`;
+    assert.equal((await deliver(paths.get("ssh")!, genericPush("token-ssh", ssh, "main"))).status, 202);
+    await eventually(() => fetchesOf(plain, "state-ssh", since) > 0, {
+      timeoutMs: 15_000,
+      description: "the worker of the https spelling to fetch",
+    });
+  });
+
+  it("a hundred deliveries in a second cost at most two ref advertisements and delay no write", async () => {
+    // Nothing moved: each look is one ref advertisement and costs no fetch, so they are counted alone.
+    const since = git.requests.length;
+    const delivery = genericPush("token-burst", git.repositoryUrl("state-burst"), "main");
+    const started = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, () => deliver(paths.get("burst")!, delivery)),
+    );
+    assert.ok(answers.every((a) => a.status === 202));
+    assert.ok(Date.now() - started < 5_000, "all answered at once");
+    await eventually(() => fetchesOf(git, "state-burst", since, true) > 0, {
+      timeoutMs: 15_000,
+      description: "the burst's look",
+    });
+    // A write after the burst is committed as promptly as any other (a second of silence closes
+    // its window): looks queued one per delivery would hold it behind a hundred advertisements.
+    const edited = Date.now();
+    await kc.makeApiClient(CoreV1Api).patchNamespacedConfigMap({
+      namespace: "burst",
+      name: "seed",
+      body: [{ op: "replace", path: "/data/k", value: "after-the-burst" }],
+    });
+    await eventually(
+      async () =>
+        (await git.fileAt("state-burst", "main", "clusters/burst/burst/configmaps/seed.yaml"))?.includes(
+          "after-the-burst",
+        ),
+      { timeoutMs: 15_000, description: "the edit after the burst in Git" },
+    );
+    const took = Date.now() - edited;
+    const advertisements = fetchesOf(git, "state-burst", since, true);
+    assert.ok(advertisements <= 2, `${advertisements} upload-pack advertisements`);
+    assert.ok(took < 5_000, `the edit took ${took} ms`);
+  });
+});
+
+/**
+ * A Git server on port 80 of a random 127/8 address, so its URLs carry no port, as a hosted
+ * repository's https URL does not: another address is tried if one is taken.
+ */
+async function startPlainServer(): Promise<GitServer> {
+  for (let attempt = 0; ; attempt++) {
+    const host = `127.${1 + Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}.${2 + Math.floor(Math.random() * 250)}`;
+    try {
+      return await GitServer.start({ users: [mirrorUser], host, port: 80 });
+    } catch (err) {
+      if (attempt >= 5) throw err;
+    }
+  }
+}
