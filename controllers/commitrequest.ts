@@ -11,7 +11,8 @@ import {
   type GitTarget,
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
-import { CommitRequestCore, type CoreDeps } from "../internal/commitrequest/core.ts";
+import { CommitRequestCore, type CoreDeps, type Path, type Saves } from "../internal/commitrequest/core.ts";
+import type { SaveRoutes } from "../internal/git/saveroutes.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
@@ -27,25 +28,43 @@ export type CommitRequestDeps = Pick<
   "saves" | "creator" | "retentionMs" | "withdrawMarginMs" | "now"
 >;
 
+/**
+ * Serves the CommitRequests of one cluster through the core: the control cluster's, or one
+ * source cluster's. The request is read uncached; the uid each served request has is kept, so a
+ * worker's report wakes it, and forgotten (with what its worker was asked) once it is gone.
+ */
 export class CommitRequestReconciler implements Reconciler {
   /** The request each served uid is, so a worker's report wakes it. */
-  readonly keys = new Map<string, string>();
+  private readonly keys = new Map<string, string>();
 
   constructor(
     private readonly client: ResourceClient<CommitRequest>,
     private readonly core: CommitRequestCore,
+    private readonly path: Path,
+    private readonly saves: Pick<Saves, "forget">,
   ) {}
 
   async reconcile(request: Request): Promise<Result> {
+    const key = keyOf({ namespace: request.namespace ?? "", name: request.name });
     const stored = await this.client.get(request.namespace, request.name);
-    if (!stored) return {};
-    this.keys.set(
-      stored.metadata.uid ?? "",
-      keyOf({ namespace: request.namespace ?? "", name: request.name }),
-    );
-    const result = await this.core.serve(this.client, stored, { cluster: "control" });
-    if (result.requeueAfterMs === undefined) this.keys.delete(stored.metadata.uid ?? "");
+    if (!stored) {
+      for (const [uid, served] of this.keys) {
+        if (served !== key) continue;
+        this.keys.delete(uid);
+        this.saves.forget(uid);
+      }
+      return {};
+    }
+    const uid = stored.metadata.uid ?? "";
+    this.keys.set(uid, key);
+    const result = await this.core.serve(this.client, stored, this.path);
+    if (result.requeueAfterMs === undefined) this.keys.delete(uid);
     return result;
+  }
+
+  /** The request a worker reported on, if this reconciler serves it. */
+  keyOf(uid: string): string | undefined {
+    return this.keys.get(uid);
   }
 }
 
@@ -69,17 +88,22 @@ export function commitRequestCore(manager: Manager, deps: CommitRequestDeps): Co
 export function setupCommitRequestController(
   manager: Manager,
   core: CommitRequestCore,
-  onReport: (listener: (id: string) => void) => void,
+  saves: Pick<SaveRoutes, "forget" | "onChanged">,
 ): Controller {
   const requests: SharedInformer<CommitRequest> = manager.informer(
     informerSource(manager.kubeConfig, resourceTypes.CommitRequest),
   );
-  const reconciler = new CommitRequestReconciler(commitRequests(manager.kubeConfig), core);
+  const reconciler = new CommitRequestReconciler(
+    commitRequests(manager.kubeConfig),
+    core,
+    { cluster: "control" },
+    saves,
+  );
   const controller = new Controller("commitrequest", reconciler, manager.logger, { concurrency: 4 }).for(
     requests,
   );
-  onReport((id) => {
-    const key = reconciler.keys.get(id);
+  saves.onChanged((id) => {
+    const key = reconciler.keyOf(id);
     if (key) controller.queue.add(key);
   });
   manager.addController(controller);

@@ -6,12 +6,12 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { commitRequests, resourceTypes, type CommitRequest } from "../generated/v1alpha3/index.ts";
 import type { CommitRequestCore, Path } from "../internal/commitrequest/core.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import type { ResourceClient } from "../internal/kube/resourceclient.ts";
-import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import type { SaveRoutes } from "../internal/git/saveroutes.ts";
+import { Controller } from "../internal/operator/controller.ts";
 import { SharedInformer, type Logger } from "../internal/operator/informer.ts";
 import type { Runnable } from "../internal/operator/manager.ts";
 import { untilAborted } from "../internal/timing/sleep.ts";
-import { keyOf } from "../internal/types/names.ts";
+import { CommitRequestReconciler } from "./commitrequest.ts";
 
 /** How one provider's watch stands, for its CommitRequestsServed. */
 export type ServedState = "watching" | "starting";
@@ -20,28 +20,9 @@ interface Served {
   fingerprint: string;
   informer: SharedInformer<CommitRequest>;
   controller: Controller;
-  keys: Map<string, string>;
+  reconciler: CommitRequestReconciler;
   synced: boolean;
   running?: Promise<unknown>;
-}
-
-class SourceRequestReconciler implements Reconciler {
-  constructor(
-    private readonly client: ResourceClient<CommitRequest>,
-    private readonly core: CommitRequestCore,
-    private readonly path: Path,
-    private readonly keys: Map<string, string>,
-  ) {}
-
-  async reconcile(request: Request): Promise<Result> {
-    const stored = await this.client.get(request.namespace, request.name);
-    if (!stored) return {};
-    const uid = stored.metadata.uid ?? "";
-    this.keys.set(uid, keyOf({ namespace: request.namespace ?? "", name: request.name }));
-    const result = await this.core.serve(this.client, stored, this.path);
-    if (result.requeueAfterMs === undefined) this.keys.delete(uid);
-    return result;
-  }
 }
 
 export class CommitRequestServer implements Runnable {
@@ -54,11 +35,11 @@ export class CommitRequestServer implements Runnable {
   constructor(
     private readonly core: CommitRequestCore,
     private readonly logger: Logger,
-    onReport: (listener: (id: string) => void) => void,
+    private readonly saves: Pick<SaveRoutes, "forget" | "onChanged">,
   ) {
-    onReport((id) => {
+    saves.onChanged((id) => {
       for (const served of this.served.values()) {
-        const key = served.keys.get(id);
+        const key = served.reconciler.keyOf(id);
         if (key) served.controller.queue.add(key);
       }
     });
@@ -83,9 +64,8 @@ export class CommitRequestServer implements Runnable {
     const existing = this.served.get(providerKey);
     if (existing?.fingerprint === `${fingerprint}/${deletesFinished}`) return;
     if (existing) await this.release(providerKey);
-    const keys = new Map<string, string>();
     const path: Path = { cluster: "source", provider: providerKey, deletesFinished };
-    const reconciler = new SourceRequestReconciler(commitRequests(kubeConfig), this.core, path, keys);
+    const reconciler = new CommitRequestReconciler(commitRequests(kubeConfig), this.core, path, this.saves);
     const informer = new SharedInformer<CommitRequest>(
       kubeConfig,
       informerSource(kubeConfig, resourceTypes.CommitRequest),
@@ -98,7 +78,7 @@ export class CommitRequestServer implements Runnable {
       fingerprint: `${fingerprint}/${deletesFinished}`,
       informer,
       controller,
-      keys,
+      reconciler,
       synced: false,
     };
     this.served.set(providerKey, served);

@@ -244,9 +244,8 @@ function setupCommitRequests(
     retentionMs: settings.commitRequestRetention ?? 60 * 60_000,
     withdrawMarginMs: settings.commitRequestWithdrawMarginMs,
   });
-  const onReport = (listener: (id: string) => void) => workers.saves.onChanged(listener);
-  setupCommitRequestController(manager, core, onReport);
-  const server = new CommitRequestServer(core, manager.logger, onReport);
+  setupCommitRequestController(manager, core, workers.saves);
+  const server = new CommitRequestServer(core, manager.logger, workers.saves);
   manager.addRunnable(server);
   return server;
 }
