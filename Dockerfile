@@ -45,6 +45,8 @@ ENV NODE_OPTIONS=--max-semi-space-size=4
 # On PATH, where --kustomize-path's default finds it.
 COPY --from=kustomize /out/kustomize /usr/local/bin/kustomize
 COPY --from=build /src/dist/operator.mjs dist/operator.mjs
+# The Kargo observer, its own process (config/kargo-observer runs it with node dist/kargo-observer.mjs).
+COPY --from=build /src/dist/kargo-observer.mjs dist/kargo-observer.mjs
 # Numeric, so the kubelet can check runAsNonRoot; config/manager runs it as 65532 too.
 USER 65532:65532
 ENTRYPOINT ["node", "dist/operator.mjs"]

@@ -90,6 +90,14 @@ export class ResourceClient<T extends KubernetesObject> {
     return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? "" };
   }
 
+  /** Creates a namespaced object (one named by metadata.generateName too), and returns it. */
+  async create(object: T): Promise<T> {
+    const { group, version, plural } = this.type;
+    const body = { ...object, apiVersion: this.apiVersion, kind: this.type.kind };
+    const namespace = this.ns(object.metadata?.namespace);
+    return (await this.api.createNamespacedCustomObject({ group, version, plural, namespace, body })) as T;
+  }
+
   /** Server-side applies the fields `object` sets, as `fieldManager`, and returns the result. */
   async apply(object: T, fieldManager: string, force = false): Promise<T> {
     const body = { ...object, apiVersion: this.apiVersion, kind: this.type.kind };

@@ -23,6 +23,8 @@ export class EventRecorder {
     kubeConfig: KubeConfig,
     private readonly instance: string,
     private readonly logger: Logger,
+    /** Who reports: the operator, or a sibling process such as the Kargo observer. */
+    private readonly controller = reportingController,
   ) {
     this.api = kubeConfig.makeApiClient(EventsV1Api);
   }
@@ -44,7 +46,7 @@ export class EventRecorder {
           // Named as client-go names Events; a generateName ending in "." fails name validation.
           metadata: { name: eventName(name ?? "object"), namespace: eventNamespace },
           eventTime: new V1MicroTime(),
-          reportingController,
+          reportingController: this.controller,
           reportingInstance: this.instance,
           type,
           reason,

@@ -40,7 +40,15 @@ export async function applyManifests(
 export async function installCrds(kubeConfig: KubeConfig): Promise<string[]> {
   const dir = join(repoRoot, "config/crd/bases");
   const files = (await readdir(dir)).filter((f) => f.endsWith(".yaml")).sort();
-  const crds = (await Promise.all(files.map((f) => loadManifests(join(dir, f))))).flat();
+  return installCrdFiles(
+    kubeConfig,
+    files.map((f) => join(dir, f)),
+  );
+}
+
+/** Installs the CRDs the files hold and waits until each is Established. */
+export async function installCrdFiles(kubeConfig: KubeConfig, paths: string[]): Promise<string[]> {
+  const crds = (await Promise.all(paths.map((path) => loadManifests(path)))).flat();
   await applyManifests(kubeConfig, crds);
   const api = kubeConfig.makeApiClient(ApiextensionsV1Api);
   const names = crds.map((crd) => crd.metadata!.name!);

@@ -5,7 +5,7 @@ import { startOperatorProcess } from "../../support/operator.ts";
 import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { after, before, describe, it, type TestContext } from "node:test";
+import { after, before, describe, it } from "node:test";
 import {
   AppsV1Api,
   AuthorizationV1Api,
@@ -14,7 +14,6 @@ import {
   EventsV1Api,
   type KubeConfig,
 } from "@kubernetes/client-node";
-import { parseAllDocuments } from "yaml";
 import { flagParser, parseFlags } from "../../../controllers/flags.ts";
 import { gitBranchFinalizer } from "../../../controllers/gitbranch.ts";
 import {
@@ -25,89 +24,22 @@ import {
   watchRules,
 } from "../../../generated/v1alpha3/index.ts";
 import { EventRecorder } from "../../../internal/operator/events.ts";
-import { repoRoot } from "../../support/binaries.ts";
-import { kubectl, type Kubectl } from "../../support/kubectl.ts";
+import { kubectl } from "../../support/kubectl.ts";
+import {
+  assertDryRunAccepts,
+  find,
+  grants,
+  kubectlName,
+  product,
+  render,
+  type Manifest,
+} from "../../support/rendered.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
 
 const systemNamespace = "gitops-reverser-system";
 const serviceAccount = `system:serviceaccount:${systemNamespace}:gitops-reverser`;
-
-interface Rule {
-  apiGroups?: string[];
-  resources?: string[];
-  resourceNames?: string[];
-  nonResourceURLs?: string[];
-  verbs: string[];
-}
-
-interface Manifest {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  rules?: Rule[];
-  aggregationRule?: { clusterRoleSelectors: { matchLabels?: Record<string, string> }[] };
-  roleRef?: { kind: string; name: string };
-  subjects?: { kind: string; name: string; namespace?: string }[];
-  spec?: Record<string, unknown>;
-}
-
-/** A kustomization rendered by the pinned kubectl, as text and as parsed objects. */
-async function render(plane: ControlPlane, dir: string): Promise<{ text: string; objects: Manifest[] }> {
-  const result = await kubectl(plane, "kustomize", join(repoRoot, dir));
-  assert.equal(result.code, 0, `kubectl kustomize ${dir}: ${result.stderr}`);
-  const objects = parseAllDocuments(result.stdout).map((d) => d.toJS() as Manifest);
-  return { text: result.stdout, objects };
-}
-
-/** How kubectl names an object in apply's output: kind.group/name, lower-cased. */
-function kubectlName(object: Manifest): string {
-  const group = object.apiVersion.includes("/") ? `.${object.apiVersion.split("/")[0]}` : "";
-  return `${object.kind.toLowerCase()}${group}/${object.metadata.name}`;
-}
-
-/** Server-side dry-runs a rendered file and asserts the server accepted every object in it. */
-async function assertDryRunAccepts(
-  t: TestContext,
-  plane: ControlPlane,
-  file: string,
-  objects: Manifest[],
-): Promise<Kubectl> {
-  const result = await kubectl(plane, "apply", "--server-side", "--dry-run=server", "-f", file);
-  assert.equal(result.code, 0, `the dry run was refused:\n${result.stderr}`);
-  const lines = result.stdout.trim().split("\n");
-  for (const line of lines) t.diagnostic(line);
-  assert.deepEqual(
-    lines.map((l) => l.replace(/ serverside-applied \(server dry run\)$/, "")).sort(),
-    objects.map(kubectlName).sort(),
-    "every rendered object, and nothing else, passes the dry run",
-  );
-  return result;
-}
-
-function find(objects: Manifest[], kind: string, name: string): Manifest {
-  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
-  assert.ok(found, `${kind} ${name} is rendered`);
-  return found;
-}
-
-/** Every (group, resource, verb) a set of rules grants, as "group|resource|verb". */
-function grants(rules: Rule[]): string[] {
-  const out = new Set<string>();
-  for (const rule of rules) {
-    assert.equal(rule.resourceNames, undefined, "no rule is limited by resource name");
-    assert.equal(rule.nonResourceURLs, undefined, "no rule grants non-resource URLs");
-    for (const group of rule.apiGroups ?? [])
-      for (const resource of rule.resources ?? [])
-        for (const verb of rule.verbs) out.add(`${group}|${resource}|${verb}`);
-  }
-  return [...out].sort();
-}
-
-function product(groups: string[], resources: string[], verbs: string[]): string[] {
-  return groups.flatMap((g) => resources.flatMap((r) => verbs.map((v) => `${g}|${r}|${v}`)));
-}
 
 describe("the install manifests in config/default", () => {
   let plane: ControlPlane;

@@ -9,6 +9,12 @@ import {
 } from "../../../internal/kargo/drift.ts";
 import { promotionGuard } from "../../../internal/kargo/guard.ts";
 import { parseImage } from "../../../internal/kargo/images.ts";
+import {
+  currentImages,
+  observedStage,
+  promotionFor,
+  requestedWarehouses,
+} from "../../../internal/kargo/views.ts";
 
 describe("image references are parsed as registries write them", () => {
   it("a registry with a port, a tag, a digest, or no tag at all", () => {
@@ -137,5 +143,60 @@ describe("the repeat guard", () => {
       "another Freight may go",
     );
     assert.equal(promotionGuard([], "prod", "f1").kind, "clear", "deleted: retried");
+  });
+});
+
+describe("what the observer reads of Argo CD's and Kargo's objects", () => {
+  const app = (annotations: Record<string, string>) => ({
+    metadata: { name: "a", namespace: "argocd", annotations },
+  });
+  const authorized = { "kargo.akuity.io/authorized-stage": "shop:prod" };
+
+  it("an Application is observed for its authorized Stage, unless it opts out, or opt-in mode leaves it out", () => {
+    assert.deepEqual(observedStage(app(authorized), "all"), { namespace: "shop", name: "prod" });
+    assert.equal(
+      observedStage(app({ ...authorized, "kargo-observer.kutlak.cc/ignore": "true" }), "all"),
+      undefined,
+    );
+    assert.equal(observedStage(app(authorized), "opt-in"), undefined);
+    assert.deepEqual(
+      observedStage(app({ ...authorized, "kargo-observer.kutlak.cc/observe": "true" }), "opt-in"),
+      {
+        namespace: "shop",
+        name: "prod",
+      },
+    );
+    assert.equal(observedStage(app({ "kargo.akuity.io/authorized-stage": "no-colon" }), "all"), undefined);
+  });
+
+  it("the Stage's current Freight is every item of freightHistory[0]; its origins are its requested Warehouses", () => {
+    const stage = {
+      metadata: { name: "prod" },
+      spec: {
+        requestedFreight: [
+          { origin: { kind: "Warehouse", name: "app" } },
+          { origin: { kind: "Stage", name: "dev" } },
+        ],
+      },
+      status: {
+        freightHistory: [
+          { items: { "Warehouse/app": { images: [{ repoURL: "ghcr.io/org/app", tag: "1.0.0" }] } } },
+          { items: { "Warehouse/app": { images: [{ repoURL: "ghcr.io/org/app", tag: "0.9.0" }] } } },
+        ],
+      },
+    };
+    assert.deepEqual(currentImages(stage), [{ repository: "ghcr.io/org/app", tag: "1.0.0" }]);
+    assert.deepEqual([...requestedWarehouses(stage)], ["app"]);
+  });
+
+  it("the Promotion carries the seed's generateName and labels", () => {
+    const promotion = promotionFor({ namespace: "shop", name: "prod" }, "f2");
+    assert.equal(promotion.metadata?.generateName, "prod-observer-");
+    assert.deepEqual(promotion.metadata?.labels, {
+      "app.kubernetes.io/managed-by": "kargo-argocd-observer",
+      "kargo-observer.kutlak.cc/stage": "prod",
+      "kargo-observer.kutlak.cc/freight": "f2",
+    });
+    assert.deepEqual(promotion.spec, { stage: "prod", freight: "f2" });
   });
 });

@@ -1,0 +1,56 @@
+// The Kargo observer's entry point: its own process, flags, probes, metrics and Lease, on the
+// operator's runtime. It shares nothing with the operator at run time.
+import { Command, Option } from "commander";
+import { processManager, runUntilStopped, serveTelemetry } from "../internal/operator/entrypoint.ts";
+import { createLogger, type LogFormat, type LogLevel } from "../internal/telemetry/logger.ts";
+import { createRegistry } from "../internal/telemetry/metrics.ts";
+import type { ObserveMode } from "../internal/kargo/views.ts";
+import { freightMissing, setupKargoObserver } from "./kargoobserver.ts";
+
+interface ObserverOptions {
+  observeMode: ObserveMode;
+  metricsBindAddress: string;
+  healthProbeBindAddress: string;
+  leaderElect: boolean;
+  leaderElectionNamespace?: string;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+}
+
+const options = new Command("kargo-argocd-observer")
+  .description("Turns an image bumped by hand in Git and synced by Argo CD into a Kargo Promotion.")
+  .addOption(
+    new Option(
+      "--observe-mode <mode>",
+      "all: every authorized Application but the ignored; opt-in: only those annotated",
+    )
+      .choices(["all", "opt-in"])
+      .default("all"),
+  )
+  .option("--metrics-bind-address <address>", "where /metrics is served; 0 for off", ":8080")
+  .option(
+    "--health-probe-bind-address <address>",
+    "where /healthz and /readyz are served; 0 for off",
+    ":8081",
+  )
+  .option(
+    "--leader-elect [bool]",
+    "take the Lease kargo-argocd-observer-leader before reconciling",
+    (v) => v !== "false",
+    false,
+  )
+  .option("--leader-election-namespace <namespace>", "where the Lease lives; the pod's namespace by default")
+  .addOption(new Option("--log-level <level>").choices(["debug", "info", "warn", "error"]).default("info"))
+  .addOption(new Option("--log-format <format>").choices(["json", "text"]).default("json"))
+  .parse(process.argv)
+  .opts<ObserverOptions>();
+
+const logger = createLogger(options.logLevel, options.logFormat);
+const { manager, identity } = processManager(options, "kargo-argocd-observer-leader", logger);
+setupKargoObserver(manager, options.observeMode, identity);
+
+const registry = createRegistry();
+registry.registerMetric(freightMissing);
+const servers = await serveTelemetry(manager, registry, options);
+logger.info("starting", { identity, leaderElect: options.leaderElect, observeMode: options.observeMode });
+await runUntilStopped(manager, servers, logger);

@@ -1,0 +1,79 @@
+// What a process built on this runtime does around its controllers: the manager, with the
+// leader election its flags ask for, the metrics and probe servers, and a run that stops on
+// SIGTERM or SIGINT and exits non-zero when the manager stopped on an error (a lost Lease).
+// The operator and the Kargo observer are two such processes.
+import { randomBytes } from "node:crypto";
+import type { Server } from "node:http";
+import { hostname } from "node:os";
+import { KubeConfig } from "@kubernetes/client-node";
+import type { Registry } from "prom-client";
+import { ownNamespace } from "../kube/namespace.ts";
+import { leaderGauge } from "../telemetry/metrics.ts";
+import { parseBindAddress, serveMetrics, serveProbes, type Check } from "../telemetry/servers.ts";
+import type { Logger } from "./informer.ts";
+import { Manager } from "./manager.ts";
+
+export interface ProcessFlags {
+  leaderElect: boolean;
+  leaderElectionNamespace?: string;
+  metricsBindAddress: string;
+  healthProbeBindAddress: string;
+}
+
+/** The manager of a process, on the default kubeconfig, leader-elected on `leaseName` when asked. */
+export function processManager(flags: ProcessFlags, leaseName: string, logger: Logger) {
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromDefault();
+  const identity = `${hostname()}-${randomBytes(4).toString("hex")}`;
+  const manager = new Manager(kubeConfig, {
+    logger,
+    leaderElection: flags.leaderElect
+      ? { namespace: flags.leaderElectionNamespace ?? ownNamespace(kubeConfig), name: leaseName, identity }
+      : undefined,
+  });
+  return { manager, identity, kubeConfig };
+}
+
+/** Serves /metrics and the probes (ready once every informer synced, and every check passes). */
+export async function serveTelemetry(
+  manager: Manager,
+  registry: Registry,
+  flags: ProcessFlags,
+  checks: Record<string, Check> = {},
+): Promise<Server[]> {
+  leaderGauge(registry, () => manager.isLeader);
+  const servers: Server[] = [];
+  const metricsAddress = parseBindAddress(flags.metricsBindAddress);
+  if (metricsAddress) servers.push(await serveMetrics(registry, metricsAddress));
+  const probeAddress = parseBindAddress(flags.healthProbeBindAddress);
+  if (probeAddress) {
+    const informers = () => (manager.ready ? undefined : "informers have not synced");
+    servers.push(await serveProbes({ informers, ...checks }, probeAddress));
+  }
+  return servers;
+}
+
+/** Runs the manager until a signal stops it; the exit code says whether it stopped on an error. */
+export async function runUntilStopped(
+  manager: Manager,
+  servers: Server[],
+  logger: Logger & { end(): void },
+): Promise<void> {
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    process.once(signal, () => {
+      logger.info("stopping", { signal });
+      manager.stop().catch((err: unknown) => logger.error("stop failed", { error: String(err) }));
+    });
+  }
+  let exitCode = 0;
+  try {
+    await manager.start();
+    logger.info("stopped");
+  } catch (err) {
+    logger.error("stopped on an error", { error: err instanceof Error ? err.message : String(err) });
+    exitCode = 1;
+  }
+  await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  logger.end();
+  process.exitCode = exitCode;
+}

@@ -1,0 +1,59 @@
+// The Kargo observer's install manifests: config/kargo-observer rendered by the pinned kubectl,
+// accepted by a real API server's server-side dry run (with Argo CD's and Kargo's CRDs
+// installed), and its ClusterRole exactly the seed's RBAC.
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { repoRoot } from "../../support/binaries.ts";
+import { ControlPlane } from "../../support/controlplane.ts";
+import { installCrdFiles } from "../../support/manifests.ts";
+import { assertDryRunAccepts, find, grants, product, render } from "../../support/rendered.ts";
+
+describe("the Kargo observer's install manifests in config/kargo-observer", () => {
+  let plane: ControlPlane;
+
+  before(async () => {
+    plane = await ControlPlane.start();
+    await installCrdFiles(plane.kubeConfig(), [join(repoRoot, "test/e2e/kargo/crds.yaml")]);
+  });
+  after(() => plane?.stop());
+
+  it("render, pass a server-side dry run, and grant the seed's RBAC and nothing more", async (t) => {
+    const { text, objects } = await render(plane, "config/kargo-observer");
+    const file = join(plane.dir, "kargo-observer.yaml");
+    await writeFile(file, text);
+    // A dry run creates no namespace, and the namespaced objects need theirs.
+    await plane
+      .kubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: "kargo-argocd-observer" } } });
+    await assertDryRunAccepts(t, plane, file, objects);
+
+    const role = find(objects, "ClusterRole", "kargo-argocd-observer");
+    assert.deepEqual(
+      grants(role.rules ?? []),
+      [
+        ...product(["argoproj.io"], ["applications"], ["get", "list", "watch"]),
+        ...product(
+          ["kargo.akuity.io"],
+          ["stages", "freights", "warehouses", "promotions"],
+          ["get", "list", "watch"],
+        ),
+        ...product(["kargo.akuity.io"], ["promotions"], ["create"]),
+        // Kargo's virtual verb, checked by its admission webhook, never by the API server.
+        ...product(["kargo.akuity.io"], ["stages"], ["promote"]),
+        ...product(["events.k8s.io"], ["events"], ["create", "patch"]),
+      ].sort(),
+    );
+    const lease = find(objects, "Role", "kargo-argocd-observer-leader-election");
+    assert.equal(lease.metadata.namespace, "kargo-argocd-observer", "its Lease only in its own namespace");
+    const deployment = find(objects, "Deployment", "kargo-argocd-observer");
+    const container = (
+      deployment.spec as { template: { spec: { containers: { command?: string[]; args?: string[] }[] } } }
+    ).template.spec.containers[0]!;
+    assert.deepEqual(container.command, ["node", "dist/kargo-observer.mjs"]);
+    assert.ok(container.args?.includes("--leader-elect=true"));
+  });
+});
