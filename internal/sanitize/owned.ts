@@ -8,6 +8,7 @@
 //
 // managedFields is read here, once, and never kept: only the defaulted values travel on.
 import { isDeepStrictEqual } from "node:util";
+import { narrowToLastApplied } from "./lastapplied.ts";
 
 /**
  * One manager's fieldsV1 set (structured-merge-diff): `f:<field>` for a map field, `k:<json>`
@@ -15,7 +16,7 @@ import { isDeepStrictEqual } from "node:util";
  * `i:<n>` (an item by index) for list items, `.` for the map or item itself. A set with no
  * members owns its value whole: a scalar, or an atomic map or list.
  */
-type FieldSet = { readonly [member: string]: FieldSet };
+export type FieldSet = { readonly [member: string]: FieldSet };
 
 /**
  * The fields of a projection no manager owns, with their live values. Lists are matched by the
@@ -43,18 +44,24 @@ const identity: FieldSet = {
 };
 
 /**
- * Splits `object` by the field sets of `managedFields` (the live object's). Without any
- * FieldsV1 entry (an object written before field management, or with it cleared) nothing can be
- * told apart, and everything is kept.
+ * Splits `object` by the field sets of `managedFields` (the live object's), a client-side
+ * apply's entry narrowed to its `lastApplied` input (lastapplied.ts). Without any FieldsV1 entry
+ * (an object written before field management, or with it cleared) nothing can be told apart,
+ * and everything is kept.
  */
-export function splitOwned(object: Record<string, unknown>, managedFields: unknown): OwnedSplit {
-  const sets = Array.isArray(managedFields)
+export function splitOwned(
+  object: Record<string, unknown>,
+  managedFields: unknown,
+  lastApplied?: string,
+): OwnedSplit {
+  const entries = Array.isArray(managedFields)
     ? managedFields.flatMap((entry: unknown) =>
         isRecord(entry) && entry.fieldsType === "FieldsV1" && isRecord(entry.fieldsV1)
-          ? [entry.fieldsV1 as FieldSet]
+          ? [{ operation: entry.operation, set: entry.fieldsV1 as FieldSet }]
           : [],
       )
     : [];
+  const sets = narrowToLastApplied(entries, lastApplied);
   if (sets.length === 0) return { owned: object };
   const split = splitMap(object, [identity, ...sets]);
   return {

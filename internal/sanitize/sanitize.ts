@@ -3,6 +3,7 @@
 // heartbeat, a new resourceVersion, a rollout counter) never reads as a change somebody made.
 import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject } from "@kubernetes/client-node";
+import { lastAppliedAnnotation } from "./lastapplied.ts";
 import { splitOwned, type Defaulted } from "./owned.ts";
 
 /**
@@ -94,7 +95,7 @@ export const stripRules: readonly StripRule[] = [
       "a template for the name at creation; once the server has chosen the name, the name is the identity",
   },
   {
-    path: ["metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"],
+    path: ["metadata", "annotations", lastAppliedAnnotation],
     reason: "client-side kubectl apply's copy of its last input: a second, stale copy of the object",
   },
   {
@@ -175,7 +176,11 @@ export function project(object: KubernetesObject): Projection {
     // Conditions read the live object, so one rule's strip never decides another's.
     if (appliesTo(rule, live)) removeAt(stripped, rule.path);
   }
-  const { owned, defaulted } = splitOwned(stripped, live.metadata?.managedFields);
+  const { owned, defaulted } = splitOwned(
+    stripped,
+    live.metadata?.managedFields,
+    live.metadata?.annotations?.[lastAppliedAnnotation],
+  );
   for (const empty of droppedWhenEmpty) {
     const map = fieldAt(owned, empty.path);
     if (appliesTo(empty, live) && isRecord(map) && Object.keys(map).length === 0) removeAt(owned, empty.path);

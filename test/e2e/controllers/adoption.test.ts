@@ -56,7 +56,7 @@ describe("adoption writes only what clients set", () => {
     return seeded;
   };
   before(async () => {
-    env = await startMirrorEnvironment(["plain", "kust", "fresh"]);
+    env = await startMirrorEnvironment(["plain", "kust", "fresh", "csa"]);
     git = env.git;
     ({ settled, seed } = folderBranches(env));
   });
@@ -115,6 +115,48 @@ describe("adoption writes only what clients set", () => {
     ]);
     const changed = diff.split("\n").filter((l) => /^[-+][^-+]/.test(l));
     assert.deepEqual(changed, ["-  replicas: 1", "+  replicas: 3"]);
+  });
+
+  it("adopting a folder applied client-side, as Argo CD applies by default, makes no commit", async () => {
+    // Argo CD syncs with client-side apply unless told ServerSideApply=true: a create of the whole
+    // manifest, then three-way patches, recorded as Update entries of its own field manager. Those
+    // entries own exactly what the manifest set, so the defaults stay nobody's here too.
+    const inCsa = (text: string) => text.replaceAll("namespace: plain", "namespace: csa");
+    const files = { "web.yaml": inCsa(fixtures.plainWeb), "settings.yaml": inCsa(fixtures.plainSettings) };
+    const applied = await kubectl(
+      env.plane,
+      "apply",
+      "--field-manager=argocd-controller",
+      "-f",
+      folderOf(files),
+    );
+    assert.equal(applied.code, 0, applied.stderr);
+    const live = await kubectl(
+      env.plane,
+      "get",
+      "deployment/storefront",
+      "-n",
+      "csa",
+      "-o",
+      "json",
+      "--show-managed-fields",
+    );
+    const managers = (JSON.parse(live.stdout) as KubernetesObject).metadata?.managedFields ?? [];
+    assert.deepEqual(
+      managers.map((m) => [m.manager, m.operation]),
+      [["argocd-controller", "Update"]],
+      "a client-side apply's own record",
+    );
+    const folder = "clusters/dev/csa";
+    const seeded = await adopt(
+      "csa",
+      Object.fromEntries(Object.entries(files).map(([path, content]) => [`${folder}/${path}`, content])),
+      { path: folder, rules },
+    );
+    await snapshotsMeasured(env.kc, "csa", "csa", 3);
+    const tip = await settled("csa");
+    const diff = tip === seeded ? "" : await git.gitIn("state", ["diff", seeded, "csa"]);
+    assert.equal(diff, "", "no commit into a folder that agrees with live");
   });
 
   it("a new document omits server defaults and round-trips", async () => {

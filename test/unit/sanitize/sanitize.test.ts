@@ -5,6 +5,31 @@ import { AcceptedState } from "../../../internal/sanitize/accepted.ts";
 import { sanitize, stripRules, type KubeObject } from "../../../internal/sanitize/sanitize.ts";
 import { toStableYaml } from "../../../internal/sanitize/stableyaml.ts";
 
+// What `kubectl apply` (client-side) sent, as it records it in last-applied-configuration.
+const appliedManifest = {
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: {
+    name: "web",
+    namespace: "team-a",
+    labels: { app: "web", tier: "frontend" },
+    annotations: { "team.example.com/owner": "payments" },
+  },
+  spec: {
+    replicas: 2,
+    selector: { matchLabels: { app: "web" } },
+    template: {
+      metadata: { labels: { app: "web" } },
+      spec: {
+        containers: [
+          { name: "web", image: "nginx:1.27", ports: [{ containerPort: 80 }] },
+          { name: "sidecar", image: "envoy:1.31" },
+        ],
+      },
+    },
+  },
+};
+
 // A Deployment as a watch delivers it, after a kubectl apply and a rollout. The defaults are its
 // state now; the controller's next status write moves only what `afterStatusWrite` passes.
 function liveDeployment({
@@ -25,8 +50,7 @@ function liveDeployment({
       labels: { app: "web", tier: "frontend" },
       annotations: {
         "deployment.kubernetes.io/revision": "3",
-        "kubectl.kubernetes.io/last-applied-configuration":
-          '{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"team-a"}}\n',
+        "kubectl.kubernetes.io/last-applied-configuration": `${JSON.stringify(appliedManifest)}\n`,
         "team.example.com/owner": "payments",
       },
       managedFields: [
