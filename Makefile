@@ -84,12 +84,17 @@ testenv: prerequisites ## Build kube-apiserver, kubectl and etcd from Go modules
 kustomize: prerequisites ## Build the pinned kustomize (hack/tools/versions.env) from Go modules, or reuse the cached build.
 	bash hack/tools/gotool.sh kustomize
 
+.PHONY: flux
+flux: prerequisites ## Build the pinned Flux source-controller and kustomize-controller the tests run, with their CRDs, or reuse the cached build.
+	bash hack/tools/flux.sh source-controller
+	bash hack/tools/flux.sh kustomize-controller
+
 .PHONY: sops
 sops: prerequisites ## Build the pinned sops the tests read encrypted Secrets back with, or reuse the cached build.
 	bash hack/tools/gotool.sh sops
 
 .PHONY: test
-test: node_modules testenv kustomize sops ## Run every test CI runs: unit and end-to-end, in one runner.
+test: node_modules testenv kustomize sops flux ## Run every test CI runs: unit and end-to-end, in one runner.
 	$(NODE_TEST) $(UNIT_TESTS) $(E2E_TESTS)
 
 .PHONY: test-unit
@@ -97,7 +102,7 @@ test-unit: node_modules ## Run the unit tests.
 	$(NODE_TEST) $(UNIT_TESTS)
 
 .PHONY: test-e2e
-test-e2e: node_modules testenv kustomize sops ## Run the end-to-end tests against a real control plane, Git server and Redis.
+test-e2e: node_modules testenv kustomize sops flux ## Run the end-to-end tests against a real control plane, Git server and Redis.
 	$(NODE_TEST) $(E2E_TESTS)
 
 .PHONY: demo

@@ -7,9 +7,12 @@ import {
   resourceTypes,
   type GitBranch,
   type GitProvider,
+  type ArgoCDClaim,
+  type FluxClaim,
   type GitTarget,
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
+import type { ClaimFacts } from "../internal/gittarget/claim.ts";
 import type { BranchClaims } from "../internal/git/branchclaim.ts";
 import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
 import { contentionFacts } from "../internal/git/contention.ts";
@@ -53,6 +56,8 @@ interface Informers {
   branches: SharedInformer<GitBranch>;
   gitProviders: SharedInformer<GitProvider>;
   namespaces: SharedInformer<V1Namespace>;
+  fluxClaims: SharedInformer<FluxClaim>;
+  argoClaims: SharedInformer<ArgoCDClaim>;
 }
 
 /** The write side a target is connected to once its branch is held. */
@@ -243,6 +248,26 @@ export class GitTargetReconciler implements Reconciler {
       sameBranch: this.informers.targets
         .list()
         .filter((t) => sameRef(refOf(t.spec.gitBranchRef, t.metadata.namespace!), b)),
+      ...(target.spec.applierClaimRef ? { claim: this.claimFacts(target, target.spec.applierClaimRef) } : {}),
+    };
+  }
+
+  private claimFacts(target: GitTarget, ref: { kind: string; name: string }): ClaimFacts {
+    const namespace = target.metadata.namespace!;
+    const claims = ref.kind === "FluxClaim" ? this.informers.fluxClaims : this.informers.argoClaims;
+    const claim = claims.get(ref.name, namespace);
+    const branchRef = refOf(target.spec.gitBranchRef, namespace);
+    const branch = this.informers.branches.get(branchRef.name, branchRef.namespace);
+    const providerRef = branch && refOf(branch.spec.gitProviderRef, branch.metadata.namespace!);
+    const provider = providerRef && this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
+    return {
+      kind: ref.kind,
+      name: ref.name,
+      ...(claim ? { status: claim.status ?? {} } : {}),
+      ...(branch && provider
+        ? { writes: { repository: normalizeRepositoryUrl(provider.spec.url), branch: branch.spec.branch } }
+        : {}),
+      normalize: normalizeRepositoryUrl,
     };
   }
 
@@ -278,7 +303,17 @@ export function setupGitTargetController(
     branches: manager.informer<GitBranch>(informerSource(kc, resourceTypes.GitBranch)),
     gitProviders: manager.informer<GitProvider>(informerSource(kc, resourceTypes.GitProvider)),
     namespaces: manager.informer<V1Namespace>(informerSource(kc, namespaceType)),
+    fluxClaims: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
+    argoClaims: manager.informer<ArgoCDClaim>(informerSource(kc, resourceTypes.ArgoCDClaim)),
   };
+  /** The targets whose applierClaimRef names the claim. */
+  const targetsNamingClaim = (kind: string) => (claim: KubernetesObject) =>
+    informers.targets
+      .list(claim.metadata?.namespace)
+      .filter(
+        (t) => t.spec.applierClaimRef?.kind === kind && t.spec.applierClaimRef.name === claim.metadata?.name,
+      )
+      .map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! }));
   /** The targets whose `kind` reference names `ref`. */
   const targetsReferencing = (
     kind: "kubeProviderRef" | "gitBranchRef",
@@ -332,6 +367,13 @@ export function setupGitTargetController(
           .list(ns.metadata?.name)
           .map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! })),
       labelsChanged,
+    )
+    // ApplierClaimReady mirrors the claim's Ready, so its transitions are looked at.
+    .watches(informers.fluxClaims, targetsNamingClaim("FluxClaim"), anyOf(generationChanged, readyTransition))
+    .watches(
+      informers.argoClaims,
+      targetsNamingClaim("ArgoCDClaim"),
+      anyOf(generationChanged, readyTransition),
     );
   // A collection finishing its replay, or blocking, changes StreamsRunning: look again at once.
   sourceContexts.onStreamsChanged((t) => controller.queue.add(keyOf(t)));

@@ -31,6 +31,7 @@ import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
 import { setupGitProviderController } from "./gitprovider.ts";
 import { setupGitTargetController } from "./gittarget.ts";
+import { setupFluxClaimController } from "./fluxclaim.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
 import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
@@ -190,6 +191,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     onReleased: (key) => remoteStatus.forget(key),
   });
   setupGitTargetController(manager, sourceContexts, { claims, workers });
+  setupFluxClaimController(manager, sourceContexts);
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);
   return {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything a fresh machine needs, in one go: Debian's packages, the npm dependencies, and the
-# test environment, kustomize and sops built from Go modules. make test and make demo do each of these steps
-# themselves when it is missing, so this is optional; .ci/run calls it to set up in one step.
+# test environment, kustomize, sops and the Flux controllers built from Go modules. make test
+# does each of these steps itself when it is missing (make demo all but Flux), so this is
+# optional; .ci/run calls it to set up in one step.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -10,3 +11,5 @@ npm ci --no-audit --no-fund
 bash hack/testenv/build.sh
 bash hack/tools/gotool.sh kustomize
 bash hack/tools/gotool.sh sops
+bash hack/tools/flux.sh source-controller
+bash hack/tools/flux.sh kustomize-controller

@@ -1,5 +1,5 @@
 # Sourced by the scripts that build a tool from Go modules into the cache outside the
-# repository (hack/testenv/build.sh, hack/tools/gotool.sh): the Go build environment, one
+# repository (hack/testenv/build.sh, hack/tools/gotool.sh, hack/tools/flux.sh): the Go build environment, one
 # lock per cache root so two builds started at once take turns, and Go found where some
 # machines keep it outside the default PATH.
 
@@ -17,6 +17,22 @@ build_lock() {
     echo "$1: another build is running; waiting for it"
     flock "$build_lock_fd"
   fi
+}
+
+# reuse_or_lock NAME DEST CACHE_ROOT: exits the calling script when `cached` (the caller's
+# function) says DEST already holds the build, before and after waiting for the lock; returns
+# holding the lock, with Go on PATH, when the caller must build.
+reuse_or_lock() {
+  if cached; then
+    echo "$1: cached binary in $2"
+    exit 0
+  fi
+  build_lock "$1" "$3"
+  if cached; then
+    echo "$1: cached binary in $2"
+    exit 0
+  fi
+  require_go "$1"
 }
 
 # require_go NAME: puts /usr/local/go/bin on PATH when go is not found, or fails with why.

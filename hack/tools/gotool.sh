@@ -5,7 +5,7 @@
 #   gotool.sh <tool>               build (or reuse) the binary
 #   gotool.sh <tool> --print-path  print where the binary is (or will be), build nothing
 # Tools: kustomize (the operator renders folders with it), sops (the tests read back what the
-# operator encrypts).
+# operator encrypts). The Flux controllers need a wrapper module instead: see flux.sh.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -32,17 +32,7 @@ if [[ "${2:-}" == "--print-path" ]]; then
 fi
 
 cached() { [[ -x "$dest/$tool" ]]; }
-if cached; then
-  echo "$tool: cached binary in $dest"
-  exit 0
-fi
-
-build_lock "$tool" "$cache_root"
-if cached; then
-  echo "$tool: cached binary in $dest"
-  exit 0
-fi
-require_go "$tool"
+reuse_or_lock "$tool" "$dest" "$cache_root"
 
 echo "$tool: building $package@$version (once per machine)"
 partial="$dest.partial"

@@ -17,6 +17,7 @@ import { outageMessage, type OutageFacts } from "../git/outage.ts";
 import { unwrittenMessage } from "../git/refusedwrites.ts";
 import { grantsAdmit } from "../grants/namespaces.ts";
 import type { StreamSummary } from "../watch/manager.ts";
+import { applierClaimCondition, type ClaimFacts } from "./claim.ts";
 import { overlappingOlder } from "./paths.ts";
 
 export interface TargetWorld {
@@ -27,6 +28,8 @@ export interface TargetWorld {
   namespaceLabels: Record<string, string>;
   /** Every GitTarget naming the same GitBranch, from any namespace. */
   sameBranch: GitTarget[];
+  /** The applier claim spec.applierClaimRef names, when it names one. */
+  claim?: ClaimFacts;
 }
 
 /** Why the target cannot be served, or undefined when its references hold. */
@@ -276,6 +279,7 @@ export function targetConditions(
     reachable,
     branchReady,
     running,
+    ...(world.claim ? [applierClaimCondition(world.claim, g)] : []),
     ...writeConditions(world, write, g),
   ];
   // A refused sensitive resource is reported, but the rest of the folder is written: not a blocker.

@@ -17,6 +17,8 @@ export interface SourceContext {
   /** What the context was built from; a different fingerprint rebuilds it. */
   fingerprint: string;
   server: string;
+  /** The provider's connection, for whatever else reaches that cluster through it (applier claims). */
+  kubeConfig: KubeConfig;
   watchManager: WatchManager;
 }
 
@@ -78,6 +80,7 @@ export class SourceContexts implements Runnable {
       key,
       fingerprint,
       server,
+      kubeConfig,
       watchManager: new WatchManager(kubeConfig, this.rules, this.logger, {
         catalogRefreshMs: this.catalogRefreshMs,
         ...(this.attribution ? { attribute: (c: Collection) => this.attribution!(auditRoute, c) } : {}),

@@ -26,6 +26,8 @@ export interface MirrorTarget {
   placement?: GitTarget["spec"]["placement"];
   /** spec.encryption.age.recipients. */
   recipients?: string[];
+  /** spec.applierClaimRef. */
+  applierClaimRef?: GitTarget["spec"]["applierClaimRef"];
 }
 
 /** The field manager the fixture applies as; a later apply of the same fields must use it too. */
@@ -45,6 +47,7 @@ export function mirrorGitTarget(namespace: string, t: MirrorTarget): GitTarget {
       ...(t.prune ? { prune: { mode: t.prune } } : {}),
       ...(t.placement ? { placement: t.placement } : {}),
       ...(t.recipients ? { encryption: { age: { recipients: t.recipients } } } : {}),
+      ...(t.applierClaimRef ? { applierClaimRef: t.applierClaimRef } : {}),
     },
   };
 }

@@ -110,6 +110,8 @@ describe("the install manifests in config/default", () => {
       ...product(["events.k8s.io"], ["events"], ["create", "patch"]),
       ...product([""], ["secrets"], ["get", "create", "update"]),
       ...product([""], ["namespaces"], ["list", "watch"]),
+      ...product(["kustomize.toolkit.fluxcd.io"], ["kustomizations"], ["get", "list", "patch"]),
+      ...product(["source.toolkit.fluxcd.io"], ["gitrepositories"], ["get"]),
     ].sort();
     assert.deepEqual(granted, expected);
 
@@ -280,6 +282,8 @@ describe("the install manifests in config/default", () => {
       ["watch", "", "namespaces"],
       ["update", "coordination.k8s.io", "leases", systemNamespace],
       ["delete", "configbutler.ai", "commitrequests", "team-a"],
+      ["patch", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
+      ["get", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
     ];
     const denied: [string, string, string, string?][] = [
       ["create", "configbutler.ai", "gittargets", "team-a"],
@@ -293,6 +297,8 @@ describe("the install manifests in config/default", () => {
       ["create", "", "events", "team-a"],
       ["create", "coordination.k8s.io", "leases", "default"],
       ["delete", "coordination.k8s.io", "leases", systemNamespace],
+      ["delete", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
+      ["patch", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
     ];
     for (const check of allowed) assert.ok(await may(...check), `may ${check.join(" ")}`);
     for (const check of denied) assert.ok(!(await may(...check)), `may not ${check.join(" ")}`);

@@ -1,0 +1,368 @@
+// FluxClaim: holds a Flux Kustomization suspended while an eligible GitTarget names the claim,
+// and hands it back when none does. It reads the Kustomization and its GitRepository through
+// the claim's KubeProvider on every pass (no informer on Flux's kinds, so a cluster without Flux
+// needs none), every minute while Ready, which bounds how long a resume by hand runs.
+import { hostname } from "node:os";
+import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import {
+  fluxClaims,
+  resourceTypes,
+  type ApplierClaimStatus,
+  type FluxClaim,
+  type GitBranch,
+  type GitProvider,
+  type GitTarget,
+  type KubeProvider,
+} from "../generated/v1alpha3/index.ts";
+import {
+  judgeBinding,
+  judgeConfig,
+  type ReferringTarget,
+  type Verdict,
+} from "../internal/applier/eligibility.ts";
+import { FluxClient, newToken } from "../internal/applier/flux/client.ts";
+import { otherConsumers } from "../internal/applier/flux/consumers.ts";
+import {
+  viewGitRepository,
+  viewKustomization,
+  type KustomizationView,
+} from "../internal/applier/flux/view.ts";
+import {
+  claimedRef,
+  decideFluxClaim,
+  fluxClaimFinalizer,
+  type FluxClaimDecision,
+  type FluxClaimWorld,
+} from "../internal/applier/fluxclaim.ts";
+import { line } from "../internal/applier/line.ts";
+import { inFlight } from "../internal/applier/operation.ts";
+import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import { refOf } from "../internal/gittarget/decide.ts";
+import { informerSource, namespaceType } from "../internal/kube/sources.ts";
+import { statusCodeOf } from "../internal/kube/resourceclient.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import { EventRecorder } from "../internal/operator/events.ts";
+import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
+import type { SharedInformer } from "../internal/operator/informer.ts";
+import type { Manager } from "../internal/operator/manager.ts";
+import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
+import { StatusWriter } from "../internal/operator/status.ts";
+import { keyOf, type NamespacedName } from "../internal/types/names.ts";
+import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+import { fieldManager } from "./fieldmanager.ts";
+
+const steadyRecheckMs = 60_000;
+const soonRecheckMs = 1_000;
+
+interface Informers {
+  claims: SharedInformer<FluxClaim>;
+  targets: SharedInformer<GitTarget>;
+  branches: SharedInformer<GitBranch>;
+  gitProviders: SharedInformer<GitProvider>;
+  providers: SharedInformer<KubeProvider>;
+  namespaces: SharedInformer<V1Namespace>;
+}
+
+/** What was read in the Kustomization's cluster, when the claim's configuration let us read. */
+interface Reading {
+  verdict: Verdict;
+  kustomization?: KustomizationView;
+  applierMissing: boolean;
+  client?: FluxClient;
+  server?: string;
+  source?: ApplierClaimStatus["source"];
+}
+
+export class FluxClaimReconciler implements Reconciler {
+  private readonly status = new StatusWriter(fieldManager);
+  /** When each claim's hand-back started, for its 10-minute budget. */
+  private readonly releasingSince = new Map<string, Date>();
+
+  constructor(
+    private readonly manager: Manager,
+    private readonly informers: Informers,
+    private readonly sourceContexts: SourceContexts,
+    private readonly events: EventRecorder,
+  ) {}
+
+  async reconcile(request: Request): Promise<Result> {
+    const key = keyOf(request);
+    const claim = this.informers.claims.get(request.name, request.namespace);
+    if (!claim) {
+      this.releasingSince.delete(key);
+      return {};
+    }
+    const reading = await this.read(claim);
+    const world = this.world(claim, reading);
+    const decision = decideFluxClaim(world);
+    const stored = await this.act(claim, reading, decision);
+    if (stored) await this.writeStatus(stored, reading, decision);
+    this.trackRelease(key, decision);
+    return { requeueAfterMs: decision.soon ? soonRecheckMs : steadyRecheckMs };
+  }
+
+  private world(claim: FluxClaim, reading: Reading): FluxClaimWorld {
+    const now = new Date();
+    const applier = claimedRef(claim);
+    const queue = reading.server ? this.line(applier, reading.server) : [];
+    const first = queue[0]?.claim;
+    const self = keyOf(claim.metadata);
+    return {
+      claim,
+      now,
+      verdict: reading.verdict,
+      ...(reading.kustomization ? { kustomization: reading.kustomization } : {}),
+      applierMissing: reading.applierMissing,
+      ...(first && keyOf(first) !== self && reading.verdict.kind === "bound" ? { heldBy: first } : {}),
+      successor: queue.some((c) => keyOf(c.claim) !== self && c.eligible),
+      ...(this.releasingSince.has(self) ? { releasingSince: this.releasingSince.get(self)! } : {}),
+      token: newToken(now),
+    };
+  }
+
+  /** Judges the claim, reading the applier's cluster only when its configuration allows, or it holds. */
+  private async read(claim: FluxClaim): Promise<Reading> {
+    const config = this.config(claim);
+    const early = judgeConfig(config);
+    const holding = claim.metadata.finalizers?.includes(fluxClaimFinalizer) ?? false;
+    if (early && !holding) return { verdict: early, applierMissing: false };
+    const context = this.sourceContexts.get(keyOf(config.providerRef));
+    if (!context) {
+      const verdict = early ?? {
+        kind: "pending" as const,
+        reason: "NotBound",
+        message: `KubeProvider ${keyOf(config.providerRef)} is not connected yet.`,
+      };
+      return { verdict, applierMissing: false };
+    }
+    const client = new FluxClient(context.kubeConfig, fieldManager);
+    const base = { client, server: context.server };
+    const raw = await client.kustomization(config.applier);
+    if (!raw) {
+      const message = `Kustomization ${keyOf(config.applier)} does not exist.`;
+      return {
+        ...base,
+        verdict: early ?? { kind: "refused", reason: "ApplierNotFound", message },
+        applierMissing: true,
+      };
+    }
+    const kustomization = viewKustomization(raw, fieldManager);
+    const found = { ...base, kustomization, applierMissing: false };
+    if (early) return { ...found, verdict: early };
+    const { source } = kustomization;
+    if (source.kind !== "GitRepository") {
+      const message = `Kustomization ${keyOf(config.applier)} reads a ${source.kind || "source of no kind"}; only a GitRepository's branch can be coordinated.`;
+      return { ...found, verdict: { kind: "refused", reason: "SourceMismatch", message } };
+    }
+    const repository = await client.repository(source);
+    if (!repository) {
+      const message = `GitRepository ${keyOf(source)}, the Kustomization's source, does not exist.`;
+      return { ...found, verdict: { kind: "pending", reason: "NotBound", message } };
+    }
+    const fetch = viewGitRepository(repository);
+    const describe = `GitRepository ${keyOf(source)} fetches ${fetch.url} ${fetch.branch ? `branch ${fetch.branch}` : "at a pinned tag or commit"}`;
+    const verdict = judgeBinding(config.targets, {
+      repository: normalizeRepositoryUrl(fetch.url),
+      ...(fetch.branch ? { branch: fetch.branch } : {}),
+      describe,
+    });
+    const consumers = otherConsumers(
+      await client.allKustomizations(),
+      source,
+      config.applier,
+      this.heldElsewhere(claim),
+    );
+    return {
+      ...found,
+      verdict,
+      source: {
+        kind: "GitRepository",
+        namespace: source.namespace,
+        name: source.name,
+        url: fetch.url,
+        ...(fetch.branch ? { branch: fetch.branch } : {}),
+        ...(fetch.revision ? { revision: fetch.revision } : {}),
+        ...(consumers.length > 0 ? { otherConsumers: consumers } : {}),
+      },
+    };
+  }
+
+  private config(claim: FluxClaim) {
+    const namespace = claim.metadata.namespace!;
+    const providerRef = refOf(claim.spec.kubeProviderRef, namespace);
+    return {
+      claim: { namespace, name: claim.metadata.name! },
+      targets: this.referringTargets(claim),
+      providerRef,
+      provider: this.informers.providers.get(providerRef.name, providerRef.namespace),
+      namespaceLabels: this.informers.namespaces.get(namespace)?.metadata?.labels ?? {},
+      applier: claimedRef(claim),
+    };
+  }
+
+  /** The GitTargets naming the claim and not being deleted, with what each writes. */
+  private referringTargets(claim: FluxClaim): ReferringTarget[] {
+    return this.informers.targets
+      .list(claim.metadata.namespace)
+      .filter((t) => namesClaim(t, claim.metadata.name!) && !t.metadata.deletionTimestamp)
+      .map((t) => {
+        const branchRef = refOf(t.spec.gitBranchRef, t.metadata.namespace!);
+        const branch = this.informers.branches.get(branchRef.name, branchRef.namespace);
+        const providerRef = branch && refOf(branch.spec.gitProviderRef, branch.metadata.namespace!);
+        const provider =
+          providerRef && this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
+        return {
+          ref: { namespace: t.metadata.namespace!, name: t.metadata.name! },
+          uid: t.metadata.uid ?? "",
+          ...(branch && provider
+            ? {
+                writes: { repository: normalizeRepositoryUrl(provider.spec.url), branch: branch.spec.branch },
+              }
+            : {}),
+        };
+      });
+  }
+
+  /** The claims in line for the same Kustomization in the same cluster, first first. */
+  private line(applier: NamespacedName, server: string) {
+    const same = this.informers.claims.list().filter((c) => {
+      const context = this.sourceContexts.get(keyOf(refOf(c.spec.kubeProviderRef, c.metadata.namespace!)));
+      return context?.server === server && keyOf(claimedRef(c)) === keyOf(applier);
+    });
+    return line(
+      same.map((c) => ({
+        claim: { namespace: c.metadata.namespace!, name: c.metadata.name! },
+        creationTimestamp: new Date(c.metadata.creationTimestamp ?? 0).toISOString(),
+        operationInFlight: c.status?.operation ? inFlight(c.status.operation) : false,
+        holdsFinalizer: c.metadata.finalizers?.includes(fluxClaimFinalizer) ?? false,
+        // As the claim's own reconciler last judged it: Configured, or refused only for the line.
+        eligible: ["Succeeded", "HeldByAnotherClaim"].includes(
+          c.status?.conditions?.find((x) => x.type === "Configured")?.reason ?? "",
+        ),
+      })),
+    );
+  }
+
+  /** Keys of the Kustomizations other claims are in control of. */
+  private heldElsewhere(claim: FluxClaim): Set<string> {
+    return new Set(
+      this.informers.claims
+        .list()
+        .filter((c) => c.metadata.uid !== claim.metadata.uid)
+        .filter((c) => c.status?.conditions?.some((x) => x.type === "InControl" && x.status === "True"))
+        .map((c) => keyOf(claimedRef(c))),
+    );
+  }
+
+  /** Carries the decision's step out; returns the claim as stored, or undefined once it is gone. */
+  private async act(
+    claim: FluxClaim,
+    reading: Reading,
+    decision: FluxClaimDecision,
+  ): Promise<FluxClaim | undefined> {
+    const client = fluxClaims(this.manager.kubeConfig);
+    const { step } = decision;
+    const k = reading.kustomization;
+    let stored: FluxClaim | undefined = claim;
+    if (step.kind === "addFinalizer") stored = await ensureFinalizer(client, claim, fluxClaimFinalizer);
+    if (step.kind === "suspend" && k) await reading.client!.suspend(k, step.token);
+    if (step.kind === "release" && k) await reading.client!.release(k);
+    if (step.kind === "giveUp" && k) await reading.client!.giveUp(k);
+    if (decision.event) {
+      await this.events.record(
+        claim,
+        decision.event.type,
+        decision.event.reason,
+        "Hold",
+        decision.event.note,
+      );
+    }
+    if (step.kind === "removeFinalizer") {
+      // Written before the finalizer goes: once it is gone a deleted claim is gone too.
+      if (!claim.metadata.deletionTimestamp) await this.writeStatus(claim, reading, decision);
+      try {
+        await client.jsonPatch(claim, removeFinalizerPatch(claim, fluxClaimFinalizer));
+      } catch (err) {
+        if (statusCodeOf(err) !== 404) throw err;
+      }
+      stored = undefined;
+    }
+    return stored;
+  }
+
+  private async writeStatus(claim: FluxClaim, reading: Reading, decision: FluxClaimDecision): Promise<void> {
+    const current = claim.status ?? {};
+    const previous =
+      decision.previousSuspendState === null
+        ? undefined
+        : (decision.previousSuspendState ?? current.previousSuspendState);
+    const operation = decision.operation ?? current.operation;
+    const source = reading.source ?? current.source;
+    await this.status.write(
+      fluxClaims(this.manager.kubeConfig),
+      claim,
+      {
+        conditions: decision.conditions,
+        fields: {
+          ...(source ? { source } : {}),
+          ...(previous ? { previousSuspendState: previous } : {}),
+          ...(operation ? { operation } : {}),
+          ...(current.repairPending !== undefined ? { repairPending: current.repairPending } : {}),
+        },
+      },
+      true,
+    );
+  }
+
+  private trackRelease(key: string, decision: FluxClaimDecision): void {
+    const releasing = decision.conditions.some((c) => c.type === "InControl" && c.reason === "Releasing");
+    if (!releasing) this.releasingSince.delete(key);
+    else if (!this.releasingSince.has(key)) this.releasingSince.set(key, new Date());
+  }
+}
+
+const namesClaim = (target: GitTarget, name: string) =>
+  target.spec.applierClaimRef?.kind === "FluxClaim" && target.spec.applierClaimRef.name === name;
+
+export function setupFluxClaimController(manager: Manager, sourceContexts: SourceContexts): Controller {
+  const kc = manager.kubeConfig;
+  const events = new EventRecorder(kc, hostname(), manager.logger);
+  const informers: Informers = {
+    claims: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
+    targets: manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget)),
+    branches: manager.informer<GitBranch>(informerSource(kc, resourceTypes.GitBranch)),
+    gitProviders: manager.informer<GitProvider>(informerSource(kc, resourceTypes.GitProvider)),
+    providers: manager.informer<KubeProvider>(informerSource(kc, resourceTypes.KubeProvider)),
+    namespaces: manager.informer<V1Namespace>(informerSource(kc, namespaceType)),
+  };
+  const claimsIn = (namespace: string | undefined) =>
+    informers.claims
+      .list(namespace)
+      .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name! }));
+  const everyClaim = () => claimsIn(undefined);
+  // A GitTarget that moves its reference re-runs both claims: the one it named before, too.
+  const named = new Map<string, string>();
+  const claimsOfTarget = (t: GitTarget) => {
+    const key = keyOf(t.metadata);
+    const before = named.get(key);
+    const now = t.spec.applierClaimRef?.kind === "FluxClaim" ? t.spec.applierClaimRef.name : undefined;
+    if (now) named.set(key, now);
+    else named.delete(key);
+    return [...new Set([before, now])]
+      .filter((n): n is string => n !== undefined)
+      .map((name) => ({ namespace: t.metadata.namespace, name }));
+  };
+  const controller = new Controller(
+    "fluxclaim",
+    new FluxClaimReconciler(manager, informers, sourceContexts, events),
+    manager.logger,
+  )
+    .for(informers.claims, generationChanged)
+    .watches(informers.targets, claimsOfTarget, generationChanged)
+    .watches(informers.branches, everyClaim, generationChanged)
+    .watches(informers.gitProviders, everyClaim, generationChanged)
+    .watches(informers.providers, everyClaim, anyOf(generationChanged, readyTransition))
+    .watches(informers.namespaces, (ns: KubernetesObject) => claimsIn(ns.metadata?.name), labelsChanged);
+  manager.addController(controller);
+  return controller;
+}

@@ -1,0 +1,224 @@
+// Which apply is due, per applier, on one branch worker (applier-claims.md, "The design, as
+// built"). The worker keeps every reason pending until an operation that succeeded answers it,
+// and decides every retry the same way as a first attempt; the dispatcher only carries one
+// attempt out. Pure: the worker feeds it observations and reports, and asks it at the end of
+// every wake which attempts to send.
+import { keyOf, type NamespacedName } from "../types/names.ts";
+
+export type Reason = "ForeignCommit" | "Refusal" | "Repair" | "CatchUp";
+
+/** One reason per target in an attempt, by this precedence. */
+export const precedence: readonly Reason[] = ["ForeignCommit", "Repair", "Refusal", "CatchUp"];
+
+/** A Refusal asks at most once a minute per target; one inside that minute is carried by a trailing one. */
+export const refusalSpacingMs = 60_000;
+const backoffFirstMs = 2_000;
+const backoffCapMs = 5 * 60_000;
+const afterRejectionMs = 15_000;
+
+/** What an applier covers: the GitTargets (by uid) that name its claim, on this branch. */
+export interface Covered {
+  uid: string;
+  ref: NamespacedName;
+  /** Every collection has a settled snapshot and its resyncs are published. */
+  published: boolean;
+}
+
+export interface Applier {
+  claim: NamespacedName;
+  /** The source it reads (cluster and GitRepository): appliers sharing one take turns. */
+  source: string;
+  targets: readonly Covered[];
+}
+
+// A converge is a CatchUp that an applier already at the tip does not need; an adopt is one that
+// it does (applying the same commit again is what stamps the owner labels on a new object).
+type Pend = Reason | "Converge";
+
+interface ApplierState {
+  /** Per target uid, what is pending for it. */
+  pending: Map<string, Set<Pend>>;
+  /** The attempt out, with what it carried away. */
+  out?: { token: string; commit: string; carried: Map<string, Set<Pend>> };
+  failures: number;
+  notBefore: number;
+  lastApplied?: string;
+  lastTurnAt: number;
+  refusalSentAt: Map<string, number>;
+}
+
+export interface Attempt {
+  claim: NamespacedName;
+  commit: string;
+  token: string;
+  targets: { uid: string; ref: NamespacedName; reason: Reason }[];
+}
+
+export type Outcome =
+  { kind: "succeeded"; commit: string } | { kind: "stale" } | { kind: "failed" } | { kind: "rejected" };
+
+export class ApplyDue {
+  private readonly appliers = new Map<string, ApplierState>();
+  private observed = false;
+  private readonly named = new Set<string>();
+
+  constructor(private readonly newToken: () => string) {}
+
+  /**
+   * One observation of the remote tip; every one passes here. The first after a start is a
+   * baseline: a converge is pending for every applier, never a ForeignCommit, since an apply on
+   * startup would revert edits made while the operator was down. A tip the worker pushed leaves
+   * nothing pending; any other is a ForeignCommit for every applier on the branch.
+   */
+  observe(appliers: readonly Applier[], pushedByUs: boolean): void {
+    const baseline = !this.observed;
+    this.observed = true;
+    for (const applier of appliers) {
+      const reason = baseline ? "Converge" : pushedByUs ? undefined : "ForeignCommit";
+      if (reason) for (const t of applier.targets) this.add(applier, t.uid, reason);
+    }
+  }
+
+  /**
+   * A GitTarget that names an applier for the first time, by uid (a target deleted and
+   * re-created is a new one), converges it once: a commit observed before it was named was
+   * pending for nobody.
+   */
+  noticeNamed(applier: Applier): void {
+    for (const t of applier.targets) {
+      const key = `${keyOf(applier.claim)}#${t.uid}`;
+      if (this.named.has(key)) continue;
+      this.named.add(key);
+      this.add(applier, t.uid, "Converge");
+    }
+  }
+
+  /** A reason for one target's applier: an adopt (CatchUp), a Refusal, or a Repair. */
+  raise(applier: Applier, targetUid: string, reason: Reason): void {
+    this.add(applier, targetUid, reason);
+  }
+
+  /** The commit an applier last applied, as its claim's status recorded it before a restart. */
+  restore(applier: Applier, lastApplied: string): void {
+    this.state(applier).lastApplied = lastApplied;
+  }
+
+  /**
+   * The attempts due now, one per applier at most, for `tip` (undefined: the remote has no
+   * branch, which asks nothing). An applier is due with a reason pending, no attempt out, no
+   * other applier of its source out, past its backoff, and once every target it covers has
+   * published its initial snapshots. Appliers sharing a source take turns, oldest turn first.
+   */
+  due(appliers: readonly Applier[], tip: string | undefined, now: number): Attempt[] {
+    if (tip === undefined) return [];
+    const busy = new Set(appliers.filter((a) => this.state(a).out).map((a) => a.source));
+    const ready = appliers
+      .filter((a) => !busy.has(a.source) && this.ready(a, tip, now))
+      .sort((a, b) => this.state(a).lastTurnAt - this.state(b).lastTurnAt);
+    const attempts: Attempt[] = [];
+    for (const applier of ready) {
+      if (busy.has(applier.source)) continue;
+      busy.add(applier.source);
+      attempts.push(this.send(applier, tip, now));
+    }
+    return attempts;
+  }
+
+  /**
+   * What the dispatcher reported of an attempt. A success answers what it carried. Anything else
+   * gives it back (a Refusal only if it still stands); a stale attempt is decided again at once,
+   * any other outcome starts the applier's backoff: 2 s doubling to 5 min, at least 15 s after
+   * a rejection.
+   */
+  report(claim: NamespacedName, token: string, outcome: Outcome, now: number, refusalStands = true): void {
+    const state = this.appliers.get(keyOf(claim));
+    if (!state?.out || state.out.token !== token) return;
+    const { carried } = state.out;
+    delete state.out;
+    if (outcome.kind === "succeeded") {
+      state.lastApplied = outcome.commit;
+      state.failures = 0;
+      state.notBefore = 0;
+      return;
+    }
+    for (const [uid, pends] of carried) {
+      for (const pend of pends) if (pend !== "Refusal" || refusalStands) this.addTo(state, uid, pend);
+    }
+    if (outcome.kind === "stale") return;
+    const delay = Math.min(backoffCapMs, backoffFirstMs * 2 ** state.failures);
+    state.failures += 1;
+    state.notBefore = now + (outcome.kind === "rejected" ? Math.max(afterRejectionMs, delay) : delay);
+  }
+
+  /** Whether an applier has an attempt out or a reason pending other than an adopt. */
+  ahead(claim: NamespacedName): boolean {
+    const state = this.appliers.get(keyOf(claim));
+    if (!state) return false;
+    return (
+      state.out !== undefined || [...state.pending.values()].some((p) => [...p].some((r) => r !== "CatchUp"))
+    );
+  }
+
+  /** Forgets an applier no GitTarget on the branch names anymore. */
+  forget(claim: NamespacedName): void {
+    this.appliers.delete(keyOf(claim));
+  }
+
+  private ready(applier: Applier, tip: string, now: number): boolean {
+    const state = this.state(applier);
+    if (state.out || now < state.notBefore) return false;
+    if (!applier.targets.every((t) => t.published)) return false;
+    // A converge of the commit last applied asks nothing, and is answered.
+    if (state.lastApplied === tip) {
+      for (const [uid, pends] of state.pending) {
+        pends.delete("Converge");
+        if (pends.size === 0) state.pending.delete(uid);
+      }
+    }
+    return [...state.pending].some(([uid, pends]) => this.askable(state, uid, pends, now));
+  }
+
+  private askable(state: ApplierState, uid: string, pends: Set<Pend>, now: number): boolean {
+    if ([...pends].some((p) => p !== "Refusal")) return true;
+    return now - (state.refusalSentAt.get(uid) ?? -Infinity) >= refusalSpacingMs;
+  }
+
+  private send(applier: Applier, tip: string, now: number): Attempt {
+    const state = this.state(applier);
+    const carried = new Map<string, Set<Pend>>();
+    const targets: Attempt["targets"] = [];
+    for (const t of applier.targets) {
+      const pends = state.pending.get(t.uid);
+      if (!pends || !this.askable(state, t.uid, pends, now)) continue;
+      const reasons = new Set([...pends].map((p): Reason => (p === "Converge" ? "CatchUp" : p)));
+      if (pends.has("Refusal")) state.refusalSentAt.set(t.uid, now);
+      carried.set(t.uid, pends);
+      state.pending.delete(t.uid);
+      targets.push({ uid: t.uid, ref: t.ref, reason: precedence.find((r) => reasons.has(r))! });
+    }
+    state.lastTurnAt = now;
+    const token = this.newToken();
+    state.out = { token, commit: tip, carried };
+    return { claim: applier.claim, commit: tip, token, targets };
+  }
+
+  private add(applier: Applier, uid: string, pend: Pend): void {
+    this.addTo(this.state(applier), uid, pend);
+  }
+
+  private addTo(state: ApplierState, uid: string, pend: Pend): void {
+    const pends = state.pending.get(uid) ?? new Set<Pend>();
+    pends.add(pend);
+    state.pending.set(uid, pends);
+  }
+
+  private state(applier: Applier): ApplierState {
+    const key = keyOf(applier.claim);
+    let state = this.appliers.get(key);
+    if (!state) {
+      state = { pending: new Map(), failures: 0, notBefore: 0, lastTurnAt: 0, refusalSentAt: new Map() };
+      this.appliers.set(key, state);
+    }
+    return state;
+  }
+}

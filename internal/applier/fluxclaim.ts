@@ -1,0 +1,365 @@
+// The FluxClaim reconciler's decision: one step per pass, from what it read. A claim that an
+// eligible GitTarget references holds its Kustomization suspended under our field manager;
+// one that no longer may hands it back. Every write that suspends carries a token, and nothing
+// counts as held until Flux has handled it (flux/view.ts says why that proves it).
+import type { ApplyOperation, FluxClaim } from "../../generated/v1alpha3/index.ts";
+import { FluxClaimCondition as C, FluxClaimReason as R } from "../../generated/v1alpha3/conditions.ts";
+import {
+  progressingTrio,
+  readyTrio,
+  retryingTrio,
+  stalledTrio,
+  type ConditionUpdate,
+} from "../operator/conditions.ts";
+import { keyOf, type NamespacedName } from "../types/names.ts";
+import type { Verdict } from "./eligibility.ts";
+import { suspendHandled, type KustomizationView } from "./flux/view.ts";
+import { failed, inFlight } from "./operation.ts";
+
+export const fluxClaimFinalizer = "configbutler.ai/flux-trigger";
+
+/** How long a hand-back may try before the claim lets go and says where it left the Kustomization. */
+export const releaseBudgetMs = 10 * 60_000;
+
+export interface FluxClaimWorld {
+  claim: FluxClaim;
+  now: Date;
+  verdict: Verdict;
+  /** Read when the verdict let us read; undefined when it is missing, or could not be read. */
+  kustomization?: KustomizationView;
+  /** The Kustomization's cluster answered that it does not exist. */
+  applierMissing: boolean;
+  /** The first claim in line for the same Kustomization, when it is another. */
+  heldBy?: NamespacedName;
+  /** Another claim in line is eligible to take the Kustomization over. */
+  successor: boolean;
+  /** When InControl turned Releasing, if it is. */
+  releasingSince?: Date;
+  /** A fresh token, for a write that suspends. */
+  token: string;
+}
+
+export type EventNote = { type: "Normal" | "Warning"; reason: string; note: string };
+
+export type Step =
+  | { kind: "none" }
+  | { kind: "addFinalizer" }
+  | { kind: "suspend"; token: string }
+  /** Force spec.suspend: false, then give the field up, so Flux owns it again. */
+  | { kind: "release" }
+  /** Give the field up without forcing it: another manager applies it. */
+  | { kind: "giveUp" }
+  | { kind: "removeFinalizer" };
+
+export interface FluxClaimDecision {
+  step: Step;
+  conditions: ConditionUpdate[];
+  /** The status fields this decision sets; absent ones are kept as they are. */
+  previousSuspendState?: "Suspended" | "Active" | null;
+  operation?: ApplyOperation;
+  event?: EventNote;
+  /** Whether to look again soon (a token or a write under way). */
+  soon: boolean;
+}
+
+export function decideFluxClaim(world: FluxClaimWorld): FluxClaimDecision {
+  const { claim, verdict } = world;
+  const holding = claim.metadata.finalizers?.includes(fluxClaimFinalizer) ?? false;
+  const deleting = claim.metadata.deletionTimestamp !== undefined;
+  const configured = configuredCondition(world);
+  const keep = configured.status === "True" && !deleting;
+  if (!holding) return keep ? adopt(world, configured) : idle(world, configured);
+  if (keep) return hold(world, configured);
+  if (verdict.kind === "pending" && !deleting) return waitWhileHeld(world, configured);
+  return handBack(world, configured);
+}
+
+function configuredCondition(world: FluxClaimWorld): ConditionUpdate {
+  const { verdict, kustomization: k, claim, heldBy } = world;
+  const generation = claim.metadata.generation;
+  const at = (status: ConditionUpdate["status"], reason: string, message: string) => ({
+    type: C.Configured,
+    status,
+    reason,
+    message,
+    observedGeneration: generation,
+  });
+  if (verdict.kind === "notReferenced")
+    return at("Unknown", R.NotReferenced, "No GitTarget names this claim.");
+  if (verdict.kind === "pending") return at("Unknown", verdict.reason, verdict.message);
+  if (verdict.kind === "refused") return at("False", verdict.reason, verdict.message);
+  if (world.applierMissing || !k) {
+    const ref = keyOf(claimedRef(claim));
+    return world.applierMissing
+      ? at("False", R.ApplierNotFound, `Kustomization ${ref} does not exist.`)
+      : at("Unknown", R.Progressing, `Kustomization ${ref} could not be read yet.`);
+  }
+  if (heldBy) {
+    return at(
+      "False",
+      R.HeldByAnotherClaim,
+      `FluxClaim ${keyOf(heldBy)} holds Kustomization ${keyOf(k.ref)}; this claim does nothing until it lets go.`,
+    );
+  }
+  if (k.suspendAppliedBy.length > 0) {
+    return at(
+      "False",
+      R.SuspendOwnedElsewhere,
+      `Field manager ${k.suspendAppliedBy.join(", ")} applies spec.suspend of Kustomization ${keyOf(k.ref)}, and would take the hold back on its next apply. Remove suspend from the manifest that applies the Kustomization.`,
+    );
+  }
+  const names = verdict.targets.map((t) => keyOf(t.ref)).join(", ");
+  return at("True", R.Succeeded, `Kustomization ${keyOf(k.ref)} applies what GitTarget ${names} writes.`);
+}
+
+export function claimedRef(claim: FluxClaim): NamespacedName {
+  return {
+    namespace: claim.spec.kustomizationRef.namespace ?? claim.metadata.namespace!,
+    name: claim.spec.kustomizationRef.name,
+  };
+}
+
+/** Neither holding nor about to: conditions only. */
+function idle(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDecision {
+  const generation = world.claim.metadata.generation;
+  if (world.verdict.kind === "notReferenced") {
+    const message = "No GitTarget names this claim, so it holds nothing and reads nothing.";
+    return {
+      step: { kind: "none" },
+      conditions: [
+        configured,
+        inControl("False", R.NotReferenced, message, world),
+        ...readyTrio(R.NotReferenced, message, generation),
+      ],
+      soon: false,
+    };
+  }
+  const message = `Holds nothing: ${configured.message}`;
+  const trio =
+    configured.status === "Unknown"
+      ? progressingTrio(configured.reason, configured.message, generation)
+      : stalledTrio(configured.reason, configured.message, generation);
+  return {
+    step: { kind: "none" },
+    conditions: [configured, inControl("False", R.NotConfigured, message, world), ...trio],
+    soon: configured.status === "Unknown",
+  };
+}
+
+/** The finalizer goes on before the first write to the Kustomization, with how it stood. */
+function adopt(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDecision {
+  const k = world.kustomization!;
+  const message = `Adopting Kustomization ${keyOf(k.ref)}.`;
+  return {
+    step: { kind: "addFinalizer" },
+    conditions: [
+      configured,
+      inControl("Unknown", R.Suspending, message, world),
+      ...progress(R.Suspending, message, world),
+    ],
+    previousSuspendState: k.suspended ? "Suspended" : "Active",
+    soon: true,
+  };
+}
+
+function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDecision {
+  const { claim, token } = world;
+  const k = world.kustomization!;
+  const name = keyOf(k.ref);
+  const operation = claim.status?.operation;
+  const recorded = claim.status?.previousSuspendState
+    ? {}
+    : { previousSuspendState: k.suspended ? ("Suspended" as const) : ("Active" as const) };
+  if (!adopted(world)) {
+    const message = `Suspending Kustomization ${name}.`;
+    return {
+      step: { kind: "suspend", token },
+      ...recorded,
+      conditions: [
+        configured,
+        inControl("Unknown", R.Suspending, message, world),
+        ...progress(R.Suspending, message, world),
+      ],
+      event: {
+        type: "Normal",
+        reason: "Adopted",
+        note: `Suspended Kustomization ${name}: it applies only when a branch worker asks.`,
+      },
+      soon: true,
+    };
+  }
+  if (!k.suspended) {
+    if (operation && inFlight(operation) && operation.requestToken) {
+      const message = `A branch worker's apply of ${operation.commit ?? "the tip"} is in flight.`;
+      return {
+        step: { kind: "none" },
+        conditions: [
+          configured,
+          inControl("True", R.Applying, message, world),
+          ...readyTrio(R.Applying, message, claim.metadata.generation),
+        ],
+        soon: true,
+      };
+    }
+    // Resumed by somebody else (flux resume, kubectl edit): suspended again, every time, and
+    // followed as an apply nobody asked for until the suspend is handled.
+    const message = `Kustomization ${name} was resumed outside GitOps Reverser; suspending it again.`;
+    return {
+      step: { kind: "suspend", token },
+      conditions: [
+        configured,
+        inControl("Unknown", R.Suspending, message, world),
+        ...retryingTrio(R.OperationUnresolved, message, claim.metadata.generation),
+      ],
+      operation: { phase: "Unresolved", suspendToken: token, requestedAt: world.now.toISOString(), message },
+      event: { type: "Normal", reason: "ClaimedResourceReconciled", note: message },
+      soon: true,
+    };
+  }
+  if (!suspendHandled(k)) {
+    const message = `Waiting for Flux to handle the suspend of Kustomization ${name}.`;
+    return {
+      step: { kind: "none" },
+      conditions: [
+        configured,
+        inControl("Unknown", R.Suspending, message, world),
+        ...progress(R.Suspending, message, world),
+      ],
+      soon: true,
+    };
+  }
+  const message = `Kustomization ${name} is suspended; it applies only when a branch worker asks.`;
+  const external =
+    operation && inFlight(operation) && !operation.requestToken
+      ? completeExternal(operation, k, world.now)
+      : undefined;
+  return {
+    step: { kind: "none" },
+    conditions: [
+      configured,
+      inControl("True", R.Suspended, message, world),
+      ...readyTrio(R.Suspended, message, claim.metadata.generation),
+    ],
+    ...(external ? { operation: external } : {}),
+    soon: false,
+  };
+}
+
+/**
+ * Whether the claim holds the Kustomization already: our Apply entry owns spec.suspend, or the
+ * claim said so. A merge patch of spec.suspend (flux resume, kubectl edit) takes the field from
+ * our entry, so after an external resume only the claim's own record tells it was held.
+ */
+function adopted(world: FluxClaimWorld): boolean {
+  const said = world.claim.status?.conditions?.find((c) => c.type === C.InControl)?.reason;
+  return world.kustomization!.heldByUs || said === R.Suspended || said === R.Applying;
+}
+
+/** An apply somebody else started ended once our suspend after it was handled. */
+function completeExternal(operation: ApplyOperation, k: KustomizationView, now: Date): ApplyOperation {
+  const applied = k.ready?.status === "True";
+  return {
+    ...operation,
+    phase: applied ? "Succeeded" : "Failed",
+    completedAt: now.toISOString(),
+    message: `An apply started outside GitOps Reverser ended ${applied ? `at ${k.lastAppliedRevision ?? "an unknown revision"}` : `not Ready (${k.ready?.reason ?? "no Ready condition"})`}; the Kustomization is suspended again.`,
+  };
+}
+
+/** A reference that cannot be judged yet keeps the hold: a release is not undone. */
+function waitWhileHeld(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDecision {
+  const message = `The Kustomization is left suspended under gitops-reverser until this is settled: ${configured.message}`;
+  return {
+    step: { kind: "none" },
+    conditions: [
+      configured,
+      inControl("Unknown", R.NotConfigured, message, world),
+      ...progress(configured.reason, configured.message, world),
+    ],
+    soon: true,
+  };
+}
+
+function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDecision {
+  const { claim, kustomization: k, now } = world;
+  const name = keyOf(claimedRef(claim));
+  const operation = claim.status?.operation;
+  // An operation still recorded in flight that nothing follows ends with the hold.
+  const abandoned =
+    operation && inFlight(operation)
+      ? {
+          operation: failed(
+            operation,
+            now,
+            "The claim handed its Kustomization back while this operation was in flight.",
+          ),
+        }
+      : {};
+  const done = (how: string, event?: EventNote): FluxClaimDecision => ({
+    step: { kind: "removeFinalizer" },
+    conditions: [configured, inControl("False", R.Released, how, world), ...released(how, world)],
+    previousSuspendState: null,
+    ...abandoned,
+    ...(event ? { event } : {}),
+    soon: false,
+  });
+  if (world.applierMissing) return done(`Kustomization ${name} is gone; nothing to hand back.`);
+  const since = world.releasingSince ?? now;
+  if (now.getTime() - since.getTime() >= releaseBudgetMs) {
+    const where = k ? (k.suspended ? "suspended" : "resumed") : "as it was";
+    const how = `The hand-back of Kustomization ${name} did not finish within 10 minutes; it was left ${where}.`;
+    return done(how, { type: "Warning", reason: "ReleaseFailed", note: how });
+  }
+  const releasing = (message: string, step: Step = { kind: "none" }): FluxClaimDecision => ({
+    step,
+    conditions: [
+      configured,
+      inControl("False", R.Releasing, message, world),
+      ...progress(R.Releasing, message, world),
+    ],
+    soon: true,
+  });
+  if (!k) return releasing(`Handing Kustomization ${name} back once its cluster can be read.`);
+  const owner = k.suspendAppliedBy;
+  if (owner.length > 0) {
+    if (!k.heldByUs) return done(`Kustomization ${name}: spec.suspend is ${owner.join(", ")}'s.`);
+    return releasing(`Giving spec.suspend of Kustomization ${name} up to ${owner.join(", ")}.`, {
+      kind: "giveUp",
+    });
+  }
+  if (!k.heldByUs && !k.suspended) return done(`Kustomization ${name} is Flux's again.`);
+  if (!k.suspended)
+    return releasing(`Suspending Kustomization ${name} before handing it back.`, {
+      kind: "suspend",
+      token: world.token,
+    });
+  if (!suspendHandled(k))
+    return releasing(`Waiting for Flux to handle the suspend of Kustomization ${name}.`);
+  if (world.successor) return done(`Kustomization ${name} is left suspended for the next claim in line.`);
+  if (claim.status?.previousSuspendState === "Suspended" || !k.heldByUs) {
+    return done(`Kustomization ${name} is left suspended, as it was before this claim held it.`);
+  }
+  return releasing(`Handing Kustomization ${name} back to Flux.`, { kind: "release" });
+}
+
+function inControl(
+  status: ConditionUpdate["status"],
+  reason: string,
+  message: string,
+  world: FluxClaimWorld,
+): ConditionUpdate {
+  return { type: C.InControl, status, reason, message, observedGeneration: world.claim.metadata.generation };
+}
+
+function progress(reason: string, message: string, world: FluxClaimWorld): ConditionUpdate[] {
+  return progressingTrio(reason, message, world.claim.metadata.generation);
+}
+
+/** After a hand-back: Ready as NotReferenced is, or stalled on the refusal that caused it. */
+function released(message: string, world: FluxClaimWorld): ConditionUpdate[] {
+  const { verdict, claim } = world;
+  const generation = claim.metadata.generation;
+  if (verdict.kind === "notReferenced" || claim.metadata.deletionTimestamp)
+    return readyTrio(R.Released, message, generation);
+  return stalledTrio(R.Released, message, generation);
+}

@@ -1,0 +1,57 @@
+// ApplierClaimReady: present only with spec.applierClaimRef, it says the applier claim is Ready
+// (its applier exists, can be written, and is held) and applies this target's repository and
+// branch. It is a gate on the target's Ready. A claim's Ready never reads the target's back
+// (the claim judges eligibility from the target's inputs), so the two cannot wait on each other.
+import type { ApplierClaimStatus } from "../../generated/v1alpha3/index.ts";
+import { GitTargetCondition as C, GitTargetReason as R } from "../../generated/v1alpha3/conditions.ts";
+import type { ConditionUpdate } from "../operator/conditions.ts";
+
+export interface ClaimFacts {
+  kind: string;
+  name: string;
+  /** The claim's status; undefined when no such claim exists. */
+  status?: ApplierClaimStatus;
+  /** What this target writes (normalized URL, branch), once its GitBranch and GitProvider are read. */
+  writes?: { repository: string; branch: string };
+  normalize: (url: string) => string;
+}
+
+export function applierClaimCondition(facts: ClaimFacts, generation: number | undefined): ConditionUpdate {
+  const at = (status: ConditionUpdate["status"], reason: string, message: string): ConditionUpdate => ({
+    type: C.ApplierClaimReady,
+    status,
+    reason,
+    message,
+    observedGeneration: generation,
+  });
+  const name = `${facts.kind} ${facts.name}`;
+  if (!facts.status) return at("False", R.ApplierClaimNotFound, `${name} does not exist in this namespace.`);
+  const conditions = facts.status.conditions ?? [];
+  const configured = conditions.find((c) => c.type === "Configured");
+  const ready = conditions.find((c) => c.type === "Ready");
+  if (!configured || configured.reason === "NotReferenced") {
+    return at("Unknown", R.ApplierClaimNotReady, `${name} has not observed this GitTarget yet.`);
+  }
+  if (ready?.status !== "True" || configured.status !== "True") {
+    const why = configured.status !== "True" ? configured : ready;
+    return at(
+      ready?.status === "Unknown" ? "Unknown" : "False",
+      R.ApplierClaimNotReady,
+      `${name}: ${why?.message ?? "not Ready"}`,
+    );
+  }
+  const source = facts.status.source;
+  const applies =
+    facts.writes &&
+    source?.url &&
+    facts.normalize(source.url) === facts.writes.repository &&
+    source.branch === facts.writes.branch;
+  if (!applies) {
+    return at(
+      "False",
+      R.ApplierClaimNotReady,
+      `${name} applies ${source?.url ?? "an unknown repository"} branch ${source?.branch ?? "(none)"}, not what this GitTarget writes.`,
+    );
+  }
+  return at("True", R.Succeeded, `${name} holds its applier, which applies this repository and branch.`);
+}
