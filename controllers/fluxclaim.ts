@@ -37,6 +37,7 @@ import {
 import { line } from "../internal/applier/line.ts";
 import { inFlight } from "../internal/applier/operation.ts";
 import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import { targetWrites } from "../internal/gittarget/claim.ts";
 import { refOf } from "../internal/gittarget/decide.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { statusCodeOf } from "../internal/kube/resourceclient.ts";
@@ -206,19 +207,15 @@ export class FluxClaimReconciler implements Reconciler {
       .list(claim.metadata.namespace)
       .filter((t) => namesClaim(t, claim.metadata.name!) && !t.metadata.deletionTimestamp)
       .map((t) => {
-        const branchRef = refOf(t.spec.gitBranchRef, t.metadata.namespace!);
-        const branch = this.informers.branches.get(branchRef.name, branchRef.namespace);
-        const providerRef = branch && refOf(branch.spec.gitProviderRef, branch.metadata.namespace!);
-        const provider =
-          providerRef && this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
+        const writes = targetWrites(
+          t,
+          (b) => this.informers.branches.get(b.name, b.namespace),
+          (p) => this.informers.gitProviders.get(p.name, p.namespace),
+        );
         return {
           ref: { namespace: t.metadata.namespace!, name: t.metadata.name! },
           uid: t.metadata.uid ?? "",
-          ...(branch && provider
-            ? {
-                writes: { repository: normalizeRepositoryUrl(provider.spec.url), branch: branch.spec.branch },
-              }
-            : {}),
+          ...(writes ? { writes } : {}),
         };
       });
   }

@@ -12,7 +12,7 @@ import {
   type GitTarget,
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
-import type { ClaimFacts } from "../internal/gittarget/claim.ts";
+import { claimedApplier, targetWrites, type ClaimFacts } from "../internal/gittarget/claim.ts";
 import type { BranchClaims } from "../internal/git/branchclaim.ts";
 import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
 import { contentionFacts } from "../internal/git/contention.ts";
@@ -157,9 +157,9 @@ export class GitTargetReconciler implements Reconciler {
     });
     if (ask !== undefined) {
       this.askedRequests.set(key, ask);
-      this.writeSide.workers.recheck(ref, targetSettings(target), ask);
+      this.writeSide.workers.recheck(ref, this.settingsOf(target), ask);
     } else if (writeState?.folder?.refusal) {
-      this.writeSide.workers.recheck(ref, targetSettings(target));
+      this.writeSide.workers.recheck(ref, this.settingsOf(target));
     }
     return handled;
   }
@@ -195,7 +195,7 @@ export class GitTargetReconciler implements Reconciler {
       return;
     }
     await this.writeSide.workers.ensure(spec);
-    this.writeSide.workers.attach(ref, spec.key, targetSettings(target), stream);
+    this.writeSide.workers.attach(ref, spec.key, this.settingsOf(target), stream);
   }
 
   private async readSecret(provider: GitProvider) {
@@ -252,21 +252,29 @@ export class GitTargetReconciler implements Reconciler {
     };
   }
 
+  /** The target's settings, with the applier its claim holds: a coordinated folder's owner. */
+  private settingsOf(target: GitTarget) {
+    return targetSettings(target, claimedApplier(target, this.claimOf(target)));
+  }
+
+  private claimOf(target: GitTarget): FluxClaim | ArgoCDClaim | undefined {
+    const ref = target.spec.applierClaimRef;
+    const claims = ref?.kind === "FluxClaim" ? this.informers.fluxClaims : this.informers.argoClaims;
+    return ref && claims.get(ref.name, target.metadata.namespace);
+  }
+
   private claimFacts(target: GitTarget, ref: { kind: string; name: string }): ClaimFacts {
-    const namespace = target.metadata.namespace!;
-    const claims = ref.kind === "FluxClaim" ? this.informers.fluxClaims : this.informers.argoClaims;
-    const claim = claims.get(ref.name, namespace);
-    const branchRef = refOf(target.spec.gitBranchRef, namespace);
-    const branch = this.informers.branches.get(branchRef.name, branchRef.namespace);
-    const providerRef = branch && refOf(branch.spec.gitProviderRef, branch.metadata.namespace!);
-    const provider = providerRef && this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
+    const claim = this.claimOf(target);
+    const writes = targetWrites(
+      target,
+      (b) => this.informers.branches.get(b.name, b.namespace),
+      (p) => this.informers.gitProviders.get(p.name, p.namespace),
+    );
     return {
       kind: ref.kind,
       name: ref.name,
       ...(claim ? { status: claim.status ?? {} } : {}),
-      ...(branch && provider
-        ? { writes: { repository: normalizeRepositoryUrl(provider.spec.url), branch: branch.spec.branch } }
-        : {}),
+      ...(writes ? { writes } : {}),
       normalize: normalizeRepositoryUrl,
     };
   }

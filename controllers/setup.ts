@@ -14,7 +14,9 @@ import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/git/branchclaim.ts";
 import { RemoteStatusPublisher } from "../internal/git/remotestatus.ts";
+import { Exclusions } from "../internal/git/coordinated.ts";
 import {
+  applyOwnershipConflicts,
   intakePaused,
   nextRetry,
   placementRefusals,
@@ -114,6 +116,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   const claims = new BranchClaims();
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
   const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
+  const exclusions = new Exclusions();
   const workers = new WorkerManager({
     onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
     onBranchProved: (branchKey, commit, by) => {
@@ -146,6 +149,16 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       placementRefusals.inc({ reason, ...targetLabels(write.target.key) });
       if (reason === "encryption_failed")
         secretEncryptions.inc({ outcome: "failed", ...targetLabels(write.target.key) });
+    },
+    onExcluded: (key, excluded) => {
+      for (const identity of exclusions.firstSeen(key, excluded)) {
+        manager.logger.info("kept another applier's object out of a coordinated folder", {
+          gitTarget: key,
+          resource: `${identity.group}/${identity.resource}`,
+          object: keyOf(identity),
+        });
+        applyOwnershipConflicts.inc(targetLabels(key));
+      }
     },
     onCommitted: (write) =>
       gitCommits.inc({ author_kind: write.author?.kind ?? "none", ...targetLabels(write.target.key) }),

@@ -2,7 +2,8 @@
 // runs. Each item goes to the worker the target is attached to when the item arrives, so a
 // target detached for a while (its signing key could not be read) loses nothing, and a target
 // attached again never has two readers taking its items out of order.
-import type { GitTargetEventStream } from "../watch/stream.ts";
+import type { GitTargetEventStream, ResourceIdentity } from "../watch/stream.ts";
+import { coordinated } from "./coordinated.ts";
 import type { BranchWorker } from "./branchworker.ts";
 import type { TargetSettings } from "./writes.ts";
 
@@ -17,7 +18,11 @@ export class StreamReaders {
   /** A reader waiting for its stream's target to be attached again. */
   private readonly waiting = new WeakMap<GitTargetEventStream, () => void>();
 
-  constructor(private readonly destinationOf: (stream: GitTargetEventStream) => Destination | undefined) {}
+  constructor(
+    private readonly destinationOf: (stream: GitTargetEventStream) => Destination | undefined,
+    /** Another applier's objects kept out of a coordinated folder (coordinated.ts). */
+    private readonly onExcluded?: (settings: TargetSettings, excluded: ResourceIdentity[]) => void,
+  ) {}
 
   /** A stream was attached, or attached again: its reader starts, or goes on. */
   attached(stream: GitTargetEventStream): void {
@@ -38,7 +43,9 @@ export class StreamReaders {
         return;
       }
       const { worker, settings } = await this.destination(stream);
-      worker.enqueue(settings, next.value);
+      const { item, excluded } = coordinated(settings, next.value);
+      if (excluded.length > 0) this.onExcluded?.(settings, excluded);
+      if (item) worker.enqueue(settings, item);
     }
   }
 

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { FolderRenders } from "../kustomize/renders.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
-import type { GitTargetEventStream } from "../watch/stream.ts";
+import type { GitTargetEventStream, ResourceIdentity } from "../watch/stream.ts";
 import { BranchWorker, type BranchWorkerOptions } from "./branchworker.ts";
 import type { BranchState } from "./intakebudget.ts";
 import { Clone, type CloneOptions, type Signature } from "./clone.ts";
@@ -63,6 +63,8 @@ export interface WorkerManagerOptions extends Omit<
   kustomizePath?: string;
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
   onBranchPublished?: (branchKey: string, commit: string) => void;
+  /** Another applier's objects kept out of a coordinated folder, by GitTarget key. */
+  onExcluded?: (targetKey: string, excluded: ResourceIdentity[]) => void;
   /** Called when a refresh proved where a GitBranch's branch is without a push. */
   onBranchProved?: (branchKey: string, commit: string | undefined, by: "Fetch" | "Advertisement") => void;
   /** Called when a branch's backlog, intake or outage changes, for its metrics. */
@@ -104,13 +106,16 @@ export class WorkerManager implements Runnable {
   readonly needLeaderElection = true;
   private readonly workers = new Map<string, { spec: WorkerSpec; worker: BranchWorker }>();
   private readonly attachments = new Map<string, Attachment>();
-  private readonly readers = new StreamReaders((stream) => {
-    for (const attachment of this.attachments.values()) {
-      const worker = attachment.stream === stream ? this.worker(attachment.branchKey) : undefined;
-      if (worker) return { worker, settings: attachment.settings.current };
-    }
-    return undefined;
-  });
+  private readonly readers = new StreamReaders(
+    (stream) => {
+      for (const attachment of this.attachments.values()) {
+        const worker = attachment.stream === stream ? this.worker(attachment.branchKey) : undefined;
+        if (worker) return { worker, settings: attachment.settings.current };
+      }
+      return undefined;
+    },
+    (settings, excluded) => this.options.onExcluded?.(settings.key, excluded),
+  );
   private readonly targetStates = new Map<string, TargetWriteState>();
   private readonly targetListeners: ((target: TargetRef) => void)[] = [];
   /** What each running worker last reported, by GitBranch namespace/name, for the GitBranch's status. */
@@ -203,6 +208,7 @@ export class WorkerManager implements Runnable {
       onBranchPublished,
       onBranchProved,
       onBranchState,
+      onExcluded: _excluded,
       callTimeoutMs,
       folders,
       ...workerOptions

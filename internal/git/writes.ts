@@ -6,6 +6,7 @@ import type { MessageTemplates } from "../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../manifest/ladder.ts";
 import type { WindowTimers } from "./window.ts";
 import { keyOf } from "../types/names.ts";
+import type { AppliedBy } from "../applier/owner.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
 
@@ -24,6 +25,8 @@ export interface TargetSettings {
   suspend?: boolean;
   /** spec.encryption: the age recipients sensitive documents are encrypted to. */
   encryption?: { recipients: readonly string[] };
+  /** The applier of the claim spec.applierClaimRef names: its folder takes no other applier's objects. */
+  applier?: Required<AppliedBy>;
 }
 
 export type Change =
@@ -83,7 +86,7 @@ export function resyncWrite(
     changes: item.objects.map((o) => ({ op: "upsert", ...o })),
     sweep: {
       collection: item.collection,
-      present: new Set(item.objects.map((o) => keyOf(o.identity))),
+      present: new Set([...item.objects.map((o) => keyOf(o.identity)), ...(item.kept ?? [])]),
     },
   };
 }

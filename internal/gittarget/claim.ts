@@ -2,7 +2,17 @@
 // (its applier exists, can be written, and is held) and applies this target's repository and
 // branch. It is a gate on the target's Ready. A claim's Ready never reads the target's back
 // (the claim judges eligibility from the target's inputs), so the two cannot wait on each other.
-import type { ApplierClaimStatus } from "../../generated/v1alpha3/index.ts";
+import type {
+  ApplierClaimStatus,
+  ArgoCDClaim,
+  FluxClaim,
+  GitBranch,
+  GitProvider,
+  GitTarget,
+} from "../../generated/v1alpha3/index.ts";
+import type { AppliedBy } from "../applier/owner.ts";
+import { normalizeRepositoryUrl } from "../git/repourl.ts";
+import type { NamespacedName } from "../types/names.ts";
 import { GitTargetCondition as C, GitTargetReason as R } from "../../generated/v1alpha3/conditions.ts";
 import type { ConditionUpdate } from "../operator/conditions.ts";
 
@@ -12,8 +22,47 @@ export interface ClaimFacts {
   /** The claim's status; undefined when no such claim exists. */
   status?: ApplierClaimStatus;
   /** What this target writes (normalized URL, branch), once its GitBranch and GitProvider are read. */
-  writes?: { repository: string; branch: string };
+  writes?: Writes;
   normalize: (url: string) => string;
+}
+
+export interface Writes {
+  repository: string;
+  branch: string;
+}
+
+/**
+ * The repository (normalized URL) and branch a GitTarget writes, through its GitBranch and that
+ * branch's GitProvider; undefined while either cannot be read.
+ */
+export function targetWrites(
+  target: GitTarget,
+  branchOf: (ref: NamespacedName) => GitBranch | undefined,
+  providerOf: (ref: NamespacedName) => GitProvider | undefined,
+): Writes | undefined {
+  const namespace = target.metadata.namespace!;
+  const branch = branchOf({
+    namespace: target.spec.gitBranchRef.namespace ?? namespace,
+    name: target.spec.gitBranchRef.name,
+  });
+  const ref = branch?.spec.gitProviderRef;
+  const provider =
+    ref && providerOf({ namespace: ref.namespace ?? branch.metadata.namespace!, name: ref.name });
+  return branch && provider
+    ? { repository: normalizeRepositoryUrl(provider.spec.url), branch: branch.spec.branch }
+    : undefined;
+}
+
+/** The applier a GitTarget's claim holds: the owner of its folder, once the claim exists. */
+export function claimedApplier(
+  target: GitTarget,
+  claim: FluxClaim | ArgoCDClaim | undefined,
+): Required<AppliedBy> | undefined {
+  if (!claim) return undefined;
+  const own = target.metadata.namespace!;
+  const ref = claim.kind === "FluxClaim" ? claim.spec.kustomizationRef : claim.spec.applicationRef;
+  const kind = claim.kind === "FluxClaim" ? "Kustomization" : "Application";
+  return { kind, namespace: ref.namespace ?? own, name: ref.name };
 }
 
 export function applierClaimCondition(facts: ClaimFacts, generation: number | undefined): ConditionUpdate {

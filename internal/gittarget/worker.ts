@@ -4,14 +4,18 @@ import type { GitBranch, GitProvider, GitTarget } from "../../generated/v1alpha3
 import { basicAuthFor, readGitCredential } from "../gitauth/credentials.ts";
 import type { WorkerSpec } from "../git/workermanager.ts";
 import type { TargetSettings } from "../git/writes.ts";
+import type { AppliedBy } from "../applier/owner.ts";
 import { parseDuration } from "../types/units.ts";
 import { readSigningKey, type SigningKey } from "../signing/sshkey.ts";
 import { objectKeyOf } from "../types/names.ts";
 
 export const defaultCommitter = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
 
-/** The window timers, prune mode and message templates a target's spec sets, with the defaults. */
-export function targetSettings(target: GitTarget): TargetSettings {
+/**
+ * The window timers, prune mode and message templates a target's spec sets, with the defaults;
+ * `applier`, the applier its applier claim holds, when it names one that exists.
+ */
+export function targetSettings(target: GitTarget, applier?: Required<AppliedBy>): TargetSettings {
   const window = target.spec.commit?.window;
   const recipients = target.spec.encryption?.age.recipients;
   return {
@@ -26,6 +30,7 @@ export function targetSettings(target: GitTarget): TargetSettings {
     placement: target.spec.placement,
     ...(target.spec.suspend ? { suspend: true } : {}),
     ...(recipients && recipients.length > 0 ? { encryption: { recipients: [...recipients] } } : {}),
+    ...(applier ? { applier } : {}),
   };
 }
 

@@ -165,8 +165,20 @@ export const nextRetry = new Gauge({
   registers: [],
 });
 
+/**
+ * Objects another applier applies (by Flux's owner labels or Argo CD's tracking annotation),
+ * kept out of a folder a claim applies, each counted once per GitTarget: a misconfiguration to see.
+ */
+export const applyOwnershipConflicts = new Counter({
+  name: `${metricPrefix}apply_ownership_conflicts_total`,
+  help: "Objects another applier applies, kept out of a GitTarget's folder that an applier claim applies.",
+  labelNames: ["gittarget_namespace", "gittarget_name"] as const,
+  registers: [],
+});
+
 export function registerInstruments(registry: Registry): void {
   const metrics: Metric[] = [
+    applyOwnershipConflicts,
     placementRefusals,
     secretEncryptions,
     gitCommits,

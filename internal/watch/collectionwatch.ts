@@ -26,6 +26,7 @@ import type { Collection } from "./watchedtypes.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
+import { appliedByOf, stampDelete } from "./appliedby.ts";
 import { watchSessions } from "../telemetry/instruments.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
 import { objectKeyOf } from "../types/names.ts";
@@ -346,7 +347,7 @@ export class CollectionWatch {
       if (object.metadata?.deletionTimestamp || !this.followed(object)) continue;
       const projection = project(object);
       const digest = accepted.accept(key, projection.object, projection.defaulted);
-      objects.push({ identity: this.identityOf(object), ...projection, digest });
+      objects.push({ identity: this.identityOf(object), ...projection, digest, ...appliedByOf(object) });
     }
     this.out.send({ type: "snapshot", collection: this.collection, objects });
     this.setState("Running");
@@ -365,7 +366,7 @@ export class CollectionWatch {
         phase === "DELETED"
           ? deleteItemOf(this.kubeConfig, this.collection, identity, this.logger)
           : ({ type: "delete", collection: this.collection, identity } as const);
-      this.out.send(withAuthor(this.options.attributor, item, object, true));
+      this.out.send(withAuthor(this.options.attributor, stampDelete(item, object), object, true));
       return;
     }
     const projection = project(object);
@@ -377,6 +378,7 @@ export class CollectionWatch {
       identity: this.identityOf(object),
       ...projection,
       digest,
+      ...appliedByOf(object),
     };
     this.out.send(withAuthor(this.options.attributor, item, object, false));
   }

@@ -1,4 +1,5 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
+import type { AppliedBy } from "../applier/owner.ts";
 import type { Defaulted } from "../sanitize/owned.ts";
 import type { Collection } from "./watchedtypes.ts";
 
@@ -24,6 +25,8 @@ export interface DesiredObject {
    * compares it with the document's and reads nothing when they agree.
    */
   digest?: string;
+  /** The applier whose marks the live object carries (Flux's owner labels, Argo CD's tracking id). */
+  appliedBy?: AppliedBy;
 }
 
 /**
@@ -35,7 +38,13 @@ export interface DesiredObject {
 export type StreamItem =
   | { type: "replaying"; collection: Collection }
   | { type: "removed"; collection: Collection }
-  | { type: "snapshot"; collection: Collection; objects: DesiredObject[] }
+  | {
+      type: "snapshot";
+      collection: Collection;
+      objects: DesiredObject[];
+      /** Keys of objects observed but kept out (another applier's): present, so never swept. */
+      kept?: string[];
+    }
   | ({ type: "upsert"; collection: Collection; author?: Author } & DesiredObject)
   | {
       type: "delete";
@@ -43,6 +52,7 @@ export type StreamItem =
       identity: ResourceIdentity;
       exited?: SelectorExit;
       author?: Author;
+      appliedBy?: AppliedBy;
     };
 
 /**

@@ -8,8 +8,8 @@ export interface EventuallyOptions {
   timeoutMs?: number;
   /** Pause between attempts, in milliseconds. */
   intervalMs?: number;
-  /** Names the condition in the timeout error. */
-  description?: string;
+  /** Names the condition in the timeout error; a function is read at the timeout, so it can say what was seen last. */
+  description?: string | (() => string);
 }
 
 /**
@@ -34,7 +34,8 @@ export async function eventually<T>(
     }
     if (Date.now() >= deadline) {
       const cause = lastError instanceof Error ? `: ${lastError.message}` : "";
-      throw new Error(`timed out after ${timeoutMs}ms waiting for ${description}${cause}`, {
+      const named = typeof description === "function" ? description() : description;
+      throw new Error(`timed out after ${timeoutMs}ms waiting for ${named}${cause}`, {
         cause: lastError,
       });
     }

@@ -50,7 +50,7 @@ export async function finishedRequest(
         findCondition(conditions, "Stalled")?.status === "True";
       return done && request;
     },
-    { timeoutMs, description: `CommitRequest ${namespace}/${name} to finish; last status ${last}` },
+    { timeoutMs, description: () => `CommitRequest ${namespace}/${name} to finish; last status ${last}` },
   );
 }
 
@@ -61,6 +61,8 @@ export async function requestReason(
   name: string,
   reason: string,
   timeoutMs = 60_000,
+  /** What Ready's message must say too, when the reason alone is reached before it. */
+  message?: RegExp,
 ): Promise<CommitRequest> {
   let last = "";
   return eventually(
@@ -68,9 +70,13 @@ export async function requestReason(
       const request = await commitRequests(kc).get(namespace, name);
       const ready = findCondition(request?.status?.conditions, "Ready");
       last = JSON.stringify(ready ?? {});
-      return ready?.reason === reason && request;
+      return ready?.reason === reason && (!message || message.test(ready.message)) && request;
     },
-    { timeoutMs, description: `CommitRequest ${namespace}/${name} Ready reason ${reason}; last ${last}` },
+    {
+      timeoutMs,
+      description: () =>
+        `CommitRequest ${namespace}/${name} Ready ${reason}${message ? ` saying ${String(message)}` : ""}; last ${last}`,
+    },
   );
 }
 

@@ -51,10 +51,18 @@ describe("CommitRequest: held by its worker until the push settles it", () => {
         target: target.name,
         message: "Save through it",
       });
-      const waiting = await requestReason(kc, namespace, "through-outage", "WaitingForPush");
+      // WaitingForPush says at first that the commit waits to reach the remote, and once a push
+      // has failed, that it has not reached it.
+      const waiting = await requestReason(
+        kc,
+        namespace,
+        "through-outage",
+        "WaitingForPush",
+        60_000,
+        /not reached the remote/,
+      );
       assert.equal(readyOf(waiting)?.status, "Unknown");
       assert.equal(conditionOfRequest(waiting, "Reconciling")?.status, "True");
-      assert.match(readyOf(waiting)!.message, /not reached the remote/);
     } finally {
       await git.start();
     }

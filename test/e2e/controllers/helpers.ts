@@ -30,7 +30,10 @@ export async function conditionOf<T extends WithConditions>(
       last = JSON.stringify(found);
       return found?.status === status && (reason === undefined || found.reason === reason) && object;
     },
-    { timeoutMs, description: `${name} ${type}=${status}${reason ? ` (${reason})` : ""}; last seen ${last}` },
+    {
+      timeoutMs,
+      description: () => `${name} ${type}=${status}${reason ? ` (${reason})` : ""}; last seen ${last}`,
+    },
   );
 }
 

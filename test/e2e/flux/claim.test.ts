@@ -201,6 +201,39 @@ describe("FluxClaim holds a Kustomization with the real Flux controllers", () =>
     assert.ok(!suspendManagers(k).some((m) => m.startsWith("gitops-reverser")), "nothing is held");
   });
 
+  it("an object another applier owns is not mirrored into a coordinated folder", async () => {
+    const configMap = (name: string, labels: Record<string, string>) =>
+      env.core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name, namespace, labels: { app: "apps", ...labels } }, data: { mode: "live" } },
+      });
+    const owner = (kustomization: string) => ({
+      "kustomize.toolkit.fluxcd.io/name": kustomization,
+      "kustomize.toolkit.fluxcd.io/namespace": namespace,
+    });
+    // One collection delivers in order: once the last is in Git, the first was judged.
+    await configMap("apps-foreign", owner("infra"));
+    await configMap("apps-own", owner("apps"));
+    await configMap("apps-plain", {});
+    const files = async () =>
+      (await env.git.gitIn("state", ["ls-tree", "-r", "--name-only", "main", "--", "clusters/apps"])).split(
+        "\n",
+      );
+    await eventually(async () => (await files()).some((f) => f.endsWith("/apps-plain.yaml")), {
+      timeoutMs: 60_000,
+      description: "the unowned ConfigMap in Git",
+    });
+    const listed = await files();
+    assert.ok(
+      listed.some((f) => f.endsWith("/apps-own.yaml")),
+      "the folder's own applier's object is mirrored",
+    );
+    assert.ok(
+      !listed.some((f) => f.includes("apps-foreign")),
+      `another applier's object is kept out: ${listed.join(", ")}`,
+    );
+  });
+
   it("deleting the claim hands the Kustomization back, suspended if it was suspended before", async () => {
     // legacy was suspended before any claim held it, as `flux suspend` leaves it.
     await kubectlOk(

@@ -1,0 +1,23 @@
+// The watch side stamps which applier applied an object on its live events and snapshot
+// entries, read from the raw object, because sanitize strips the marks that say it. The branch
+// worker keeps another applier's objects out of a folder a claim applies (git/coordinated.ts).
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { appliedBy, type AppliedBy } from "../applier/owner.ts";
+import type { StreamItem } from "./stream.ts";
+
+/** `{ appliedBy }` when an applier marked the object, else nothing: for spreading into an item. */
+export function appliedByOf(object: KubernetesObject): { appliedBy?: AppliedBy } {
+  const owner = appliedBy(object);
+  return owner ? { appliedBy: owner } : {};
+}
+
+/** A delete item, stamped with who applied the object it removes. */
+export function stampDelete(
+  item: StreamItem | Promise<StreamItem>,
+  object: KubernetesObject,
+): StreamItem | Promise<StreamItem> {
+  const stamp = appliedByOf(object);
+  if (!stamp.appliedBy) return item;
+  const stamped = (i: StreamItem): StreamItem => (i.type === "delete" ? { ...i, ...stamp } : i);
+  return item instanceof Promise ? item.then(stamped) : stamped(item);
+}
