@@ -5,8 +5,9 @@
 // webhook named them (the facts carried by Redis Streams, where the watches keep their resume
 // cursors too), signed with a key it generated and checked by git verify-commit; a colleague's
 // hand-made commit announced by a signed GitHub push webhook; alice's edits saved with a
-// CommitRequest and its message; and a Secret it wrote as a SOPS document, decrypted by the
-// real sops CLI.
+// CommitRequest and its message; a FluxClaim holding the Kustomization that applies the folder
+// (when the Flux controllers are built); and a Secret it wrote as a SOPS document, decrypted by
+// the real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,7 +22,9 @@ import { deliverGithubPush } from "./push.ts";
 import { ControlPlane } from "../../test/support/controlplane.ts";
 import { GitServer } from "../../test/support/gitserver.ts";
 import { installCrds } from "../../test/support/manifests.ts";
-import { applyGeneratedSigning, applyMirror } from "../../test/support/mirror.ts";
+import { applyGeneratedSigning, applyMirror, type MirrorTarget } from "../../test/support/mirror.ts";
+import type { Flux } from "../../test/support/flux.ts";
+import { demoFluxClaim, fluxBuilt } from "./flux.ts";
 import { startOperator } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
 import { ageIdentity, sopsDecryptText } from "../../test/support/sops.ts";
@@ -45,6 +48,7 @@ const [plane, git, redis] = await Promise.all([
 ]);
 const workerRoot = makeOwnedTempDir("demo-workers");
 let operator: ReturnType<typeof startOperator> | undefined;
+let flux: Flux | undefined;
 try {
   const kc = plane.kubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
@@ -57,18 +61,17 @@ try {
 
   say("Applying a GitProvider, a GitBranch, a KubeProvider, a GitTarget and a WatchRule");
   await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await applyMirror(kc, namespace, url, user, [
-    {
-      name: "demo",
-      path: "clusters/demo",
-      idleTimeout: "2s",
-      recipients: [identity.recipient],
-      rules: [
-        { apiGroups: [""], resources: ["configmaps", "secrets"] },
-        { apiGroups: ["apps"], resources: ["deployments"] },
-      ],
-    },
-  ]);
+  const target: MirrorTarget = {
+    name: "demo",
+    path: "clusters/demo",
+    idleTimeout: "2s",
+    recipients: [identity.recipient],
+    rules: [
+      { apiGroups: [""], resources: ["configmaps", "secrets"] },
+      { apiGroups: ["apps"], resources: ["deployments"] },
+    ],
+  };
+  await applyMirror(kc, namespace, url, user, [target]);
 
   // Every commit signed with an ed25519 key the operator generates into the Secret "signing".
   await applyGeneratedSigning(kc, namespace);
@@ -230,6 +233,15 @@ try {
   ]);
   process.stdout.write(`    its commit's message, verbatim:\n${body.replace(/^/gm, "      ")}\n`);
 
+  if (fluxBuilt()) {
+    say("Flux applies the ConfigMaps folder; the GitTarget names a FluxClaim, which holds it suspended");
+    flux = await demoFluxClaim(plane, { kc, core, url }, namespace, target, user, (line) =>
+      process.stdout.write(`${line}\n`),
+    );
+  } else {
+    say("FluxClaim: skipped, the Flux controllers are not built (make flux builds them)");
+  }
+
   const publicKey = (await gitProviders(kc).get(namespace, "state"))?.status?.signingPublicKey ?? "";
   const signers = join(keys, "allowed_signers");
   writeFileSync(signers, `noreply@configbutler.ai namespaces="git" ${publicKey}\n`);
@@ -266,6 +278,7 @@ try {
   );
   say(`Done in ${Math.round((Date.now() - started) / 1000)} s. Stopping everything.`);
 } finally {
+  await flux?.stop();
   await operator?.stop();
   await git.close();
   await plane.stop();

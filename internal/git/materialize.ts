@@ -183,7 +183,15 @@ export async function materialize(
   }
 
   const judged = replay ? {} : { refusedWrites };
-  if (writer.touched.size === 0) {
+  // A folder an applier claim applies must exist before it is applied (Argo CD retries a sync of
+  // a missing path for minutes, and Flux fails it): a resync into a folder the branch does not
+  // hold yet commits the bootstrap files alone. Elsewhere they come only with content.
+  const founding =
+    writer.touched.size === 0 &&
+    write.target.applier !== undefined &&
+    write.sweep !== undefined &&
+    (await tree.list(folder)).length === 0;
+  if (writer.touched.size === 0 && !founding) {
     // CommitEmpty: a save that changed nothing records its message in a commit of no change.
     if (!write.save?.commitEmpty || refusedWrites.length > 0)
       return { divergences, placements, decided, ...judged };

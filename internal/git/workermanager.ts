@@ -297,8 +297,10 @@ export class WorkerManager implements Runnable {
     if (current && current.stream === stream && current.branchKey === branchKey) {
       // Resumed: what the worker takes from here on is written, and every collection replays.
       if (current.settings.current.suspend && !settings.suspend) this.worker(branchKey)?.resume(settings);
-      // New recipients: every sensitive document is encrypted again, by a fresh snapshot.
-      if (!sameRecipients(current.settings.current, settings))
+      // New recipients: every sensitive document is encrypted again, by a fresh snapshot. A
+      // claim named since: a fresh snapshot founds the folder its applier will apply.
+      const claimed = settings.applier && !current.settings.current.applier;
+      if (claimed || !sameRecipients(current.settings.current, settings))
         this.options.folders?.onResyncRequested?.(key, undefined);
       current.settings.current = settings;
       return;

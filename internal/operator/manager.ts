@@ -90,8 +90,14 @@ export class Manager {
    */
   async start(): Promise<void> {
     const signal = this.stopController.signal;
-    await Promise.all([...this.informers.values()].map((i) => i.start()));
-    await Promise.all([...this.informers.values()].map((i) => i.synced));
+    // A stop while the informers still list must not wait for a list that never comes: a
+    // stopped informer never syncs, and its start may never settle.
+    const informers = [...this.informers.values()];
+    await Promise.race([
+      Promise.all(informers.map((i) => i.start())).then(() => Promise.all(informers.map((i) => i.synced))),
+      untilAborted(signal),
+    ]);
+    if (signal.aborted) return;
     this.synced = true;
     for (const r of this.runnables.filter((r) => !r.needLeaderElection)) this.running.push(r.start(signal));
 

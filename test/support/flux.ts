@@ -6,6 +6,8 @@ import { existsSync, mkdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
+import type { GitRepository, Kustomization } from "../../internal/applier/flux/view.ts";
+import type { MirrorEnvironment } from "./mirrorenv.ts";
 import {
   gitRepositoryType,
   kustomizationType,
@@ -245,4 +247,49 @@ export async function requestReconcile(
     true,
   );
   return token;
+}
+
+// What a Flux user has in place before a GitTarget names a claim: a GitRepository fetching the
+// repository's main branch with a credential, and Kustomizations applying its folders, applied
+// as their authors would, with no spec.suspend.
+
+/** The Secret and GitRepository "state" that fetch the environment's repository, branch main. */
+export async function fluxSource(
+  env: Pick<MirrorEnvironment, "kc" | "core" | "url">,
+  namespace: string,
+  user: { username: string; password: string },
+): Promise<void> {
+  await env.core.createNamespacedSecret({
+    namespace,
+    body: {
+      metadata: { name: "flux-git" },
+      stringData: { username: user.username, password: user.password },
+    },
+  });
+  await new ResourceClient<GitRepository>(env.kc, gitRepositoryType).apply(
+    {
+      metadata: { name: "state", namespace },
+      spec: { url: env.url, ref: { branch: "main" }, interval: "1m", secretRef: { name: "flux-git" } },
+    } as GitRepository,
+    "kubectl",
+  );
+}
+
+/** A Kustomization applying `path` of the GitRepository "state", pruning, with no spec.suspend. */
+export function kustomization(
+  namespace: string,
+  name: string,
+  path: string,
+  /** Where the GitRepository "state" is, when not beside the Kustomization. */
+  sourceNamespace?: string,
+): Kustomization {
+  const sourceRef = {
+    kind: "GitRepository",
+    name: "state",
+    ...(sourceNamespace ? { namespace: sourceNamespace } : {}),
+  };
+  return {
+    metadata: { name, namespace },
+    spec: { path, prune: true, interval: "10m", sourceRef },
+  } as Kustomization;
 }

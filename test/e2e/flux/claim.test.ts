@@ -8,11 +8,11 @@ import { EventsV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { fluxClaims, gitTargets } from "../../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
-import { startFlux, type Flux } from "../../support/flux.ts";
+import { fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
-import { fluxSource, kubectlOk, kustomization } from "./fixtures.ts";
+import { kubectlOk } from "../../support/kubectl.ts";
 
 const namespace = "shop";
 /** Each target mirrors only the ConfigMaps labelled for it. */
@@ -232,6 +232,34 @@ describe("FluxClaim holds a Kustomization with the real Flux controllers", () =>
       !listed.some((f) => f.includes("apps-foreign")),
       `another applier's object is kept out: ${listed.join(", ")}`,
     );
+  });
+
+  it("a folder a claim's applier applies is founded with its bootstrap files before it holds an object", async () => {
+    // The GitTarget first, then its claim: naming the claim later founds the folder too.
+    await applyMirror(env.kc, namespace, env.url, mirrorUser, [
+      {
+        name: "fresh",
+        path: "clusters/fresh",
+        rules: rules("fresh"),
+        applierClaimRef: { kind: "FluxClaim", name: "fresh" },
+      },
+    ]);
+    await eventually(
+      async () => (await gitTargets(env.kc).get(namespace, "fresh"))?.status?.streams?.running === 1,
+      {
+        timeoutMs: 30_000,
+        description: "GitTarget fresh streaming",
+      },
+    );
+    await applyClaim("fresh");
+    await eventually(
+      async () => (await env.git.fileAt("state", "main", "clusters/fresh/README.md")) !== undefined,
+      {
+        timeoutMs: 60_000,
+        description: "clusters/fresh/README.md in Git",
+      },
+    );
+    assert.ok(await env.git.fileAt("state", "main", "clusters/fresh/.gittargetignore"));
   });
 
   it("deleting the claim hands the Kustomization back, suspended if it was suspended before", async () => {

@@ -201,4 +201,19 @@ describe("the controller runtime against a real API server", () => {
     assert.equal(event?.regarding?.uid, subject.metadata.uid);
     assert.equal(event?.reportingController, "configbutler.ai/gitops-reverser");
   });
+
+  it("a manager stopped while its informers still list stops at once", async () => {
+    // Stopped in the same turn it started, and again a few milliseconds in: a stopped informer
+    // never syncs, so a start that waited for it would never return.
+    for (const delayMs of [0, 0, 1, 5, 20]) {
+      const early = new Manager(kc, { logger: quiet });
+      early.informer(sourceOf(gitTargets(kc), resourceTypes.GitTarget));
+      early.informer(sourceOf(gitBranches(kc), resourceTypes.GitBranch));
+      const started = early.start();
+      if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+      const stopped = Promise.all([early.stop(), started]).then(() => true);
+      const bound = new Promise<false>((resolve) => setTimeout(() => resolve(false), 10_000).unref());
+      assert.ok(await Promise.race([stopped, bound]), `stopped within 10 s after ${delayMs} ms`);
+    }
+  });
 });
