@@ -275,7 +275,6 @@ export class GitTargetReconciler implements Reconciler {
       name: ref.name,
       ...(claim ? { status: claim.status ?? {} } : {}),
       ...(writes ? { writes } : {}),
-      normalize: normalizeRepositoryUrl,
     };
   }
 

@@ -121,27 +121,19 @@ export function claimedRef(claim: FluxClaim): NamespacedName {
 
 /** Neither holding nor about to: conditions only. */
 function idle(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDecision {
-  const generation = world.claim.metadata.generation;
   if (world.verdict.kind === "notReferenced") {
     const message = "No GitTarget names this claim, so it holds nothing and reads nothing.";
     return {
       step: { kind: "none" },
-      conditions: [
-        configured,
-        inControl("False", R.NotReferenced, message, world),
-        ...readyTrio(R.NotReferenced, message, generation),
-      ],
+      conditions: conditionsOf(world, configured, "False", R.NotReferenced, message, readyTrio),
       soon: false,
     };
   }
   const message = `Holds nothing: ${configured.message}`;
-  const trio =
-    configured.status === "Unknown"
-      ? progressingTrio(configured.reason, configured.message, generation)
-      : stalledTrio(configured.reason, configured.message, generation);
+  const trio = configured.status === "Unknown" ? progressingTrio : stalledTrio;
   return {
     step: { kind: "none" },
-    conditions: [configured, inControl("False", R.NotConfigured, message, world), ...trio],
+    conditions: conditionsOf(world, configured, "False", R.NotConfigured, message, trio, configured),
     soon: configured.status === "Unknown",
   };
 }
@@ -152,11 +144,7 @@ function adopt(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDec
   const message = `Adopting Kustomization ${keyOf(k.ref)}.`;
   return {
     step: { kind: "addFinalizer" },
-    conditions: [
-      configured,
-      inControl("Unknown", R.Suspending, message, world),
-      ...progress(R.Suspending, message, world),
-    ],
+    conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
     previousSuspendState: k.suspended ? "Suspended" : "Active",
     soon: true,
   };
@@ -175,11 +163,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     return {
       step: { kind: "suspend", token },
       ...recorded,
-      conditions: [
-        configured,
-        inControl("Unknown", R.Suspending, message, world),
-        ...progress(R.Suspending, message, world),
-      ],
+      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
       event: {
         type: "Normal",
         reason: "Adopted",
@@ -193,11 +177,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
       const message = `A branch worker's apply of ${operation.commit ?? "the tip"} is in flight.`;
       return {
         step: { kind: "none" },
-        conditions: [
-          configured,
-          inControl("True", R.Applying, message, world),
-          ...readyTrio(R.Applying, message, claim.metadata.generation),
-        ],
+        conditions: conditionsOf(world, configured, "True", R.Applying, message, readyTrio),
         soon: true,
       };
     }
@@ -206,11 +186,10 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     const message = `Kustomization ${name} was resumed outside GitOps Reverser; suspending it again.`;
     return {
       step: { kind: "suspend", token },
-      conditions: [
-        configured,
-        inControl("Unknown", R.Suspending, message, world),
-        ...retryingTrio(R.OperationUnresolved, message, claim.metadata.generation),
-      ],
+      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message, retryingTrio, {
+        reason: R.OperationUnresolved,
+        message,
+      }),
       operation: { phase: "Unresolved", suspendToken: token, requestedAt: world.now.toISOString(), message },
       event: { type: "Normal", reason: "ClaimedResourceReconciled", note: message },
       soon: true,
@@ -220,11 +199,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     const message = `Waiting for Flux to handle the suspend of Kustomization ${name}.`;
     return {
       step: { kind: "none" },
-      conditions: [
-        configured,
-        inControl("Unknown", R.Suspending, message, world),
-        ...progress(R.Suspending, message, world),
-      ],
+      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
       soon: true,
     };
   }
@@ -235,11 +210,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
       : undefined;
   return {
     step: { kind: "none" },
-    conditions: [
-      configured,
-      inControl("True", R.Suspended, message, world),
-      ...readyTrio(R.Suspended, message, claim.metadata.generation),
-    ],
+    conditions: conditionsOf(world, configured, "True", R.Suspended, message, readyTrio),
     ...(external ? { operation: external } : {}),
     soon: false,
   };
@@ -271,11 +242,15 @@ function waitWhileHeld(world: FluxClaimWorld, configured: ConditionUpdate): Flux
   const message = `The Kustomization is left suspended under gitops-reverser until this is settled: ${configured.message}`;
   return {
     step: { kind: "none" },
-    conditions: [
+    conditions: conditionsOf(
+      world,
       configured,
-      inControl("Unknown", R.NotConfigured, message, world),
-      ...progress(configured.reason, configured.message, world),
-    ],
+      "Unknown",
+      R.NotConfigured,
+      message,
+      progressingTrio,
+      configured,
+    ),
     soon: true,
   };
 }
@@ -297,7 +272,7 @@ function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaim
       : {};
   const done = (how: string, event?: EventNote): FluxClaimDecision => ({
     step: { kind: "removeFinalizer" },
-    conditions: [configured, inControl("False", R.Released, how, world), ...released(how, world)],
+    conditions: conditionsOf(world, configured, "False", R.Released, how, releasedTrio(world)),
     previousSuspendState: null,
     ...abandoned,
     ...(event ? { event } : {}),
@@ -312,11 +287,7 @@ function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaim
   }
   const releasing = (message: string, step: Step = { kind: "none" }): FluxClaimDecision => ({
     step,
-    conditions: [
-      configured,
-      inControl("False", R.Releasing, message, world),
-      ...progress(R.Releasing, message, world),
-    ],
+    conditions: conditionsOf(world, configured, "False", R.Releasing, message),
     soon: true,
   });
   if (!k) return releasing(`Handing Kustomization ${name} back once its cluster can be read.`);
@@ -342,24 +313,32 @@ function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaim
   return releasing(`Handing Kustomization ${name} back to Flux.`, { kind: "release" });
 }
 
-function inControl(
+type Trio = (reason: string, message: string, generation: number | undefined) => ConditionUpdate[];
+
+/**
+ * Configured as judged, then InControl and the kstatus trio, which says what InControl says
+ * unless `trioSays` gives it another reason and message.
+ */
+function conditionsOf(
+  world: FluxClaimWorld,
+  configured: ConditionUpdate,
   status: ConditionUpdate["status"],
   reason: string,
   message: string,
-  world: FluxClaimWorld,
-): ConditionUpdate {
-  return { type: C.InControl, status, reason, message, observedGeneration: world.claim.metadata.generation };
-}
-
-function progress(reason: string, message: string, world: FluxClaimWorld): ConditionUpdate[] {
-  return progressingTrio(reason, message, world.claim.metadata.generation);
+  trio: Trio = progressingTrio,
+  trioSays: { reason: string; message: string } = { reason, message },
+): ConditionUpdate[] {
+  const generation = world.claim.metadata.generation;
+  return [
+    configured,
+    { type: C.InControl, status, reason, message, observedGeneration: generation },
+    ...trio(trioSays.reason, trioSays.message, generation),
+  ];
 }
 
 /** After a hand-back: Ready as NotReferenced is, or stalled on the refusal that caused it. */
-function released(message: string, world: FluxClaimWorld): ConditionUpdate[] {
-  const { verdict, claim } = world;
-  const generation = claim.metadata.generation;
-  if (verdict.kind === "notReferenced" || claim.metadata.deletionTimestamp)
-    return readyTrio(R.Released, message, generation);
-  return stalledTrio(R.Released, message, generation);
+function releasedTrio(world: FluxClaimWorld): Trio {
+  return world.verdict.kind === "notReferenced" || world.claim.metadata.deletionTimestamp
+    ? readyTrio
+    : stalledTrio;
 }

@@ -6,6 +6,7 @@
 // prune.mode: Always too. An object owned by nobody, or by the folder's own applier, is
 // mirrored as before, and a folder with no claim excludes nothing.
 import { isApplier } from "../applier/owner.ts";
+import { identityKeyOf } from "../manifest/writer.ts";
 import { keyOf } from "../types/names.ts";
 import type { ResourceIdentity, StreamItem } from "../watch/stream.ts";
 import type { TargetSettings } from "./writes.ts";
@@ -45,7 +46,7 @@ export class Exclusions {
   /** The identities among `excluded` not reported before for `targetKey`. */
   firstSeen(targetKey: string, excluded: readonly ResourceIdentity[]): ResourceIdentity[] {
     return excluded.filter((identity) => {
-      const key = `${targetKey}|${identity.group}/${identity.resource}|${keyOf(identity)}|${identity.uid}`;
+      const key = `${targetKey}|${identityKeyOf(identity)}|${identity.uid}`;
       if (this.seen.has(key)) return false;
       this.seen.add(key);
       return true;

@@ -23,7 +23,6 @@ export interface ClaimFacts {
   status?: ApplierClaimStatus;
   /** What this target writes (normalized URL, branch), once its GitBranch and GitProvider are read. */
   writes?: Writes;
-  normalize: (url: string) => string;
 }
 
 export interface Writes {
@@ -93,7 +92,7 @@ export function applierClaimCondition(facts: ClaimFacts, generation: number | un
   const applies =
     facts.writes &&
     source?.url &&
-    facts.normalize(source.url) === facts.writes.repository &&
+    normalizeRepositoryUrl(source.url) === facts.writes.repository &&
     source.branch === facts.writes.branch;
   if (!applies) {
     return at(

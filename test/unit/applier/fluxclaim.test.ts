@@ -223,6 +223,30 @@ describe("FluxClaim: hand-back", () => {
     assert.equal(decision.step.kind, "release");
   });
 
+  it("a reference that returns before the release is done holds the Kustomization again", () => {
+    const releasing = {
+      type: "InControl",
+      status: "False" as const,
+      reason: "Releasing",
+      message: "",
+      lastTransitionTime: "2026-12-02T09:00:00Z",
+    };
+    const decision = decideFluxClaim(
+      world({
+        claim: claim({ holding: true, status: { previousSuspendState: "Active", conditions: [releasing] } }),
+        kustomization: held(),
+      }),
+    );
+    assert.equal(decision.step.kind, "none");
+    assert.equal(condition(decision, "InControl")?.reason, "Suspended");
+  });
+
+  it("one that returns after the release adopts it anew", () => {
+    const decision = decideFluxClaim(world({ kustomization: kustomization() }));
+    assert.equal(decision.step.kind, "addFinalizer");
+    assert.equal(decision.previousSuspendState, "Active");
+  });
+
   it("a reference that cannot be judged yet keeps the hold", () => {
     const decision = decideFluxClaim(
       world({

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { normalizeRepositoryUrl } from "../../../internal/git/repourl.ts";
 import { applierClaimCondition, type ClaimFacts } from "../../../internal/gittarget/claim.ts";
 
 const condition = (type: string, status: string, reason: string, message = "") => ({
@@ -14,8 +15,7 @@ const facts = (status?: ClaimFacts["status"]): ClaimFacts => ({
   kind: "FluxClaim",
   name: "apps",
   ...(status ? { status } : {}),
-  writes: { repository: "https://git.example/state", branch: "main" },
-  normalize: (url) => url.replace(/\.git$/, ""),
+  writes: { repository: normalizeRepositoryUrl("https://git.example/state"), branch: "main" },
 });
 
 const ready = {
