@@ -6,11 +6,12 @@
 // cursors too), signed with a key it generated and checked by git verify-commit; a colleague's
 // hand-made commit announced by a signed GitHub push webhook; alice's edits saved with a
 // CommitRequest and its message; a FluxClaim holding the Kustomization that applies the folder
-// (when the Flux controllers are built); and a Secret it wrote as a SOPS document, decrypted by
-// the real sops CLI.
+// (when the Flux controllers are built); and a Secret applied server-side from a stringData
+// manifest, which it wrote as a SOPS document with every key, decrypted by the real sops CLI.
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { stringify } from "yaml";
 import {
   commitRequests,
   gitBranches,
@@ -31,6 +32,7 @@ import { ageIdentity, sopsDecryptText } from "../../test/support/sops.ts";
 import { attributionEnv, grantEditing } from "../../test/support/attributionenv.ts";
 import { RedisServer } from "../../test/support/redis.ts";
 import { eventually } from "../../test/support/wait.ts";
+import { kubectlOk } from "../../test/support/kubectl.ts";
 
 const namespace = "demo";
 const user = { username: "demo", password: "demo-password" };
@@ -109,13 +111,19 @@ try {
     namespace,
     body: { metadata: { name: "feature-flags" }, data: { newCheckout: "false" } },
   });
-  await core.createNamespacedSecret({
-    namespace,
-    body: {
-      metadata: { name: "db-credentials" },
+  // As people write Secrets: a stringData manifest, applied server-side. The API server stores
+  // it as data, owned by nobody; the operator writes every key (docs/sanitize.md).
+  const secretManifest = join(keys, "db-credentials.yaml");
+  writeFileSync(
+    secretManifest,
+    stringify({
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "db-credentials", namespace },
       stringData: { username: "shop", password: "correct-horse" },
-    },
-  });
+    }),
+  );
+  await kubectlOk(plane, "apply", "--server-side", "-f", secretManifest);
   await kc.makeApiClient(AppsV1Api).createNamespacedDeployment({
     namespace,
     body: {

@@ -16,27 +16,56 @@ export class ApiStatusError extends Error {
  * object exactly as served, such as a LIST of any type: client-node's typed APIs deserialize
  * built-in kinds into their models, which renames fields.
  */
-export async function getJson<T>(
+export function getJson<T>(
   kubeConfig: KubeConfig,
   path: string,
   query: Record<string, string> = {},
+): Promise<T> {
+  return requestJson<T>(kubeConfig, HttpMethod.GET, path, query);
+}
+
+/** POSTs `body` to an API path as JSON and reads the answer as served, as getJson does. */
+export function postJson<T>(
+  kubeConfig: KubeConfig,
+  path: string,
+  query: Record<string, string>,
+  body: unknown,
+): Promise<T> {
+  return requestJson<T>(kubeConfig, HttpMethod.POST, path, query, body);
+}
+
+async function requestJson<T>(
+  kubeConfig: KubeConfig,
+  method: HttpMethod,
+  path: string,
+  query: Record<string, string>,
+  body?: unknown,
 ): Promise<T> {
   const server = kubeConfig.getCurrentCluster()?.server;
   if (!server) throw new Error("the kubeconfig names no current cluster");
   const url = new URL(path, server);
   for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
-  const context = new RequestContext(url.toString(), HttpMethod.GET);
+  const context = new RequestContext(url.toString(), method);
   await kubeConfig.applySecurityAuthentication(context);
-  const response = await fetch(url, { headers: context.getHeaders(), dispatcher: context.getDispatcher() });
-  const body = await response.text();
+  const headers = {
+    ...context.getHeaders(),
+    ...(body === undefined ? {} : { "content-type": "application/json" }),
+  };
+  const response = await fetch(url, {
+    method,
+    headers,
+    dispatcher: context.getDispatcher(),
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
   if (!response.ok) {
-    let message = body;
+    let message = text;
     try {
-      message = (JSON.parse(body) as { message?: string }).message ?? body;
+      message = (JSON.parse(text) as { message?: string }).message ?? text;
     } catch {
       // Not a Status object; keep the raw body.
     }
     throw new ApiStatusError(response.status, message);
   }
-  return JSON.parse(body) as T;
+  return JSON.parse(text) as T;
 }

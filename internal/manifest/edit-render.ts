@@ -2,6 +2,7 @@
 // collections is written here, at the file's own indentation (yaml's indentSeq: false is only
 // right for 2-space files); every scalar is written by yaml, which knows its quoting rules.
 import { Document, isScalar, visit, type Scalar } from "yaml";
+import { yamlOptions } from "../sanitize/yamlstrings.ts";
 import { isPlainObject } from "./edit-json.ts";
 import type { Layout } from "./edit-layout.ts";
 import { indentContinuation } from "./edit-text.ts";
@@ -9,8 +10,9 @@ import { indentContinuation } from "./edit-text.ts";
 const documentOptions = {
   // A manifest spells out every value: a sub-object met twice is written twice, never aliased.
   aliasDuplicateObjects: false,
-  // Go readers of manifests follow YAML 1.1, where yes, on and 1:20 are not strings: quote them.
-  compat: "yaml-1.1",
+  // Go readers of manifests follow YAML 1.1, where yes, on and 1:20 are not strings: quote them;
+  // and a control character or a line separator is written escaped.
+  ...yamlOptions,
 } as const;
 
 // Never fold a long string (an annotation, a command line) across lines.

@@ -3,6 +3,7 @@
 // sibling documents keep their bytes. Every edit is verified by reading the result back; a splice
 // that does not read back right falls back to re-rendering that one document.
 import { parseAllDocuments, type Document } from "yaml";
+import { yamlOptions } from "../sanitize/yamlstrings.ts";
 import { rerenderDocument } from "./edit-fallback.ts";
 import { jsonEqual } from "./edit-json.ts";
 import { defaultLayout, detectLayout, type Layout } from "./edit-layout.ts";
@@ -13,9 +14,9 @@ import { applySplices, UnsafeEdit, type Splice } from "./edit-text.ts";
 
 /** A file's documents, parsed once; index i is the i-th YAML document in the file. */
 export function parseManifestFile(source: string): Document.Parsed[] {
-  // Source tokens let the editor find each value's bytes; yaml-1.1 compat makes yaml quote a new
-  // "yes" or "1:20" when it writes the document again.
-  const documents = [...parseAllDocuments(source, { keepSourceTokens: true, compat: "yaml-1.1" })];
+  // Source tokens let the editor find each value's bytes; yamlOptions make yaml quote a new "yes"
+  // or "1:20", and escape a control character, when it writes the document again.
+  const documents = [...parseAllDocuments(source, { keepSourceTokens: true, ...yamlOptions })];
   documents.forEach((document, i) => {
     const [error] = document.errors;
     if (error) throw new Error(`document ${i} of the manifest file does not parse: ${error.message}`);

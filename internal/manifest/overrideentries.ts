@@ -1,6 +1,7 @@
 // The images: and replicas: entries of a kustomization, each value with its place in the text, so
 // edit-through can rewrite one scalar and leave every other byte, comments included, as it was.
 import { Document, Scalar, isMap, isScalar, isSeq, parseDocument, type YAMLMap } from "yaml";
+import { yamlOptions } from "../sanitize/yamlstrings.ts";
 import { imageFields, type ImageEntry, type ImageField } from "./imageref.ts";
 
 /** Where a scalar sits in a kustomization's text, and how it was quoted. */
@@ -110,5 +111,5 @@ export function spliceAll(source: string, splices: readonly Splice[]): string {
 function scalarText(value: string | number, type: Scalar.Type | undefined): string {
   const scalar = new Scalar(value);
   scalar.type = type === Scalar.PLAIN && /[,[\]{}]/.test(String(value)) ? Scalar.QUOTE_DOUBLE : type;
-  return new Document(scalar, { compat: "yaml-1.1" }).toString({ lineWidth: 0 }).trimEnd();
+  return new Document(scalar, yamlOptions).toString({ lineWidth: 0 }).trimEnd();
 }

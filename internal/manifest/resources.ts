@@ -4,15 +4,15 @@
 // list is written inline or is missing. Either way the result is re-parsed and must differ from
 // the original by the one entry alone.
 import { isDeepStrictEqual } from "node:util";
+import { yamlOptions } from "../sanitize/yamlstrings.ts";
 import { isMap, isNode, isScalar, isSeq, parseDocument, stringify, type Document, type YAMLMap } from "yaml";
 
-// yaml-1.1: kustomize reads YAML with a Go library that follows YAML 1.1, so an entry such as
-// "on" or "yes" must be quoted to stay a string there.
-const compat = "yaml-1.1";
+// kustomize reads YAML with a Go library that follows YAML 1.1, so an entry such as "on" or
+// "yes" must be quoted to stay a string there (yamlOptions).
 
 /** Returns the kustomization's source with `entry` added to its resources: list (created if absent), comments, order and formatting kept; the same string when the entry is already listed. */
 export function addResourceEntry(kustomizationSource: string, entry: string): string {
-  const document = parseDocument(kustomizationSource, { compat });
+  const document = parseDocument(kustomizationSource, yamlOptions);
   const root = document.contents;
   if (document.errors.length > 0 || !isMap(root)) {
     throw new Error("the kustomization is not a YAML map, so no resources entry can be added to it");
@@ -38,7 +38,7 @@ function withEntry(kustomization: Record<string, unknown>, entry: string): Recor
 }
 
 function parsesTo(source: string, expected: Record<string, unknown>): boolean {
-  const document = parseDocument(source, { compat });
+  const document = parseDocument(source, yamlOptions);
   return document.errors.length === 0 && isDeepStrictEqual(document.toJS(), expected);
 }
 
@@ -74,7 +74,7 @@ function rewriteWithEntry(document: Document, root: YAMLMap, entry: string, sour
 }
 
 function scalarText(entry: string): string {
-  return stringify(entry, { compat, lineWidth: 0 }).replace(/\n$/, "");
+  return stringify(entry, { ...yamlOptions, lineWidth: 0 }).replace(/\n$/, "");
 }
 
 // The "  - " before an item, to repeat for the new one; undefined when the line holds more.
@@ -113,7 +113,7 @@ function insertAfterLine(source: string, end: number, lines: string[]): string {
  * the entry is not listed.
  */
 export function removeResourceEntry(kustomizationSource: string, entry: string): string {
-  const document = parseDocument(kustomizationSource, { compat });
+  const document = parseDocument(kustomizationSource, yamlOptions);
   const root = document.contents;
   const resources = isMap(root) ? root.get("resources", true) : undefined;
   if (document.errors.length > 0 || !isSeq(resources)) return kustomizationSource;

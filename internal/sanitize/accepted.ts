@@ -2,7 +2,6 @@
 // MODIFIED with a new resourceVersion; its sanitized projection is unchanged, and comparing
 // projections is what tells it apart from an edit.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { Defaulted } from "./owned.ts";
 import { canonicalDigest, canonicalJson } from "./digest.ts";
 
 /**
@@ -16,19 +15,19 @@ export class AcceptedState {
   private readonly digests = new Map<string, string>();
 
   /**
-   * Whether `sanitized` is what was last accepted under `key`, so it changes nothing. The
-   * defaulted fields it left out count too: the writer keeps those a document sets.
+   * Whether `sanitized` is what was last accepted under `key`, so it changes nothing. What was
+   * set aside beside it (the watch's unowned values, a projection's defaulted fields) counts too.
    */
-  isNoop(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): boolean {
-    return this.digests.get(key) === digestsOf(sanitized, defaulted).accepted;
+  isNoop(key: string, sanitized: KubernetesObject, aside?: unknown): boolean {
+    return this.digests.get(key) === digestsOf(sanitized, aside).accepted;
   }
 
   /**
-   * Records `sanitized`, and the defaulted fields it left out, as the content under `key`.
+   * Records `sanitized`, and what was set aside beside it, as the content under `key`.
    * Returns the content digest of `sanitized` alone, which the writer compares with Git's.
    */
-  accept(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): string {
-    const { accepted, object } = digestsOf(sanitized, defaulted);
+  accept(key: string, sanitized: KubernetesObject, aside?: unknown): string {
+    const { accepted, object } = digestsOf(sanitized, aside);
     this.digests.set(key, accepted);
     return object;
   }
@@ -38,8 +37,8 @@ export class AcceptedState {
    * digest of `sanitized` when it changed anything, undefined for a no-op. The watch's hot path:
    * one canonical rendering per event.
    */
-  acceptIfChanged(key: string, sanitized: KubernetesObject, defaulted?: Defaulted): string | undefined {
-    const { accepted, object } = digestsOf(sanitized, defaulted);
+  acceptIfChanged(key: string, sanitized: KubernetesObject, aside?: unknown): string | undefined {
+    const { accepted, object } = digestsOf(sanitized, aside);
     if (this.digests.get(key) === accepted) return undefined;
     this.digests.set(key, accepted);
     return object;
@@ -57,19 +56,16 @@ export class AcceptedState {
 }
 
 /**
- * What is accepted: the content digest of `[sanitized, defaulted]`, since the defaulted fields it
- * left out count too (the writer keeps those a document sets), or of `sanitized` alone when
- * nothing was defaulted. And the content digest of `sanitized` alone, from the same rendering.
+ * What is accepted: the content digest of `[sanitized, aside]`, since what was set aside counts
+ * too (the writer keeps the defaults a document sets), or of `sanitized` alone when nothing was
+ * set aside. And the content digest of `sanitized` alone, from the same rendering.
  */
-function digestsOf(
-  sanitized: KubernetesObject,
-  defaulted: Defaulted | undefined,
-): { accepted: string; object: string } {
+function digestsOf(sanitized: KubernetesObject, aside: unknown): { accepted: string; object: string } {
   const canonical = canonicalJson(sanitized);
   const object = canonicalDigest(canonical);
-  // The canonical JSON of the pair, as contentDigest([sanitized, defaulted]) renders it.
+  // The canonical JSON of the pair, as contentDigest([sanitized, aside]) renders it.
   return {
-    accepted: defaulted ? canonicalDigest(`[${canonical},${canonicalJson(defaulted)}]`) : object,
+    accepted: aside !== undefined ? canonicalDigest(`[${canonical},${canonicalJson(aside)}]`) : object,
     object,
   };
 }

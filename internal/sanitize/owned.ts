@@ -1,10 +1,11 @@
 // What clients set, told from what the API server defaulted. A field some field manager owns in
-// metadata.managedFields was written by a client; a field nobody owns was filled in by the API
-// server (imagePullPolicy, strategy, protocol: TCP...). Mirroring defaults into Git would rewrite
-// every folder that already agrees with the cluster, and they are not anybody's intent: applied
-// without them, the API server fills them in again. So the projection keeps only owned fields,
-// and sets the defaulted ones aside, with their live values, for the writer: a Git document that
-// does set one keeps it, and gets its live value.
+// metadata.managedFields was written by a client. A field nobody owns is only a candidate: the
+// API server may have filled it in (imagePullPolicy, strategy, protocol: TCP...), but the same
+// holds of a value it converted (a Secret's stringData, stored as data and owned as stringData),
+// of an object whose managedFields were reset, and of a writer that recorded no ownership. So a
+// candidate is left out of what is written only when a proof says the API server puts back the
+// same value (proof.ts); every other one is kept. Mirroring defaults would rewrite every folder
+// that agrees with the cluster, and they are nobody's intent; losing a value is worse.
 //
 // managedFields is read here, once, and never kept: only the defaulted values travel on.
 import { isDeepStrictEqual } from "node:util";
@@ -19,8 +20,29 @@ import { narrowToLastApplied } from "./lastapplied.ts";
 export type FieldSet = { readonly [member: string]: FieldSet };
 
 /**
- * The fields of a projection no manager owns, with their live values. Lists are matched by the
- * index of the item in the projection, as the editor matches a document's items.
+ * What no manager owns in a live object, with the live values: in a map, its fields by key; in a
+ * list, its items by their index in the live list. `inside` holds the owned fields and items
+ * that hold unowned parts.
+ */
+export interface Unowned {
+  values?: Record<string, unknown>;
+  items?: Record<string, unknown>;
+  inside?: Record<string, Unowned>;
+}
+
+/** A place in a live object: map keys and live list indices. */
+export type FieldPath = readonly (string | number)[];
+
+/** Whether the unowned value at `path` is proven to be what the API server puts back. */
+export type DefaultVerdict = (path: FieldPath) => boolean;
+
+/** Nothing is proven: every unowned value is kept. */
+export const nothingProven: DefaultVerdict = () => false;
+
+/**
+ * The fields of a projection no manager owns and that were proven defaults, with their live
+ * values. Lists are matched by the index of the item in the projection, as the editor matches a
+ * document's items.
  */
 export interface Defaulted {
   /** Map fields no manager owns, by key, with their live values. */
@@ -30,13 +52,13 @@ export interface Defaulted {
 }
 
 export interface OwnedSplit {
-  /** The object with only the fields some manager owns, and its identity. */
+  /** The object without the proven defaults. */
   owned: Record<string, unknown>;
   /** What was left out; absent when nothing was. */
   defaulted?: Defaulted;
 }
 
-// The identity is never in managedFields, and always kept.
+// The identity is never in managedFields, and always owned.
 const identity: FieldSet = {
   "f:apiVersion": {},
   "f:kind": {},
@@ -44,16 +66,16 @@ const identity: FieldSet = {
 };
 
 /**
- * Splits `object` by the field sets of `managedFields` (the live object's), a client-side
- * apply's entry narrowed to its `lastApplied` input (lastapplied.ts). Without any FieldsV1 entry
- * (an object written before field management, or with it cleared) nothing can be told apart,
- * and everything is kept.
+ * What no manager owns in `object`, by the field sets of `managedFields` (the live object's), a
+ * client-side apply's entry narrowed to its `lastApplied` input (lastapplied.ts). Undefined when
+ * every field is owned, and when there is no FieldsV1 entry at all (an object written before
+ * field management, or with it cleared): then nothing can be told apart, and everything is kept.
  */
-export function splitOwned(
+export function unownedOf(
   object: Record<string, unknown>,
   managedFields: unknown,
   lastApplied?: string,
-): OwnedSplit {
+): Unowned | undefined {
   const entries = Array.isArray(managedFields)
     ? managedFields.flatMap((entry: unknown) =>
         isRecord(entry) && entry.fieldsType === "FieldsV1" && isRecord(entry.fieldsV1)
@@ -62,8 +84,22 @@ export function splitOwned(
       )
     : [];
   const sets = narrowToLastApplied(entries, lastApplied);
-  if (sets.length === 0) return { owned: object };
-  const split = splitMap(object, [identity, ...sets]);
+  if (sets.length === 0) return undefined;
+  return unownedInMap(object, [identity, ...sets]);
+}
+
+/**
+ * `object` split by `unowned`: each unowned value the verdict proves a default is left out (a
+ * map field set aside in `defaulted` with its live value; a list item dropped, since the
+ * editor matches items by index and could not put it back), and every other one is kept.
+ */
+export function splitOwned(
+  object: Record<string, unknown>,
+  unowned: Unowned | undefined,
+  verdict: DefaultVerdict,
+): OwnedSplit {
+  if (!unowned) return { owned: object };
+  const split = settleValue(object, unowned, [], verdict);
   return {
     owned: split.value as Record<string, unknown>,
     ...(split.defaulted ? { defaulted: split.defaulted } : {}),
@@ -105,17 +141,70 @@ interface Split {
   defaulted?: Defaulted;
 }
 
-function splitValue(value: unknown, sets: readonly FieldSet[]): Split {
-  if (sets.some((set) => Object.keys(set).length === 0)) return { value };
-  if (isRecord(value)) return splitMap(value, sets);
-  if (Array.isArray(value)) return splitList(value, sets);
+function settleValue(value: unknown, unowned: Unowned, path: FieldPath, verdict: DefaultVerdict): Split {
+  if (isRecord(value)) return settleMap(value, unowned, path, verdict);
+  if (Array.isArray(value)) return settleList(value, unowned, path, verdict);
   return { value };
 }
 
-function splitMap(map: Record<string, unknown>, sets: readonly FieldSet[]): Split {
+function settleMap(
+  map: Record<string, unknown>,
+  unowned: Unowned,
+  path: FieldPath,
+  verdict: DefaultVerdict,
+): Split {
   const owned: Record<string, unknown> = {};
   const values: Record<string, unknown> = {};
   const inside: Record<string, Defaulted> = {};
+  for (const [key, child] of Object.entries(map)) {
+    if (unowned.values && Object.hasOwn(unowned.values, key) && verdict([...path, key])) {
+      values[key] = child;
+      continue;
+    }
+    const within = unowned.inside?.[key];
+    if (!within) {
+      owned[key] = child;
+      continue;
+    }
+    const split = settleValue(child, within, [...path, key], verdict);
+    owned[key] = split.value;
+    if (split.defaulted) inside[key] = split.defaulted;
+  }
+  return { value: owned, defaulted: defaultedOf(values, inside) };
+}
+
+function settleList(
+  list: readonly unknown[],
+  unowned: Unowned,
+  path: FieldPath,
+  verdict: DefaultVerdict,
+): Split {
+  const owned: unknown[] = [];
+  const inside: Record<string, Defaulted> = {};
+  list.forEach((item, index) => {
+    if (unowned.items && Object.hasOwn(unowned.items, String(index)) && verdict([...path, index])) return;
+    const within = unowned.inside?.[String(index)];
+    if (!within) {
+      owned.push(item);
+      return;
+    }
+    const split = settleValue(item, within, [...path, index], verdict);
+    if (split.defaulted) inside[String(owned.length)] = split.defaulted;
+    owned.push(split.value);
+  });
+  return { value: owned, defaulted: defaultedOf({}, inside) };
+}
+
+function unownedIn(value: unknown, sets: readonly FieldSet[]): Unowned | undefined {
+  if (sets.some((set) => Object.keys(set).length === 0)) return undefined;
+  if (isRecord(value)) return unownedInMap(value, sets);
+  if (Array.isArray(value)) return unownedInList(value, sets);
+  return undefined;
+}
+
+function unownedInMap(map: Record<string, unknown>, sets: readonly FieldSet[]): Unowned | undefined {
+  const values: Record<string, unknown> = {};
+  const inside: Record<string, Unowned> = {};
   for (const [key, child] of Object.entries(map)) {
     const member = `f:${key}`;
     const childSets = sets.flatMap((set) => (Object.hasOwn(set, member) ? [set[member]!] : []));
@@ -123,27 +212,31 @@ function splitMap(map: Record<string, unknown>, sets: readonly FieldSet[]): Spli
       values[key] = child;
       continue;
     }
-    const split = splitValue(child, childSets);
-    owned[key] = split.value;
-    if (split.defaulted) inside[key] = split.defaulted;
+    const within = unownedIn(child, childSets);
+    if (within) inside[key] = within;
   }
-  return { value: owned, defaulted: defaultedOf(values, inside) };
+  return unownedOfParts({ values, items: {}, inside });
 }
 
-// An item no manager owns is left out and not set aside: a document's items are matched by
-// index, so it could not be put back where the document has it.
-function splitList(list: readonly unknown[], sets: readonly FieldSet[]): Split {
+function unownedInList(list: readonly unknown[], sets: readonly FieldSet[]): Unowned | undefined {
   const matchers = sets.flatMap(itemMatchers);
-  const owned: unknown[] = [];
-  const inside: Record<string, Defaulted> = {};
+  const items: Record<string, unknown> = {};
+  const inside: Record<string, Unowned> = {};
   list.forEach((item, index) => {
     const itemSets = matchers.filter((m) => m.matches(item, index)).map((m) => m.set);
-    if (itemSets.length === 0) return;
-    const split = splitValue(item, itemSets);
-    if (split.defaulted) inside[String(owned.length)] = split.defaulted;
-    owned.push(split.value);
+    if (itemSets.length === 0) {
+      items[String(index)] = item;
+      return;
+    }
+    const within = unownedIn(item, itemSets);
+    if (within) inside[String(index)] = within;
   });
-  return { value: owned, defaulted: defaultedOf({}, inside) };
+  return unownedOfParts({ values: {}, items, inside });
+}
+
+function unownedOfParts(parts: Record<keyof Unowned, Record<string, unknown>>): Unowned | undefined {
+  const kept = Object.entries(parts).filter(([, part]) => Object.keys(part).length > 0);
+  return kept.length === 0 ? undefined : Object.fromEntries(kept);
 }
 
 interface ItemMatcher {

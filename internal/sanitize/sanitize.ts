@@ -4,7 +4,14 @@
 import { isDeepStrictEqual } from "node:util";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { lastAppliedAnnotation } from "./lastapplied.ts";
-import { splitOwned, type Defaulted } from "./owned.ts";
+import {
+  nothingProven,
+  splitOwned,
+  unownedOf,
+  type DefaultVerdict,
+  type Defaulted,
+  type Unowned,
+} from "./owned.ts";
 
 /**
  * An object as a watch delivers it, parsed JSON with whatever fields its kind has; it is
@@ -157,30 +164,45 @@ const droppedWhenEmpty: readonly Pick<StripRule, "path" | "kind">[] = [
   { path: ["spec"], kind: namespace },
 ];
 
-/** The desired-state projection, and the defaulted fields it leaves out (see owned.ts). */
+/** The desired-state projection, and the proven defaults it leaves out (see owned.ts). */
 export interface Projection {
   object: KubeObject;
   defaulted?: Defaulted;
 }
 
-/**
- * The desired-state projection of `object`: a new object with only the fields some field
- * manager owns (what clients set, not what the API server defaulted), without the fields
- * `stripRules` names, and without a labels, annotations or spec map left empty. The input is
- * never changed.
- */
-export function project(object: KubernetesObject): Projection {
+/** What a projection is settled from: the object without what stripRules name, and what no manager owns in it. */
+export interface Unsettled {
+  live: KubeObject;
+  stripped: KubeObject;
+  unowned?: Unowned;
+}
+
+/** `object` with the fields `stripRules` names removed, and what no manager owns in the rest. */
+export function unsettled(object: KubernetesObject): Unsettled {
   const live = object as KubeObject;
   const stripped = structuredClone(live);
   for (const rule of stripRules) {
     // Conditions read the live object, so one rule's strip never decides another's.
     if (appliesTo(rule, live)) removeAt(stripped, rule.path);
   }
-  const { owned, defaulted } = splitOwned(
+  const unowned = unownedOf(
     stripped,
     live.metadata?.managedFields,
     live.metadata?.annotations?.[lastAppliedAnnotation],
   );
+  return { live, stripped, ...(unowned ? { unowned } : {}) };
+}
+
+/**
+ * The desired-state projection of an unsettled object: without the unowned values `verdict`
+ * proves defaults (every other one is kept), and without a labels, annotations or spec map left
+ * empty. It may change `stripped`, which is its own copy: settle an unsettled object once.
+ */
+export function settle(
+  { live, stripped, unowned }: Unsettled,
+  verdict: DefaultVerdict = nothingProven,
+): Projection {
+  const { owned, defaulted } = splitOwned(stripped, unowned, verdict);
   for (const empty of droppedWhenEmpty) {
     const map = fieldAt(owned, empty.path);
     if (appliesTo(empty, live) && isRecord(map) && Object.keys(map).length === 0) removeAt(owned, empty.path);
@@ -188,9 +210,18 @@ export function project(object: KubernetesObject): Projection {
   return { object: owned, ...(defaulted ? { defaulted } : {}) };
 }
 
+/**
+ * The desired-state projection of `object`: without the fields `stripRules` names, and without
+ * the values no field manager owns that `verdict` proves the API server's defaults. With no
+ * verdict nothing is proven, and everything a client may have set is kept.
+ */
+export function project(object: KubernetesObject, verdict: DefaultVerdict = nothingProven): Projection {
+  return settle(unsettled(object), verdict);
+}
+
 /** The desired-state projection of `object`, as `project` makes it, without what it left out. */
-export function sanitize(object: KubernetesObject): KubeObject {
-  return project(object).object;
+export function sanitize(object: KubernetesObject, verdict: DefaultVerdict = nothingProven): KubeObject {
+  return project(object, verdict).object;
 }
 
 function appliesTo(rule: Pick<StripRule, "kind" | "when">, live: KubeObject): boolean {

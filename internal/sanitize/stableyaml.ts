@@ -2,6 +2,7 @@
 // file in Git changes only when the object does, and a digest of the text identifies content.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { Document, isMap, isScalar, visit, type Pair } from "yaml";
+import { yamlOptions } from "./yamlstrings.ts";
 
 // The order people read a manifest in; keys not listed follow, sorted.
 const topLevelOrder = ["apiVersion", "kind", "metadata", "spec", "data", "stringData", "binaryData"];
@@ -24,8 +25,8 @@ export function stableDocument(object: KubernetesObject): Document {
     // spells out every value.
     aliasDuplicateObjects: false,
     // kubectl, Flux and Argo CD read YAML with Go libraries that follow YAML 1.1, where yes, on,
-    // y and 1:20 are not strings; quoting them keeps a ConfigMap's "yes" a string there too.
-    compat: "yaml-1.1",
+    // y and 1:20 are not strings, and NEL or U+2028 break a line (yamlstrings.ts).
+    ...yamlOptions,
   });
   const root = document.contents;
   const metadata: unknown = isMap(root) ? root.get("metadata", true) : undefined;

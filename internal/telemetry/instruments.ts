@@ -85,6 +85,14 @@ export const watchSessions = new Counter({
   registers: [],
 });
 
+/** Dry-runs that prove which unowned values are server defaults, by outcome (sanitize/proof.ts). */
+export const defaultsProofs = new Counter({
+  name: `${metricPrefix}defaults_proofs_total`,
+  help: "Server-side dry-runs that prove which values no field manager owns are the API server's defaults, by outcome: proven (the answer was compared), forbidden (the source credential may not create the kind: its defaults are written to Git, and it is asked again ten minutes later), refused (the dry-run was refused for this shape: its values are kept), failed (not answered; asked again).",
+  labelNames: ["outcome"] as const,
+  registers: [],
+});
+
 /** Appends to the fact stream, by outcome: a failed one answered kube-apiserver 503, which it retries. */
 export const auditAppends = new Counter({
   name: `${metricPrefix}audit_appends_total`,
@@ -190,6 +198,7 @@ export function registerInstruments(registry: Registry): void {
     followerLastSuccess,
     attributionTransport,
     watchSessions,
+    defaultsProofs,
     commitRequests,
     receiverDeliveries,
     placements,

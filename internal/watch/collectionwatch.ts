@@ -11,7 +11,8 @@
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { getJson } from "../kube/rawget.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
-import { project } from "../sanitize/sanitize.ts";
+import { contentDigest } from "../sanitize/digest.ts";
+import { settle, unsettled, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import type { Logger } from "../operator/informer.ts";
 import { followedOnlyWhenUnowned, isControllerOwned } from "../typeset/followability.ts";
 import { asWatched, newerThanSnapshot } from "./listfallback.ts";
@@ -21,6 +22,7 @@ import {
   type DesiredObject,
   type GitTargetEventStream,
   type ResourceIdentity,
+  type StreamItem,
 } from "./stream.ts";
 import type { Collection } from "./watchedtypes.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
@@ -58,6 +60,16 @@ export interface CollectionWatchOptions {
   attributor?: Attributor;
   /** Where a reconnect resumes from; without one, every reconnect initializes. */
   cursor?: Cursor;
+  /**
+   * Projects an object, leaving out the unowned values it proves server defaults
+   * (defaultsprover.ts); without one nothing is proven, and every unowned value is kept.
+   */
+  projector?: Projector;
+}
+
+/** The desired-state projection of an object of a collection, at once or once proven. */
+export interface Projector {
+  project(collection: Collection, object: Unsettled): Projection | Promise<Projection>;
 }
 
 /** How a connection began: the first after start, a resume from the cursor, or a new snapshot. */
@@ -341,16 +353,33 @@ export class CollectionWatch {
   }
 
   private emitSnapshot(accepted: AcceptedState, buffer: Map<string, KubernetesObject>): void {
-    const objects: DesiredObject[] = [];
+    const ready: DesiredObject[] = [];
+    const proving: Promise<void>[] = [];
     for (const [key, object] of buffer) {
       // A terminating object is being deleted: deletion is its desired state.
       if (object.metadata?.deletionTimestamp || !this.followed(object)) continue;
-      const projection = project(object);
-      const digest = accepted.accept(key, projection.object, projection.defaulted);
-      objects.push({ identity: this.identityOf(object), ...projection, digest, ...appliedByOf(object) });
+      const pending = unsettled(object);
+      accepted.accept(key, pending.stripped, pending.unowned);
+      const identity = this.identityOf(object);
+      const desired = (projection: Projection): DesiredObject => ({
+        identity,
+        ...projection,
+        digest: contentDigest(projection.object),
+        ...appliedByOf(object),
+      });
+      const projection = this.project(pending);
+      if (!(projection instanceof Promise)) ready.push(desired(projection));
+      else proving.push(projection.then((proven) => void ready.push(desired(proven))));
     }
-    this.out.send({ type: "snapshot", collection: this.collection, objects });
+    const snapshot = () => ({ type: "snapshot", collection: this.collection, objects: ready }) as const;
+    // A snapshot's order means nothing (it is a set): proven objects join it as they come.
+    this.out.send(proving.length > 0 ? Promise.all(proving).then(snapshot) : snapshot());
     this.setState("Running");
+  }
+
+  /** Settled after no-op suppression read `pending`: settling may change it. */
+  private project(pending: Unsettled): Projection | Promise<Projection> {
+    return this.options.projector?.project(this.collection, pending) ?? settle(pending);
   }
 
   private onLiveEvent(accepted: AcceptedState, phase: string, object: KubernetesObject): void {
@@ -369,17 +398,23 @@ export class CollectionWatch {
       this.out.send(withAuthor(this.options.attributor, stampDelete(item, object), object, true));
       return;
     }
-    const projection = project(object);
-    const digest = accepted.acceptIfChanged(key, projection.object, projection.defaulted);
-    if (digest === undefined) return;
-    const item = {
-      type: "upsert" as const,
+    // No-op suppression compares the object without what stripRules name and what no manager
+    // owns in it. The projection is a function of the two, so equal content is a no-op whether
+    // or not its proof has been answered yet, and the comparison is made in the watch's order.
+    const pending = unsettled(object);
+    if (!accepted.acceptIfChanged(key, pending.stripped, pending.unowned)) return;
+    const identity = this.identityOf(object);
+    const upsert = (projection: Projection): StreamItem => ({
+      type: "upsert",
       collection: this.collection,
-      identity: this.identityOf(object),
+      identity,
       ...projection,
-      digest,
+      digest: contentDigest(projection.object),
       ...appliedByOf(object),
-    };
+    });
+    // The author is asked now, whether or not the projection waits for its proof.
+    const projection = this.project(pending);
+    const item = projection instanceof Promise ? projection.then(upsert) : upsert(projection);
     this.out.send(withAuthor(this.options.attributor, item, object, false));
   }
 }

@@ -9,6 +9,7 @@ import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
 import { TypeRegistry } from "../typeset/registry.ts";
 import type { Attributor } from "./attributor.ts";
+import { DefaultsProver } from "./defaultsprover.ts";
 import { CollectionWatch, type CollectionState } from "./collectionwatch.ts";
 import { Cursor, MemoryCursorStore, type CursorStore } from "./cursor.ts";
 import { discover } from "./discovery.ts";
@@ -45,6 +46,8 @@ export class WatchManager implements Runnable {
   /** Each served target's uid, which its collections' cursors are keyed by. */
   private readonly uids = new Map<string, string>();
   private readonly cursors: CursorStore;
+  /** One proof of server defaults per source, shared by every collection it watches. */
+  private readonly defaults: DefaultsProver;
   private started = false;
   private readonly streamListeners: ((target: TargetRef) => void)[] = [];
 
@@ -55,6 +58,7 @@ export class WatchManager implements Runnable {
     private readonly options: WatchManagerOptions = {},
   ) {
     this.cursors = options.cursors ?? new MemoryCursorStore();
+    this.defaults = new DefaultsProver(kubeConfig, logger);
     rules.onChange((targets) => {
       if (!this.started) return;
       for (const target of targets) if (this.served.has(targetKey(target))) this.plan(target);
@@ -184,6 +188,7 @@ export class WatchManager implements Runnable {
         },
         ...(attributor ? { attributor } : {}),
         cursor: new Cursor(this.cursors, { targetUid, group, resource, namespace, labelSelector }),
+        projector: this.defaults,
       });
       running.set(collectionKey, watch);
       watch.start();

@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { lastAppliedAnnotation } from "../../../internal/sanitize/lastapplied.ts";
+import type { DefaultVerdict } from "../../../internal/sanitize/owned.ts";
 import { project, type KubeObject } from "../../../internal/sanitize/sanitize.ts";
+
+// The verdict of a dry-run that answered every unowned value back (proof.ts makes real ones).
+const everyUnownedProven: DefaultVerdict = () => true;
 
 // What `kubectl apply` (client-side) of this manifest sends, and records in the annotation.
 const manifest = {
@@ -104,7 +108,7 @@ const withoutEnv = (object: KubeObject) => {
 
 describe("a client-side apply owns what its last-applied input holds", () => {
   it("the manager that wrote last-applied-configuration owns only what that input sets", () => {
-    const { object, defaulted } = project(withoutEnv(clientSideApplied()));
+    const { object, defaulted } = project(withoutEnv(clientSideApplied()), everyUnownedProven);
     assert.deepEqual(object, manifest);
     assert.deepEqual(defaulted?.inside?.spec?.values, {
       progressDeadlineSeconds: 600,
@@ -114,7 +118,7 @@ describe("a client-side apply owns what its last-applied input holds", () => {
   });
 
   it("a list item whose key field was defaulted is still the manifest's item", () => {
-    const { object } = project(withoutEnv(clientSideApplied()));
+    const { object } = project(withoutEnv(clientSideApplied()), everyUnownedProven);
     const containers = (object.spec as typeof manifest.spec).template.spec.containers;
     assert.deepEqual(containers[0]?.ports, [{ containerPort: 80 }]);
   });
@@ -138,13 +142,13 @@ describe("a client-side apply owns what its last-applied input holds", () => {
         },
       },
     };
-    const { object } = project(clientSideApplied(undefined, [edit]));
+    const { object } = project(clientSideApplied(undefined, [edit]), everyUnownedProven);
     const containers = (object.spec as typeof manifest.spec).template.spec.containers as { env?: unknown }[];
     assert.deepEqual(containers[0]?.env, [{ name: "MODE", value: "debug" }]);
   });
 
   it("an annotation that is not JSON narrows nothing", () => {
-    const { object } = project(withoutEnv(clientSideApplied("{not json")));
+    const { object } = project(withoutEnv(clientSideApplied("{not json")), everyUnownedProven);
     assert.equal((object.spec as { revisionHistoryLimit?: number }).revisionHistoryLimit, 10);
   });
 });

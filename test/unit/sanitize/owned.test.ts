@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { AcceptedState } from "../../../internal/sanitize/accepted.ts";
 import { contentDigest } from "../../../internal/sanitize/digest.ts";
-import { keepWrittenDefaults, splitOwned } from "../../../internal/sanitize/owned.ts";
+import {
+  keepWrittenDefaults,
+  splitOwned,
+  unownedOf,
+  type DefaultVerdict,
+} from "../../../internal/sanitize/owned.ts";
 import { project, type KubeObject } from "../../../internal/sanitize/sanitize.ts";
 
 // A Deployment as `kubectl apply --server-side` of a short manifest leaves it: the manager owns
@@ -93,9 +98,20 @@ const applied = {
   },
 };
 
-describe("a field no manager owns is the API server's default", () => {
-  it("a field no manager owns is left out of the projection, with its live value set aside", () => {
+// The verdict of a dry-run that answered every unowned value back (proof.ts makes real ones).
+const everyUnownedProven: DefaultVerdict = () => true;
+
+describe("a field no manager owns is left out only when proven the API server's default", () => {
+  it("without a proof every value no manager owns is kept", () => {
     const { object, defaulted } = project(appliedDeployment());
+    assert.equal(defaulted, undefined);
+    const spec = object.spec as { revisionHistoryLimit?: number; template: typeof applied.spec.template };
+    assert.equal(spec.revisionHistoryLimit, 10);
+    assert.deepEqual(spec.template.spec.containers[0]?.ports, [{ containerPort: 80, protocol: "TCP" }]);
+  });
+
+  it("a proven default is left out of the projection, with its live value set aside", () => {
+    const { object, defaulted } = project(appliedDeployment(), everyUnownedProven);
     assert.deepEqual(object, applied);
     assert.deepEqual(defaulted?.inside?.spec?.values, {
       progressDeadlineSeconds: 600,
@@ -105,13 +121,13 @@ describe("a field no manager owns is the API server's default", () => {
   });
 
   it("a list item is matched by its key fields, and a key field nobody set is left out of it", () => {
-    const { object } = project(appliedDeployment());
+    const { object } = project(appliedDeployment(), everyUnownedProven);
     const spec = object.spec as typeof applied.spec;
     assert.deepEqual(spec.template.spec.containers[0]?.ports, [{ containerPort: 80 }]);
   });
 
   it("a value owned whole (an atomic list or map) is kept whole", () => {
-    const { object } = project(appliedDeployment());
+    const { object } = project(appliedDeployment(), everyUnownedProven);
     const spec = object.spec as typeof applied.spec;
     assert.deepEqual(spec.selector, { matchLabels: { app: "web" } });
     assert.deepEqual(spec.template.spec.containers[0]?.args, ["--port", "80"]);
@@ -126,7 +142,7 @@ describe("a field no manager owns is the API server's default", () => {
   });
 
   it("a defaulted field a document does not set is never added to it", () => {
-    const { object, defaulted } = project(appliedDeployment());
+    const { object, defaulted } = project(appliedDeployment(), everyUnownedProven);
     assert.deepEqual(keepWrittenDefaults(applied, object, defaulted), applied);
   });
 
@@ -134,7 +150,7 @@ describe("a field no manager owns is the API server's default", () => {
     const written = structuredClone(applied) as Record<string, unknown> & typeof applied;
     Object.assign(written.spec, { revisionHistoryLimit: 3 });
     Object.assign(written.spec.template.spec.containers[0]!, { imagePullPolicy: "Always" });
-    const { object, defaulted } = project(appliedDeployment("Never"));
+    const { object, defaulted } = project(appliedDeployment("Never"), everyUnownedProven);
     const desired = keepWrittenDefaults(written, object, defaulted) as typeof written;
     assert.equal((desired.spec as { revisionHistoryLimit?: number }).revisionHistoryLimit, 10);
     assert.equal(
@@ -144,18 +160,18 @@ describe("a field no manager owns is the API server's default", () => {
     assert.equal((desired.spec as { strategy?: unknown }).strategy, undefined, "not set in Git: not added");
   });
 
-  it("an item no manager owns is left out of its list", () => {
+  it("an item no manager owns, proven a default, is left out of its list", () => {
     const fields = { "f:finalizers": { 'v:"example.com/keep"': {} } };
-    const { owned } = splitOwned({ metadata: { finalizers: ["example.com/keep", "example.com/injected"] } }, [
-      { fieldsType: "FieldsV1", fieldsV1: { "f:metadata": fields } },
-    ]);
+    const object = { metadata: { finalizers: ["example.com/keep", "example.com/injected"] } };
+    const unowned = unownedOf(object, [{ fieldsType: "FieldsV1", fieldsV1: { "f:metadata": fields } }]);
+    const { owned } = splitOwned(object, unowned, everyUnownedProven);
     assert.deepEqual(owned, { metadata: { finalizers: ["example.com/keep"] } });
   });
 
   it("a change only in a defaulted value is not a no-op", () => {
     const accepted = new AcceptedState();
-    const before = project(appliedDeployment("IfNotPresent"));
-    const after = project(appliedDeployment("Always"));
+    const before = project(appliedDeployment("IfNotPresent"), everyUnownedProven);
+    const after = project(appliedDeployment("Always"), everyUnownedProven);
     accepted.accept("web", before.object, before.defaulted);
     assert.equal(accepted.isNoop("web", before.object, before.defaulted), true);
     assert.equal(accepted.isNoop("web", after.object, after.defaulted), false);
@@ -163,8 +179,8 @@ describe("a field no manager owns is the API server's default", () => {
 
   it("what it accepts gives the writer the content digest of the object alone, defaulted or not", () => {
     const accepted = new AcceptedState();
-    const before = project(appliedDeployment("IfNotPresent"));
-    const after = project(appliedDeployment("Always"));
+    const before = project(appliedDeployment("IfNotPresent"), everyUnownedProven);
+    const after = project(appliedDeployment("Always"), everyUnownedProven);
     assert.ok(before.defaulted, "the fixture has defaulted fields");
     assert.equal(accepted.accept("web", before.object, before.defaulted), contentDigest(before.object));
     assert.equal(accepted.acceptIfChanged("web", before.object, before.defaulted), undefined, "a no-op");

@@ -1,0 +1,60 @@
+// Strings every YAML reader reads back the same. kubectl, kustomize, sops, Flux and Argo CD read
+// YAML with Go libraries that follow YAML 1.1, where NEL (U+0085), U+2028 and U+2029 are line
+// breaks, and where C0 and C1 controls, DEL, U+FFFE and U+FFFF may not appear in a file at all.
+// The yaml library writes such characters as they are, plain or in quotes: kustomize then fails
+// ("control characters are not allowed"), or reads another string, and sops computes its MAC
+// over that other string. A string holding one is written double-quoted with every such
+// character escaped, which each reader decodes to the same code points.
+import type { ScalarTag, Tags } from "yaml";
+import { stringTag, type StringifyContext } from "yaml/util";
+
+// Outside YAML's printable set (C0 but tab and line feed, DEL, C1, the surrogates, U+FFFE and
+// U+FFFF), line breaks in YAML 1.1 only (NEL, U+2028, U+2029), and U+FEFF, a byte order mark a
+// reader may drop. Carriage return is a line break in a plain or block scalar: escaped too.
+// With the u flag a surrogate pair is one code point, so only a lone surrogate matches.
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const unreadable = /[\0-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]/u;
+
+/** Whether `value` must be written escaped to read back the same through Go's YAML. */
+export function needsEscaping(value: string): boolean {
+  return unreadable.test(value);
+}
+
+const named: Readonly<Record<string, string>> = { "\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t" };
+
+/** `value` as a double-quoted YAML scalar in which only printable characters appear as they are. */
+export function escapedDoubleQuoted(value: string): string {
+  let out = '"';
+  for (const ch of value) {
+    const code = ch.codePointAt(0)!;
+    if (named[ch] !== undefined) out += named[ch];
+    else if (code < 0x20 || (code >= 0x7f && code <= 0x9f)) out += `\\x${hex(code, 2)}`;
+    else if (unreadable.test(ch)) out += `\\u${hex(code, 4)}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+function hex(code: number, width: number): string {
+  return code.toString(16).toUpperCase().padStart(width, "0");
+}
+
+/** yaml's string tag, but a string `needsEscaping` says so of is written by escapedDoubleQuoted. */
+const readableString: ScalarTag = {
+  ...stringTag,
+  stringify(item, ctx: StringifyContext, onComment, onChompKeep) {
+    const { value } = item;
+    if (typeof value === "string" && needsEscaping(value)) return escapedDoubleQuoted(value);
+    return stringTag.stringify!(item, ctx, onComment, onChompKeep);
+  },
+};
+
+function withReadableStrings(tags: Tags): Tags {
+  return tags.map((tag) => (tag === stringTag ? readableString : tag));
+}
+
+/**
+ * The options every YAML document we parse or write is made with: YAML 1.1 as Go's readers
+ * follow it (yes, on and 1:20 are quoted when they are strings), and readable strings.
+ */
+export const yamlOptions = { compat: "yaml-1.1", customTags: withReadableStrings } as const;
