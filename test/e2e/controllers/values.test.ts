@@ -24,6 +24,7 @@ import { installCrds } from "../../support/manifests.ts";
 import { applyMirror } from "../../support/mirror.ts";
 import { startOperator } from "../../support/operator.ts";
 import { seededRandom } from "../../support/random.ts";
+import { startMutatingWebhook, type MutatingWebhook } from "../../support/mutatingwebhook.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { ageIdentity, sopsDecrypt, type AgeIdentity } from "../../support/sops.ts";
 import { eventually } from "../../support/wait.ts";
@@ -102,6 +103,9 @@ describe("Git holds every value a client set", () => {
   let workerRoot: string;
   let scratch: string;
   let alice: AgeIdentity;
+  let webhook: MutatingWebhook | undefined;
+  const mutate = { "example.com/mutate": "yes" };
+  const injected = { key: "example.com/injected", value: "by-webhook" };
   const start = () =>
     startOperator(kc, { inClusterKubeProviders: [`${namespace}/self`], workerRoot, pushCooldownMs: 0 });
   const show = (path: string) => git.fileAt("state", "main", path);
@@ -132,6 +136,22 @@ describe("Git holds every value a client set", () => {
       { timeoutMs: 60_000, description: `${pathOf(made)} ${what}` },
     );
 
+  /** Waits until `on` calls the webhook: the API server reads its configurations through an informer. */
+  const webhookCalled = async (on: ControlPlane) => {
+    const probe = { ...(manifest({ kind: "ConfigMap", name: "probe" }) as object) } as KubernetesObject;
+    probe.metadata = { name: "probe", namespace, labels: mutate };
+    const file = fileIn("probe.json", JSON.stringify(probe));
+    await eventually(
+      async () => {
+        const out = JSON.parse(
+          await kubectlOk(on, "create", "--dry-run=server", "-o", "json", "-f", file),
+        ) as KubernetesObject;
+        return out.metadata?.annotations?.[injected.key] === injected.value;
+      },
+      { description: "the API server to call the webhook" },
+    );
+  };
+
   before(async () => {
     [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
     kc = plane.kubeConfig();
@@ -160,6 +180,7 @@ describe("Git holds every value a client set", () => {
     await git?.close();
     await plane?.stop();
     await empty?.stop();
+    await webhook?.close();
     if (workerRoot) removeOwnedTempDir(workerRoot);
     if (scratch) removeOwnedTempDir(scratch);
   });
@@ -257,6 +278,26 @@ describe("Git holds every value a client set", () => {
       );
     });
 
+    // A mutating admission webhook annotates what carries its label: the API server stores it.
+    webhook = await startMutatingWebhook(scratch, "values-injector", mutate, injected);
+    await kubectlOk(
+      plane,
+      "apply",
+      "--server-side",
+      "-f",
+      fileIn("webhook.json", JSON.stringify(webhook.configuration)),
+    );
+    await webhookCalled(plane);
+    await each("mutated", async (m, file) => {
+      const labelled = manifest(m) as { metadata: { labels: Record<string, string> } };
+      labelled.metadata.labels = { ...labelled.metadata.labels, ...mutate };
+      // JSON: YAML 1.2 would write the label's "yes" plain, which Go's YAML 1.1 reads as true.
+      writeFileSync(file, JSON.stringify(labelled));
+      await kubectlOk(plane, "apply", "--server-side", "-f", file);
+      const stored = await live(plane, m);
+      assert.equal(stored.metadata?.annotations?.[injected.key], injected.value, "the webhook annotated it");
+    });
+
     for (const m of made) await inGitEventually(m, (o) => o.metadata?.name === m.name, "is written");
     const applied = fileIn(
       "service-account-less-namespace.yaml",
@@ -264,6 +305,16 @@ describe("Git holds every value a client set", () => {
     );
     empty = await ControlPlane.start();
     await kubectlOk(empty, "apply", "--server-side", "-f", applied);
+    // What a webhook adds is left out of Git as a default is: the API server puts it back. So a
+    // cluster configured the same recreates the object; this one gets the same webhook.
+    await kubectlOk(
+      empty,
+      "apply",
+      "--server-side",
+      "-f",
+      fileIn("webhook.json", JSON.stringify(webhook.configuration)),
+    );
+    await webhookCalled(empty);
     // What Git holds settles: a later write (the reset's label) may still be on its way.
     for (const m of made) {
       await eventually(
