@@ -12,7 +12,7 @@ import { streamKeyOf, type FactStream, type StreamRef } from "./factstream.ts";
 import { AuditIngress, type AuditIngressOptions } from "./ingress.ts";
 import { creatorRungs, resolve } from "./resolver.ts";
 import type { Actor } from "./fact.ts";
-import { attributionResolutions, factIndexEntries } from "../telemetry/instruments.ts";
+import { attributionNoops, attributionResolutions, factIndexEntries } from "../telemetry/instruments.ts";
 
 export type Transport = "redis" | "memory";
 
@@ -38,7 +38,9 @@ export class Attribution {
     private readonly stream: FactStream,
     logger: Logger,
   ) {
-    this.index = new FactIndex(settings.index ?? defaultFactIndexLimits);
+    this.index = new FactIndex(settings.index ?? defaultFactIndexLimits, Date.now, (fact) =>
+      attributionNoops.inc({ audit_route: fact.route }),
+    );
     this.ingress = new AuditIngress({
       ...settings.ingress,
       transport: settings.transport,

@@ -79,6 +79,19 @@ interface Entry {
   scope: string;
 }
 
+/** The key of the version a fact's write left the object at: (uid, rv), else rv alone. */
+function versionKeyOf(fact: Fact): FactKey | undefined {
+  if (fact.collection || !fact.resourceVersion) return undefined;
+  return fact.uid
+    ? { kind: "exact", uid: fact.uid, rv: fact.resourceVersion }
+    : { kind: "rv", rv: fact.resourceVersion };
+}
+
+/** Whether `a` finished before `b`; of two that finished in the same millisecond, the one heard first. */
+function finishedBefore(a: Fact, b: Fact): boolean {
+  return a.at < b.at;
+}
+
 export class FactIndex {
   /** Every entry, oldest first, by scope and key. */
   private readonly entries = new Map<string, Entry>();
@@ -88,11 +101,28 @@ export class FactIndex {
   constructor(
     private readonly limits: FactIndexLimits = defaultFactIndexLimits,
     private readonly now: () => number = Date.now,
+    /** Told of each fact dropped as a no-op's. */
+    private readonly onNoop: (fact: Fact) => void = () => {},
   ) {}
 
-  /** Files a fact under its keys, and wakes whoever waits on one of them. */
+  /**
+   * Files a fact under its keys, and wakes whoever waits on one of them. Exactly one request
+   * made each resourceVersion: a write that changed nothing is answered with the version the
+   * last real write made, so a second fact for an object's version is a no-op's. Of the two, the
+   * one that finished first made the version (a no-op reads what that write stored, then
+   * finishes); the other is dropped, and counted, never filed where it could win.
+   */
   apply(fact: Fact): void {
     const scope = scopeKeyOf(fact);
+    const made = this.madeVersion(scope, fact);
+    if (made && made.auditID !== fact.auditID) {
+      if (!finishedBefore(fact, made)) {
+        this.onNoop(fact);
+        return;
+      }
+      this.unfile(scope, made);
+      this.onNoop(made);
+    }
     for (const key of keysOf(fact)) {
       const full = `${scope}|${keyText(key)}`;
       // A sticky slot keeps the first deletion it heard: a later write's fact never replaces it.
@@ -106,6 +136,22 @@ export class FactIndex {
       this.perScope.set(scope, keys);
       this.evict(scope);
       for (const wake of this.waiters.get(full) ?? []) wake();
+    }
+  }
+
+  /** The fact filed for the version `fact` names, in `scope`: the request that made it, so far. */
+  private madeVersion(scope: string, fact: Fact): Fact | undefined {
+    const key = versionKeyOf(fact);
+    if (!key) return undefined;
+    const entry = this.entries.get(`${scope}|${keyText(key)}`);
+    return entry && entry.expiresAt > this.now() ? entry.fact : undefined;
+  }
+
+  /** Takes `fact` out from under every key it is filed under. */
+  private unfile(scope: string, fact: Fact): void {
+    for (const key of keysOf(fact)) {
+      const full = `${scope}|${keyText(key)}`;
+      if (this.entries.get(full)?.fact === fact) this.drop(full);
     }
   }
 

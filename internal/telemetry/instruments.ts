@@ -85,6 +85,14 @@ export const watchSessions = new Counter({
   registers: [],
 });
 
+/** Facts dropped because their write changed nothing: the version they name another write made. */
+export const attributionNoops = new Counter({
+  name: `${metricPrefix}attribution_noop_facts_total`,
+  help: "Audit facts dropped as a no-op's, by audit route: a write that changed nothing is answered with the resourceVersion the last real write made, so it never takes that write's credit.",
+  labelNames: ["audit_route"] as const,
+  registers: [],
+});
+
 /** Dry-runs that prove which unowned values are server defaults, by outcome (sanitize/proof.ts). */
 export const defaultsProofs = new Counter({
   name: `${metricPrefix}defaults_proofs_total`,
@@ -198,6 +206,7 @@ export function registerInstruments(registry: Registry): void {
     followerLastSuccess,
     attributionTransport,
     watchSessions,
+    attributionNoops,
     defaultsProofs,
     commitRequests,
     receiverDeliveries,

@@ -340,3 +340,57 @@ describe("a CommitRequest's author is the fact of the write that created it", ()
     assert.equal((await ask(index)).tier, "absent");
   });
 });
+
+describe("exactly one request made each resourceVersion", () => {
+  /** alice's no-op, answered with bob's version 11, finishing after bob's edit. */
+  const bobEdits = () =>
+    fact({ auditID: "bob", user: { username: "bob" }, stageTimestamp: "2026-12-01T10:00:00.100Z" });
+  const aliceNoop = () => fact({ auditID: "alice", stageTimestamp: "2026-12-01T10:00:00.300Z" });
+  const actorOf = (index: FactIndex, q = query()) => {
+    const found = lookUp(index, q);
+    return "actor" in found ? found.actor.username : found.tier;
+  };
+
+  it("a no-op heard after the write that made the version is dropped, and counted", () => {
+    const dropped: string[] = [];
+    const index = new FactIndex(undefined, undefined, (f) => dropped.push(f.auditID));
+    index.apply(bobEdits());
+    index.apply(aliceNoop());
+    assert.equal(actorOf(index), "bob");
+    assert.equal(index.get(scope, { kind: "uid", uid: "u1" })?.actor.username, "bob", "nor the uid's slot");
+    assert.deepEqual(dropped, ["alice"]);
+  });
+
+  it("a no-op heard before the write that made the version gives way to it", () => {
+    const dropped: string[] = [];
+    const index = new FactIndex(undefined, undefined, (f) => dropped.push(f.auditID));
+    index.apply(aliceNoop());
+    index.apply(bobEdits());
+    assert.equal(actorOf(index), "bob");
+    assert.equal(index.get(scope, { kind: "uid", uid: "u1" })?.actor.username, "bob");
+    assert.deepEqual(dropped, ["alice"]);
+  });
+
+  it("the same fact heard twice, as a replay delivers it, is no no-op", () => {
+    const dropped: string[] = [];
+    const index = new FactIndex(undefined, undefined, (f) => dropped.push(f.auditID));
+    index.apply(bobEdits());
+    index.apply(bobEdits());
+    assert.equal(actorOf(index), "bob");
+    assert.deepEqual(dropped, []);
+  });
+
+  it("a later write makes a version of its own, and names its author", () => {
+    const index = new FactIndex();
+    index.apply(bobEdits());
+    index.apply(
+      fact({
+        auditID: "carol",
+        user: { username: "carol" },
+        responseObject: { metadata: { resourceVersion: "12", uid: "u1" } },
+      }),
+    );
+    assert.equal(actorOf(index, query({ resourceVersion: "12" })), "carol");
+    assert.equal(actorOf(index), "bob");
+  });
+});
