@@ -138,7 +138,7 @@ describe("Git holds every value a client set", () => {
 
   /** Waits until `on` calls the webhook: the API server reads its configurations through an informer. */
   const webhookCalled = async (on: ControlPlane) => {
-    const probe = { ...(manifest({ kind: "ConfigMap", name: "probe" })) } as KubernetesObject;
+    const probe = { ...manifest({ kind: "ConfigMap", name: "probe" }) } as KubernetesObject;
     probe.metadata = { name: "probe", namespace, labels: mutate };
     const file = fileIn("probe.json", JSON.stringify(probe));
     await eventually(
