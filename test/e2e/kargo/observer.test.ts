@@ -226,11 +226,15 @@ describe("the Kargo observer: an image bumped by hand and synced by Argo CD beco
     const gauge = async () =>
       (await freightMissing.get()).values.find((v) => v.labels.stage_name === "ahead")?.value;
     await eventually(async () => (await gauge()) === 1, { timeoutMs: 20_000, description: "the gauge at 1" });
-    const events = await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: appNs });
-    const missing = events.items.find(
-      (e) => e.reason === "FreightMissing" && e.regarding?.name === "shop-ahead",
+    // The Event is recorded on its own, after the gauge: it is waited for, not read once.
+    const missing = await eventually(
+      async () =>
+        (await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: appNs })).items.find(
+          (e) => e.reason === "FreightMissing" && e.regarding?.name === "shop-ahead",
+        ),
+      { timeoutMs: 20_000, description: "the FreightMissing Event" },
     );
-    assert.match(missing?.note ?? "", /9\.9\.9/);
+    assert.match(missing.note ?? "", /9\.9\.9/);
     await freight("f9", "9.9.9");
     const [promotion] = await onePromotion("ahead");
     assert.equal((promotion!.spec as { freight?: string }).freight, "f9");
