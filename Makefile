@@ -35,10 +35,11 @@ build: node_modules ## Type-check and compile everything into dist/, and bundle 
 	node hack/bundle.ts
 
 .PHONY: lint
-lint: node_modules ## Type-check, run eslint, and check formatting with prettier.
+lint: node_modules ## Type-check, run eslint, check formatting with prettier, and check that no imports go round in circles.
 	tsc -p tsconfig.json --noEmit
 	eslint .
 	prettier --check .
+	node --import tsx hack/imports.ts
 
 .PHONY: format
 format: node_modules ## Rewrite files in prettier's format.

@@ -8,7 +8,8 @@ import type { CommitRequestCore, Path } from "../internal/commitrequest/core.ts"
 import { informerSource } from "../internal/kube/sources.ts";
 import type { SaveRoutes } from "../internal/git/saveroutes.ts";
 import { Controller } from "../internal/operator/controller.ts";
-import { SharedInformer, type Logger } from "../internal/operator/informer.ts";
+import { SharedInformer } from "../internal/operator/informer.ts";
+import type { Logger } from "../internal/telemetry/logger.ts";
 import type { Runnable } from "../internal/operator/manager.ts";
 import { untilAborted } from "../internal/timing/sleep.ts";
 import { CommitRequestReconciler } from "./commitrequest.ts";

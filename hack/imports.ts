@@ -79,7 +79,8 @@ const folders = new Map<string, Set<string>>();
 for (const [file, imports] of files) {
   const from = dirname(file);
   const to = folders.get(from) ?? new Set<string>();
-  for (const imported of imports) if (files.has(imported) && dirname(imported) !== from) to.add(dirname(imported));
+  for (const imported of imports)
+    if (files.has(imported) && dirname(imported) !== from) to.add(dirname(imported));
   folders.set(from, to);
 }
 
@@ -87,7 +88,9 @@ if (process.argv.includes("--summary")) {
   const edges = [...folders.values()].reduce((sum, to) => sum + to.size, 0);
   console.log(`${files.size} files in ${folders.size} folders, ${edges} folder-to-folder imports`);
 }
-const fileCircles = circles(files).filter((c) => !c.every((f) => allowedCircles.some((a) => f.startsWith(a))));
+const fileCircles = circles(files).filter(
+  (c) => !c.every((f) => allowedCircles.some((a) => f.startsWith(a))),
+);
 const folderCircles = circles(folders);
 for (const circle of fileCircles) console.error(`files import each other: ${circle.join(", ")}`);
 for (const circle of folderCircles) console.error(`folders import each other: ${circle.join(", ")}`);

@@ -3,7 +3,7 @@
 // asks the resolver who made a live change. One follow per stream, counted by the watches
 // that need it. With the memory transport a fact the ingress accepts is in the index before
 // the ingress answers; with Redis, once the follower has read it back.
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { Attributor } from "../watch/attributor.ts";
 import type { Collection } from "../watch/watchedtypes.ts";
 import { authorOf } from "./author.ts";

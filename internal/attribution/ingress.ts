@@ -10,7 +10,7 @@ import {
 } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { Runnable } from "../operator/manager.ts";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { factsByType, type AuditEvent, type Fact } from "./fact.ts";
 import { auditAppends, auditFacts, auditRequests } from "../telemetry/instruments.ts";
 import { readBody } from "../webhook/body.ts";

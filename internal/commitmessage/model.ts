@@ -1,6 +1,7 @@
 // What a commit message template sees. The names are capitalized, Go style, because the templates
 // are Go templates and users copy examples written for Go; the GitTarget documentation lists
 // these same fields, so renaming one breaks users' templates.
+import type { ResourceIdentity } from "../types/identity.ts";
 
 /** Why a commit is made, which also picks the GitTarget's template. */
 export type Reason = "live" | "reconcile" | "request";
@@ -47,14 +48,8 @@ export interface ResourceData {
 }
 
 /** One changed resource, as the branch worker knows it: a ResourceIdentity spreads into it. */
-export interface ChangeInput {
+export interface ChangeInput extends Omit<ResourceIdentity, "uid"> {
   operation: Operation;
-  group: string;
-  version: string;
-  resource: string;
-  kind: string;
-  namespace: string;
-  name: string;
   path: string;
 }
 

@@ -7,7 +7,7 @@ import type { CommitRequest, GitTarget, KubeProvider } from "../../generated/v1a
 import type { ResourceClient } from "../kube/resourceclient.ts";
 import { auditRouteOf, providerKey } from "../kubeprovider/decide.ts";
 import type { Condition, ConditionUpdate } from "../operator/conditions.ts";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { StatusWriter } from "../operator/status.ts";
 import { keyOf, type NamespacedName } from "../types/names.ts";
 import type { Actor } from "../attribution/fact.ts";

@@ -4,9 +4,11 @@
 // and pushed one commit each, with a push cooldown that batches bursts. A remote that cannot be
 // reached keeps every retained write and is retried on its own schedule; while it is, intake is
 // bounded by the branch budget.
-import type { Logger } from "../operator/informer.ts";
-import type { Author, StreamItem } from "../watch/stream.ts";
-import type { Repository, Signature } from "./clone.ts";
+import type { Logger } from "../telemetry/logger.ts";
+import type { StreamItem } from "../watch/stream.ts";
+import type { Author } from "../types/signature.ts";
+import type { Repository } from "./clone.ts";
+import type { Signature } from "../types/signature.ts";
 import { DeliveryLooks, proveBranch, readFolders, type Refreshing } from "./refresh.ts";
 import { identityKeyOf } from "../manifest/writer.ts";
 import type { MaterializeOptions, WorkTree } from "./materialize.ts";
@@ -14,7 +16,8 @@ import { Publication, type Unpublished } from "./publication.ts";
 import { RetrySchedule } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
-import { IntakeGate, bytesOf, itemChargeBytes, type BranchState } from "./intakebudget.ts";
+import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
+import type { BranchState } from "./report.ts";
 import { WorkerQueue } from "./workerqueue.ts";
 import { InventoryStore } from "./inventorystore.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";

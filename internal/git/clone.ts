@@ -18,12 +18,8 @@ import { parseAdvertisement } from "./lsremote.ts";
 import { rootCommit, rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
 import { signCommits } from "./commitsigner.ts";
 import type { SigningKey } from "../signing/sshkey.ts";
+import type { Signature } from "../types/signature.ts";
 import { withTransport, type RemoteAuth } from "./transport.ts";
-
-export interface Signature {
-  name: string;
-  email: string;
-}
 
 export interface CloneOptions {
   dir: string;

@@ -3,22 +3,13 @@
 // 5 minutes) would only let them win every race, so the worker fetches, replays and pushes again
 // after a short jittered pause, and reports it as RemoteMoving, never as RemoteUnreachable.
 import { backoffDelay, type Backoff, type RandomSource } from "../timing/backoff.ts";
-import type { BranchState } from "./intakebudget.ts";
+import type { BranchState, Contention } from "./report.ts";
 
 /**
  * The pause before the next attempt on a branch that moved: 50–100 ms at first, growing slowly
  * to 250–500 ms. The jitter keeps two writers that lost to each other from colliding again.
  */
 const movingPause: Backoff = { baseMs: 100, maxMs: 500, factor: 1.25, jitter: "equal" };
-
-/** The branch keeps moving while the worker pushes: since when, and how often it did. */
-export interface Contention {
-  since: Date;
-  /** How many times the branch moved under a push since the last one that landed. */
-  moves: number;
-  /** When the next publication may start. */
-  nextAttemptAt: number;
-}
 
 /** The pause after the branch moved `moves` times in a row. */
 export function movingPauseMs(moves: number, random: RandomSource = Math.random): number {

@@ -4,9 +4,7 @@
 // the clone, because waiting does not repair a damaged checkout. What is not known to be local
 // is treated as the remote's, which keeps every write and retries.
 
-import { GitCommandError } from "./gitexec.ts";
-
-export type Fault = "remote" | "local";
+import { GitCommandError, type Fault } from "./gitexec.ts";
 
 /** errno codes of a filesystem that refused or lost a file. */
 const localErrnoCodes = new Set([

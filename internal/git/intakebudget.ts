@@ -3,17 +3,7 @@
 // --branch-buffer-max-size; the first time it does not fit, intake pauses, and the watches feeding
 // the branch stop reading with their cursors kept, until a push lands and the wait ends.
 import type { StreamItem } from "../watch/stream.ts";
-import type { Contention } from "./contention.ts";
-import type { Outage } from "./retry.ts";
-
-/** What every GitTarget on the branch reports of its worker, and what the metrics show. */
-export interface BranchState {
-  retainedWrites: number;
-  retainedBytes: number;
-  intakePaused: boolean;
-  outage?: Outage;
-  contention?: Contention;
-}
+import type { BranchState } from "./report.ts";
 
 /** Every accepted item costs this much besides its bytes, so many small ones count too. */
 export const itemChargeBytes = 1024;

@@ -3,8 +3,8 @@
 // failure is logged.
 import { commitMessage, type MessageTemplates } from "../commitmessage/messages.ts";
 import { messageData } from "../commitmessage/model.ts";
-import type { Logger } from "../operator/informer.ts";
-import type { Signature } from "./clone.ts";
+import type { Logger } from "../telemetry/logger.ts";
+import type { Signature } from "../types/signature.ts";
 import type { AppliedChange } from "./materialize.ts";
 import type { DecidedWrite } from "./writes.ts";
 import { parseKey } from "../types/names.ts";

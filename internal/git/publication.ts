@@ -8,13 +8,14 @@
 // is caught by the push, whose lease names the root it expects the branch at. A remote that
 // moved under the push is tried again after a short jittered pause, never on the outage
 // schedule (contention.ts).
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { RandomSource } from "../timing/backoff.ts";
 import { sleep } from "../timing/sleep.ts";
 import { RemoteMovedError, type Repository } from "./clone.ts";
-import { ContentionSchedule, movingPauseMs, type Contention } from "./contention.ts";
-export type { Contention } from "./contention.ts";
-import { faultOf, type Fault } from "./fault.ts";
+import { ContentionSchedule, movingPauseMs } from "./contention.ts";
+import type { Contention } from "./report.ts";
+import { faultOf } from "./fault.ts";
+import type { Fault } from "./gitexec.ts";
 import { materialize, type MaterializeOptions, type WorkTree } from "./materialize.ts";
 import { ParentMissingError, rootCommit, type Root } from "./root.ts";
 import type { Intake, TargetFolders } from "./targetfolders.ts";

@@ -5,7 +5,7 @@
 // holds no write that would do the same anyway.
 import { renderRefusal } from "../kustomize/verdict.ts";
 import type { FolderRenders } from "../kustomize/renders.ts";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { WorkTree } from "./materialize.ts";
 import type { Publication } from "./publication.ts";
 import type { TargetFolders } from "./targetfolders.ts";

@@ -3,20 +3,8 @@
 // back at the same instant), without waiting for another edit. It also remembers since
 // when the branch has been failing and why, which every GitTarget on the branch reports.
 import { backoffDelay, type Backoff, type RandomSource } from "../timing/backoff.ts";
-import type { Fault } from "./fault.ts";
-
-export interface Outage {
-  /** When the first failure of this run of failures happened. */
-  since: Date;
-  /** What the last attempt failed on. */
-  error: string;
-  /** When the next attempt is due, in milliseconds since the epoch. */
-  nextAttemptAt: number;
-  /** The last attempt found no parent to create the write branch from: parent recovery. */
-  parentMissing?: boolean;
-  /** "local" when the last attempt failed on the local clone, which was reset; the remote's otherwise. */
-  fault?: Fault;
-}
+import type { Fault } from "./gitexec.ts";
+import type { Outage } from "./report.ts";
 
 const retryBackoff: Backoff = { baseMs: 10_000, maxMs: 5 * 60_000, jitter: "equal" };
 

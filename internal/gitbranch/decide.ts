@@ -3,7 +3,7 @@
 // its worker's report make of its conditions.
 import { GitBranchCondition, GitBranchReason } from "../../generated/v1alpha3/index.ts";
 import type { Candidate } from "../git/branchclaim.ts";
-import type { BranchState } from "../git/intakebudget.ts";
+import type { BranchState } from "../git/report.ts";
 import { contentionFacts, contentionMessage } from "../git/contention.ts";
 import { outageFacts, outageMessage } from "../git/outage.ts";
 import { describeCheck, recheckOf, type CheckContext, type Recheck } from "../gitprovider/describe.ts";

@@ -1,13 +1,24 @@
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from "@kubernetes/client-node";
-import type { InformerSource } from "../operator/informer.ts";
 import { getJson } from "./rawget.ts";
 import type { ResourceType } from "./resourceclient.ts";
 
-/** The API path of every object of a type, across namespaces. */
-export function collectionPathOf(type: Pick<ResourceType, "group" | "version" | "plural">): string {
-  return type.group === ""
-    ? `/api/${type.version}/${type.plural}`
-    : `/apis/${type.group}/${type.version}/${type.plural}`;
+/** What an informer lists and watches: an API path, and how to list it. */
+export interface InformerSource<T extends KubernetesObject> {
+  /** Such as /apis/configbutler.ai/v1alpha3/gittargets or /api/v1/namespaces. */
+  path: string;
+  list: () => Promise<KubernetesListObject<T>>;
+}
+
+/**
+ * The API path of a type's objects: those of one namespace, or of every namespace (and a
+ * cluster-scoped type's) when `namespace` is empty or absent. The one place it is spelled.
+ */
+export function collectionPath(
+  type: Pick<ResourceType, "group" | "version" | "plural">,
+  namespace?: string,
+): string {
+  const prefix = type.group === "" ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+  return namespace ? `${prefix}/namespaces/${namespace}/${type.plural}` : `${prefix}/${type.plural}`;
 }
 
 /**
@@ -18,7 +29,7 @@ export function informerSource<T extends KubernetesObject>(
   kubeConfig: KubeConfig,
   type: Pick<ResourceType, "group" | "version" | "plural">,
 ): InformerSource<T> {
-  const path = collectionPathOf(type);
+  const path = collectionPath(type);
   return { path, list: () => getJson<KubernetesListObject<T>>(kubeConfig, path) };
 }
 

@@ -3,7 +3,7 @@
 // changes, and the folder-level decision never re-parses anything.
 import { isMap, isScalar, parseAllDocuments, visit, type Document } from "yaml";
 import { groupOf, identityKey } from "./folder.ts";
-import { analyseKustomization, isJson6902 } from "./kustomizationfacts.ts";
+import { analyseKustomization, isJson6902, type KustomizationFacts } from "./kustomizationfacts.ts";
 import { hasToken, tokenPaths } from "./rendermeasure.ts";
 import { contentDigest } from "../sanitize/digest.ts";
 import { sealedFactsOf, type SealedFacts } from "./sealed.ts";
@@ -38,20 +38,6 @@ export interface Finding {
   message: string;
   /** The same in a few words, for a list of several findings. */
   summary: string;
-}
-
-/** A kustomization's structure, as far as placement and edit-through need it. */
-export interface KustomizationFacts {
-  /** The resources: (and deprecated bases:) entries as written. */
-  resources: string[];
-  images: { index: number; name: string; newName?: string; newTag?: string; digest?: string }[];
-  replicas: { index: number; name: string; count: number }[];
-  /** Path-based patches: read-only build context, never written. */
-  patchPaths: string[];
-  /** Those of them with a target selector, whose content alone says what kind of patch they are. */
-  targetedPatchPaths: string[];
-  /** `namespace:`: set on every namespaced resource it builds, overriding their own. */
-  namespace?: string;
 }
 
 export interface FileFacts {

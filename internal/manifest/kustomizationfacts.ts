@@ -2,7 +2,20 @@
 // makes kustomize emit objects whose names or contents no file in the folder spells out, so an
 // object from the cluster could not be traced back to the document that should hold it.
 import { parse } from "yaml";
-import type { KustomizationFacts } from "./facts.ts";
+
+/** A kustomization's structure, as far as placement and edit-through need it. */
+export interface KustomizationFacts {
+  /** The resources: (and deprecated bases:) entries as written. */
+  resources: string[];
+  images: { index: number; name: string; newName?: string; newTag?: string; digest?: string }[];
+  replicas: { index: number; name: string; count: number }[];
+  /** Path-based patches: read-only build context, never written. */
+  patchPaths: string[];
+  /** Those of them with a target selector, whose content alone says what kind of patch they are. */
+  targetedPatchPaths: string[];
+  /** `namespace:`: set on every namespaced resource it builds, overriding their own. */
+  namespace?: string;
+}
 
 /** A feature of a kustomization that makes its folder unmanageable, and where it is. */
 export interface KustomizationProblem {

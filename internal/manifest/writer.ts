@@ -8,7 +8,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { keepWrittenDefaults, type Defaulted } from "../sanitize/owned.ts";
 import { contentDigest } from "../sanitize/digest.ts";
 import { toStableYaml } from "../sanitize/stableyaml.ts";
-import type { ResourceIdentity } from "../watch/stream.ts";
+import type { ResourceIdentity } from "../types/identity.ts";
 import { appendDocument, parseManifestFile, removeDocument, replaceDocumentChecked } from "./edit.ts";
 import { editThrough } from "./editthrough.ts";
 import { fileFacts, renderedFacts, type FileFacts } from "./facts.ts";

@@ -1,5 +1,6 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { objectKey, type Logger, type SharedInformer } from "./informer.ts";
+import { objectKey, type SharedInformer } from "./informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { factsOf, generationChanged, type ObjectFacts, type UpdatePredicate } from "./predicates.ts";
 import { WorkQueue } from "./workqueue.ts";
 import type { RateLimiter } from "./ratelimiter.ts";

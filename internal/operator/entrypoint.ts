@@ -10,7 +10,7 @@ import type { Registry } from "prom-client";
 import { ownNamespace } from "../kube/namespace.ts";
 import { leaderGauge } from "../telemetry/metrics.ts";
 import { parseBindAddress, serveMetrics, serveProbes, type Check } from "../telemetry/servers.ts";
-import type { Logger } from "./informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { Manager } from "./manager.ts";
 
 export interface ProcessFlags {

@@ -1,5 +1,5 @@
 import { EventsV1Api, V1MicroTime, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
-import type { Logger } from "./informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { keyOf } from "../types/names.ts";
 
 export const reportingController = "configbutler.ai/gitops-reverser";

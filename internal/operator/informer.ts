@@ -1,29 +1,13 @@
-import {
-  ListWatch,
-  Watch,
-  type KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-} from "@kubernetes/client-node";
+import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import type { InformerSource } from "../kube/sources.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import { factsOf, type ObjectFacts } from "./predicates.ts";
-
-/** What an informer lists and watches: an API path, and how to list it. */
-export interface InformerSource<T extends KubernetesObject> {
-  /** Such as /apis/configbutler.ai/v1alpha3/gittargets or /api/v1/namespaces. */
-  path: string;
-  list: () => Promise<KubernetesListObject<T>>;
-}
 
 export interface InformerHandlers<T extends KubernetesObject> {
   added?: (object: T) => void;
   updated?: (before: ObjectFacts, object: T) => void;
   deleted?: (object: T) => void;
-}
-
-export interface Logger {
-  info(message: string, meta?: object): void;
-  error(message: string, meta?: object): void;
 }
 
 export function objectKey(object: KubernetesObject): string {

@@ -1,5 +1,5 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
-import type { Logger } from "./informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { statusCodeOf } from "../kube/resourceclient.ts";
 import { sleep } from "../timing/sleep.ts";
 

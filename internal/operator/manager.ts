@@ -1,6 +1,8 @@
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { Controller } from "./controller.ts";
-import { SharedInformer, type InformerSource, type Logger } from "./informer.ts";
+import { SharedInformer } from "./informer.ts";
+import type { InformerSource } from "../kube/sources.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { LeaderElector, defaultLeaseTimings, type LeaderElectionConfig } from "./leaderelection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keepConnections } from "../kube/connections.ts";

@@ -5,7 +5,7 @@
 // no body, whatever was woken: a count would tell the token holder whether another namespace
 // tracks the repository. An unknown path is a 404 that says nothing.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import { receiverDeliveries } from "../telemetry/instruments.ts";
 import type { NamespacedName } from "../types/names.ts";

@@ -4,7 +4,7 @@
 // queueing, and each user decides what that costs (a cursor, a fact), while the connection
 // keeps reconnecting. The readiness gate holds the pod not-ready until Redis has answered.
 import { Redis, type RedisOptions } from "ioredis";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { backoffDelay } from "../timing/backoff.ts";

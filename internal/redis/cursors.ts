@@ -1,7 +1,7 @@
 // Resume cursors in Redis, one key per collection with the cursor TTL. A save is written
 // behind, coalesced per collection, so the watch never waits on Redis; a load that finds Redis
 // away answers with no cursor, and the reconnect takes a fresh snapshot instead.
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { cursorKeyText, cursorTtlMs, type CursorKey, type CursorStore } from "../watch/cursor.ts";
 import type { RedisConnection } from "./connection.ts";
 

@@ -9,7 +9,7 @@
 import type { Redis } from "ioredis";
 import type { Fact } from "../attribution/fact.ts";
 import { streamKeyOf, type FactStream, type Retention, type StreamRef } from "../attribution/factstream.ts";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import { followerLastSuccess } from "../telemetry/instruments.ts";
 import { backoffDelay } from "../timing/backoff.ts";

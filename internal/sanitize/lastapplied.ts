@@ -5,7 +5,7 @@
 // It does keep its own input, whole, in the last-applied annotation. The manager that owns that
 // annotation set what the annotation holds; the rest of its entry is defaults.
 import { isDeepStrictEqual } from "node:util";
-import type { FieldSet } from "./owned.ts";
+import type { FieldSet } from "./fieldset.ts";
 
 export const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration";
 

@@ -9,15 +9,8 @@
 //
 // managedFields is read here, once, and never kept: only the defaulted values travel on.
 import { isDeepStrictEqual } from "node:util";
+import type { FieldSet } from "./fieldset.ts";
 import { narrowToLastApplied } from "./lastapplied.ts";
-
-/**
- * One manager's fieldsV1 set (structured-merge-diff): `f:<field>` for a map field, `k:<json>`
- * (an associative list's item by its key fields), `v:<json>` (a set's item by value) and
- * `i:<n>` (an item by index) for list items, `.` for the map or item itself. A set with no
- * members owns its value whole: a scalar, or an atomic map or list.
- */
-export type FieldSet = { readonly [member: string]: FieldSet };
 
 /**
  * What no manager owns in a live object, with the live values: in a map, its fields by key; in a

@@ -1,5 +1,10 @@
 import winston from "winston";
-import type { Logger } from "../operator/informer.ts";
+
+/** What every part of the operator logs through: winston in the process, a recorder in tests. */
+export interface Logger {
+  info(message: string, meta?: object): void;
+  error(message: string, meta?: object): void;
+}
 
 export type LogFormat = "json" | "text";
 export type LogLevel = "error" | "warn" | "info" | "debug";

@@ -13,18 +13,13 @@ import { getJson } from "../kube/rawget.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
 import { contentDigest } from "../sanitize/digest.ts";
 import { settle, unsettled, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { followedOnlyWhenUnowned, isControllerOwned } from "../typeset/followability.ts";
 import { asWatched, newerThanSnapshot } from "./listfallback.ts";
 import { deleteItemOf } from "./selectorexit.ts";
-import {
-  OrderedPush,
-  type DesiredObject,
-  type GitTargetEventStream,
-  type ResourceIdentity,
-  type StreamItem,
-} from "./stream.ts";
-import type { Collection } from "./watchedtypes.ts";
+import { OrderedPush, type DesiredObject, type GitTargetEventStream, type StreamItem } from "./stream.ts";
+import type { ResourceIdentity } from "../types/identity.ts";
+import { pathOf, type Collection } from "./watchedtypes.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
@@ -38,11 +33,6 @@ export type CollectionState = "Replaying" | "Running" | "Blocked";
 const initialEventsEnd = "k8s.io/initial-events-end";
 /** 1 s doubling to 30 s, jittered, so the watches one outage ended do not reconnect together. */
 const retryBackoff: Backoff = { baseMs: 1000, maxMs: 30_000, jitter: "equal" };
-
-export function collectionPath(c: Collection): string {
-  const prefix = c.group === "" ? `/api/${c.version}` : `/apis/${c.group}/${c.version}`;
-  return c.namespace ? `${prefix}/namespaces/${c.namespace}/${c.resource}` : `${prefix}/${c.resource}`;
-}
 
 /** One watch event as the client hands it over; an ERROR's object is a Status with a code. */
 type WatchEvent = [phase: string, object: KubernetesObject & { code?: number }];
@@ -234,7 +224,7 @@ export class CollectionWatch {
   /** The LIST snapshot of the fallback, as served: see getJson. */
   private list(): Promise<{ items: KubernetesObject[]; metadata: { resourceVersion?: string } }> {
     const { labelSelector } = this.collection;
-    return getJson(this.kubeConfig, collectionPath(this.collection), labelSelector ? { labelSelector } : {});
+    return getJson(this.kubeConfig, pathOf(this.collection), labelSelector ? { labelSelector } : {});
   }
 
   /** One connection, from open to close. */
@@ -320,7 +310,7 @@ export class CollectionWatch {
           controller?.abort();
         }
       };
-      new Watch(this.kubeConfig).watch(collectionPath(this.collection), query, onEvent, finish).then((c) => {
+      new Watch(this.kubeConfig).watch(pathOf(this.collection), query, onEvent, finish).then((c) => {
         controller = c;
         if (abortRequested) c.abort();
         // The watch is open, so every change after the LIST's resourceVersion reaches it.

@@ -6,12 +6,11 @@
 // then carries some defaults, but never loses a value.
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ApiStatusError, postJson } from "../kube/rawget.ts";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import { dryRunBody, proofKey, provenDefaults, verdictOf } from "../sanitize/proof.ts";
 import { settle, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import { defaultsProofs } from "../telemetry/instruments.ts";
-import { collectionPath } from "./collectionwatch.ts";
-import type { Collection } from "./watchedtypes.ts";
+import { pathOf, type Collection } from "./watchedtypes.ts";
 
 export interface DefaultsProverOptions {
   /** Dry-runs in flight at once. */
@@ -80,7 +79,7 @@ export class DefaultsProver {
     await this.slot();
     try {
       const namespace = pending.stripped.metadata?.namespace ?? "";
-      const path = collectionPath({ ...collection, namespace });
+      const path = pathOf(collection, namespace);
       const answer = await postJson(this.kubeConfig, path, { dryRun: "All" }, dryRunBody(pending));
       const proven = provenDefaults(pending, answer);
       this.remember(key, proven);

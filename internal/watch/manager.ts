@@ -3,7 +3,7 @@
 // watches running, starts new collections, stops dropped ones, and replaces a collection only
 // when its served version changed.
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";

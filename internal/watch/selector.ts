@@ -1,6 +1,5 @@
 import type { LabelSelector } from "../../generated/v1alpha3/index.ts";
 import { selectorMatches } from "../grants/namespaces.ts";
-import type { Collection } from "./watchedtypes.ts";
 
 /** A LabelSelector in the string form list and watch requests take, with a stable order. */
 export function labelSelectorString(selector: LabelSelector | undefined): string {
@@ -19,7 +18,7 @@ export function labelSelectorString(selector: LabelSelector | undefined): string
 }
 
 /** Whether a collection's selector selects an object with `labels`, as the API server's labelSelector does. */
-export function selects(collection: Pick<Collection, "selector">, labels: Record<string, string>): boolean {
+export function selects(collection: { selector?: LabelSelector }, labels: Record<string, string>): boolean {
   return !collection.selector || selectorMatches(collection.selector, labels);
 }
 

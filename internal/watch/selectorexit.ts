@@ -5,15 +5,15 @@
 // it; gone, or recreated under a new uid, it was deleted.
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ApiStatusError, getJson } from "../kube/rawget.ts";
-import type { Logger } from "../operator/informer.ts";
-import { collectionPath } from "./collectionwatch.ts";
-import type { ResourceIdentity, SelectorExit, StreamItem } from "./stream.ts";
-import type { Collection } from "./watchedtypes.ts";
+import type { Logger } from "../telemetry/logger.ts";
+import type { SelectorExit, StreamItem } from "./stream.ts";
+import type { ResourceIdentity } from "../types/identity.ts";
+import { pathOf, type Collection } from "./watchedtypes.ts";
 import { keyOf } from "../types/names.ts";
 
 // A cluster-wide collection of a namespaced type reads each object in its own namespace.
 const objectPath = (c: Collection, identity: ResourceIdentity) =>
-  `${collectionPath({ ...c, namespace: identity.namespace })}/${identity.name}`;
+  `${pathOf(c, identity.namespace)}/${identity.name}`;
 
 /** The object's exit from the collection, or undefined when it was deleted. Never rejects. */
 export async function selectorExitOf(

@@ -2,7 +2,7 @@
 // type registry and its watches. Two providers for the same API server stay two contexts, so a
 // failure or a credential change of one never touches another's watches.
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { Logger } from "../operator/informer.ts";
+import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";

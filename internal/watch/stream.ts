@@ -1,18 +1,9 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { AppliedBy } from "../applier/owner.ts";
 import type { Defaulted } from "../sanitize/owned.ts";
+import type { ResourceIdentity } from "../types/identity.ts";
+import type { Author } from "../types/signature.ts";
 import type { Collection } from "./watchedtypes.ts";
-
-/** Which object an item is about. The uid tells a recreated object from the one before it. */
-export interface ResourceIdentity {
-  group: string;
-  version: string;
-  resource: string;
-  kind: string;
-  namespace: string;
-  name: string;
-  uid: string;
-}
 
 export interface DesiredObject {
   identity: ResourceIdentity;
@@ -54,19 +45,6 @@ export type StreamItem =
       author?: Author;
       appliedBy?: AppliedBy;
     };
-
-/**
- * Who made a live change, as attribution resolved it: the actor, or the unresolved sentinel.
- * Absent when attribution is off: the commit is then the operator's own.
- */
-export interface Author {
-  name: string;
-  email: string;
-  /** What the actor is, as git_commits_total{author_kind} counts it: none when unresolved. */
-  kind: "user" | "serviceaccount" | "none";
-  /** The actor's Kubernetes username, which a CommitRequest's author is matched by; none when unresolved. */
-  username?: string;
-}
 
 /**
  * A delete of an object that still exists: it left the collection because its labels stopped

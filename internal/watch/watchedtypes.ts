@@ -5,6 +5,7 @@
 import type { LabelSelector } from "../../generated/v1alpha3/index.ts";
 import type { CompiledRule } from "../rulestore/compile.ts";
 import type { TypeRecord } from "../typeset/registry.ts";
+import { collectionPath } from "../kube/sources.ts";
 import { labelSelectorString } from "./selector.ts";
 
 export interface Collection {
@@ -82,4 +83,12 @@ export function planCollections(rules: CompiledRule[], types: TypeRecord[]): Wat
     if (!resolved) unresolved.push(rule);
   }
   return { collections: [...collections.values()].sort((a, b) => a.key.localeCompare(b.key)), unresolved };
+}
+
+/**
+ * The API path of a collection's objects; in `namespace` when given, as a cluster-wide
+ * collection of a namespaced type reads one object in its own namespace.
+ */
+export function pathOf(c: Collection, namespace = c.namespace): string {
+  return collectionPath({ group: c.group, version: c.version, plural: c.resource }, namespace);
 }

@@ -1,7 +1,7 @@
 // What a branch worker built by hand, in a test or the benchmark, is given where nothing
 // listens: a logger that drops everything, folder callbacks that report nowhere, and the
 // materialize options of a committer with no sensitive types of its own.
-import type { Signature } from "../../internal/git/clone.ts";
+import type { Signature } from "../../internal/types/signature.ts";
 import type { MaterializeOptions } from "../../internal/git/materialize.ts";
 import { commitMessageFor } from "../../internal/git/message.ts";
 import type { TargetFolderCallbacks } from "../../internal/git/targetfolders.ts";

@@ -41,6 +41,20 @@ async function kubectlAs(who: TestIdentity, ...args: string[]): Promise<string> 
 /** Waits `ms` milliseconds: the gap between two users' writes is the scenario, not a wait for a condition. */
 const gap = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** bob's real edit of the ConfigMap `name`; returns the resourceVersion it made. */
+const bobEditsAs = (bob: TestIdentity, name: string) =>
+  kubectlAs(
+    bob,
+    "patch",
+    "configmap",
+    name,
+    "--type=merge",
+    "-p",
+    '{"data":{"v":"new"}}',
+    "-o",
+    "jsonpath={.metadata.resourceVersion}",
+  );
+
 const noops = async () => (await attributionNoops.get()).values.reduce((sum, { value }) => sum + value, 0);
 
 describe("a write that changes nothing never takes the credit for the edit before it", () => {
@@ -49,6 +63,7 @@ describe("a write that changes nothing never takes the credit for the edit befor
   let alice: TestIdentity;
   let bob: TestIdentity;
   let scaler: TestIdentity;
+  const bobEdits = (name: string) => bobEditsAs(bob, name);
   /** The author of the last commit of `path`, once Git holds `text` there. */
   const authorOnceHolds = async (path: string, text: string) => {
     await eventually(async () => (await mirror.show(path))?.includes(text), {
@@ -93,17 +108,7 @@ describe("a write that changes nothing never takes the credit for the edit befor
       });
       await mirror.authorOnce(configMapFile(name));
       const before = await noops();
-      const edited = await kubectlAs(
-        bob,
-        "patch",
-        "configmap",
-        name,
-        "--type=merge",
-        "-p",
-        '{"data":{"v":"new"}}',
-        "-o",
-        "jsonpath={.metadata.resourceVersion}",
-      );
+      const edited = await bobEdits(name);
       await gap(delay);
       const unchanged = await kubectlAs(
         alice,
@@ -135,17 +140,7 @@ describe("a write that changes nothing never takes the credit for the edit befor
       );
       await kubectlAs(alice, "apply", "--server-side", "-f", manifest);
       await mirror.authorOnce(configMapFile(name));
-      const edited = await kubectlAs(
-        bob,
-        "patch",
-        "configmap",
-        name,
-        "--type=merge",
-        "-p",
-        '{"data":{"v":"new"}}',
-        "-o",
-        "jsonpath={.metadata.resourceVersion}",
-      );
+      const edited = await bobEdits(name);
       await gap(delay);
       const unchanged = await kubectlAs(
         alice,

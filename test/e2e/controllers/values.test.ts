@@ -136,6 +136,17 @@ describe("Git holds every value a client set", () => {
       { timeoutMs: 60_000, description: `${pathOf(made)} ${what}` },
     );
 
+  /** Registers the webhook with `on`, and waits until `on` calls it. */
+  const installWebhook = async (on: ControlPlane, hook: MutatingWebhook) => {
+    await kubectlOk(
+      on,
+      "apply",
+      "--server-side",
+      "-f",
+      fileIn("webhook.json", JSON.stringify(hook.configuration)),
+    );
+    await webhookCalled(on);
+  };
   /** Waits until `on` calls the webhook: the API server reads its configurations through an informer. */
   const webhookCalled = async (on: ControlPlane) => {
     const probe = { ...manifest({ kind: "ConfigMap", name: "probe" }) } as KubernetesObject;
@@ -280,14 +291,7 @@ describe("Git holds every value a client set", () => {
 
     // A mutating admission webhook annotates what carries its label: the API server stores it.
     webhook = await startMutatingWebhook(scratch, "values-injector", mutate, injected);
-    await kubectlOk(
-      plane,
-      "apply",
-      "--server-side",
-      "-f",
-      fileIn("webhook.json", JSON.stringify(webhook.configuration)),
-    );
-    await webhookCalled(plane);
+    await installWebhook(plane, webhook);
     await each("mutated", async (m, file) => {
       const labelled = manifest(m) as { metadata: { labels: Record<string, string> } };
       labelled.metadata.labels = { ...labelled.metadata.labels, ...mutate };
@@ -307,14 +311,7 @@ describe("Git holds every value a client set", () => {
     await kubectlOk(empty, "apply", "--server-side", "-f", applied);
     // What a webhook adds is left out of Git as a default is: the API server puts it back. So a
     // cluster configured the same recreates the object; this one gets the same webhook.
-    await kubectlOk(
-      empty,
-      "apply",
-      "--server-side",
-      "-f",
-      fileIn("webhook.json", JSON.stringify(webhook.configuration)),
-    );
-    await webhookCalled(empty);
+    await installWebhook(empty, webhook);
     // What Git holds settles: a later write (the reset's label) may still be on its way.
     for (const m of made) {
       await eventually(

@@ -12,7 +12,7 @@ import { progressingTrio, readyTrio } from "../../../internal/operator/condition
 import { Controller, type Request } from "../../../internal/operator/controller.ts";
 import { EventRecorder } from "../../../internal/operator/events.ts";
 import { ensureFinalizer, removeFinalizer } from "../../../internal/operator/finalizers.ts";
-import type { InformerSource } from "../../../internal/operator/informer.ts";
+import type { InformerSource } from "../../../internal/kube/sources.ts";
 import { Manager } from "../../../internal/operator/manager.ts";
 import { anyOf, generationChanged, readyTransition } from "../../../internal/operator/predicates.ts";
 import { StatusWriter } from "../../../internal/operator/status.ts";

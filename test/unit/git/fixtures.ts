@@ -1,5 +1,5 @@
 // The ConfigMap collection and identities the write-side unit tests, and the benchmark, share.
-import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
+import type { ResourceIdentity } from "../../../internal/types/identity.ts";
 import type { Collection } from "../../../internal/watch/watchedtypes.ts";
 
 export const configMaps: Collection = {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { BranchState } from "../../../internal/git/intakebudget.ts";
+import type { BranchState } from "../../../internal/git/report.ts";
 import type { FolderReport } from "../../../internal/git/targetfolders.ts";
 import { branchWakesTarget, reportWakesTarget } from "../../../internal/git/targetwake.ts";
 

@@ -6,7 +6,7 @@ import {
 } from "../../../internal/git/materialize.ts";
 import type { DecidedWrite, PruneMode } from "../../../internal/git/writes.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
-import type { ResourceIdentity } from "../../../internal/watch/stream.ts";
+import type { ResourceIdentity } from "../../../internal/types/identity.ts";
 import type { MemoryTree } from "./memorytree.ts";
 
 export const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };

@@ -1,0 +1,35 @@
+// What a branch worker reports: the state every GitTarget on its branch shows, and the metrics.
+// Its own file, below the worker's parts, so a decision reads it without importing them.
+import type { Fault } from "./gitexec.ts";
+
+/** What every GitTarget on the branch reports of its worker, and what the metrics show. */
+export interface BranchState {
+  retainedWrites: number;
+  retainedBytes: number;
+  intakePaused: boolean;
+  outage?: Outage;
+  contention?: Contention;
+}
+
+/** The branch keeps moving while the worker pushes: since when, and how often it did. */
+export interface Contention {
+  since: Date;
+  /** How many times the branch moved under a push since the last one that landed. */
+  moves: number;
+  /** When the next publication may start. */
+  nextAttemptAt: number;
+}
+
+/** The remote failing: since when, why, and when the next attempt is due. */
+export interface Outage {
+  /** When the first failure of this run of failures happened. */
+  since: Date;
+  /** What the last attempt failed on. */
+  error: string;
+  /** When the next attempt is due, in milliseconds since the epoch. */
+  nextAttemptAt: number;
+  /** The last attempt found no parent to create the write branch from: parent recovery. */
+  parentMissing?: boolean;
+  /** "local" when the last attempt failed on the local clone, which was reset; the remote's otherwise. */
+  fault?: Fault;
+}
