@@ -2,8 +2,8 @@
 // instances alone, the worker's publish() and its clone's methods as each worker is created.
 // Nothing in the operator changes; the wrappers only time and count. publish() minus sync (fetch and reset),
 // commit and push is materialize: the folder scan and the document edits.
-import type { BranchWorker } from "../internal/git/branchworker.ts";
-import type { Clone } from "../internal/git/clone.ts";
+import type { BranchWorker } from "../internal/git/worker/branchworker.ts";
+import type { Clone } from "../internal/git/engine/clone.ts";
 import type { WorkerManager } from "../internal/git/workermanager.ts";
 
 export interface WorkerTimings {

@@ -6,9 +6,9 @@
 // edit and the commit, answered.
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { Clone } from "../internal/git/clone.ts";
-import { materialize } from "../internal/git/materialize.ts";
-import type { DecidedWrite } from "../internal/git/writes.ts";
+import { Clone } from "../internal/git/engine/clone.ts";
+import { materialize } from "../internal/git/folder/materialize.ts";
+import type { DecidedWrite } from "../internal/git/folder/writes.ts";
 import { FolderInventory } from "../internal/manifest/inventory.ts";
 import type { GitServer } from "../test/support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../test/support/reaper.ts";

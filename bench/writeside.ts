@@ -9,9 +9,9 @@
 // every last value within a window's length of the last send.
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { BranchWorker } from "../internal/git/branchworker.ts";
-import { Clone } from "../internal/git/clone.ts";
-import type { TargetSettings } from "../internal/git/writes.ts";
+import { BranchWorker } from "../internal/git/worker/branchworker.ts";
+import { Clone } from "../internal/git/engine/clone.ts";
+import type { TargetSettings } from "../internal/git/folder/writes.ts";
 import { parseDuration } from "../internal/types/units.ts";
 import { sleep } from "../internal/timing/sleep.ts";
 import type { DesiredObject } from "../internal/watch/stream.ts";

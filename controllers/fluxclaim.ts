@@ -36,7 +36,7 @@ import {
 } from "../internal/applier/fluxclaim.ts";
 import { line } from "../internal/applier/line.ts";
 import { inFlight } from "../internal/applier/operation.ts";
-import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { targetWrites } from "../internal/gittarget/claim.ts";
 import { refOf } from "../internal/gittarget/decide.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";

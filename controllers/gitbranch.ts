@@ -16,9 +16,9 @@ import {
   type GitProvider,
   type GitTarget,
 } from "../generated/v1alpha3/index.ts";
-import type { BranchClaims, BranchKey, Candidate } from "../internal/git/branchclaim.ts";
+import type { BranchClaims, BranchKey, Candidate } from "../internal/gitbranch/branchclaim.ts";
 import type { WorkerManager } from "../internal/git/workermanager.ts";
-import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
+import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { admitBranch, providerRefOf } from "../internal/gitbranch/admission.ts";
 import {
   decideBranch,

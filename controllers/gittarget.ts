@@ -13,11 +13,11 @@ import {
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
 import { claimedApplier, targetWrites, type ClaimFacts } from "../internal/gittarget/claim.ts";
-import type { BranchClaims } from "../internal/git/branchclaim.ts";
-import { normalizeRepositoryUrl } from "../internal/git/repourl.ts";
-import { contentionFacts } from "../internal/git/contention.ts";
-import { outageFacts } from "../internal/git/outage.ts";
-import type { FolderReport } from "../internal/git/targetfolders.ts";
+import type { BranchClaims } from "../internal/gitbranch/branchclaim.ts";
+import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
+import { contentionFacts } from "../internal/git/worker/contention.ts";
+import { outageFacts } from "../internal/git/worker/outage.ts";
+import type { FolderReport } from "../internal/git/folder/targetfolders.ts";
 import type { TargetWriteState, WorkerManager } from "../internal/git/workermanager.ts";
 import { readKnownHosts } from "../internal/gitprovider/remotecheck.ts";
 import { targetSettings, workerSpec } from "../internal/gittarget/worker.ts";

@@ -12,9 +12,9 @@ import { informerSource } from "../internal/kube/sources.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import { BranchClaims } from "../internal/git/branchclaim.ts";
-import { RemoteStatusPublisher } from "../internal/git/remotestatus.ts";
-import { Exclusions } from "../internal/git/coordinated.ts";
+import { BranchClaims } from "../internal/gitbranch/branchclaim.ts";
+import { RemoteStatusPublisher } from "../internal/gitbranch/remotestatus.ts";
+import { Exclusions } from "../internal/git/folder/coordinated.ts";
 import {
   applyOwnershipConflicts,
   intakePaused,

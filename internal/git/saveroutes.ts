@@ -3,9 +3,9 @@
 // worker shared by several GitTargets outlives a deleted one, and a retired worker finishes its
 // last push after the manager stopped listing it. Only a request no worker holds falls back to
 // the GitTarget's worker.
-import type { BranchWorker } from "./branchworker.ts";
-import type { Report, SaveRequest, WithdrawAnswer } from "./saves.ts";
-import type { TargetSettings } from "./writes.ts";
+import type { BranchWorker } from "./worker/branchworker.ts";
+import type { Report, SaveRequest, WithdrawAnswer } from "./worker/saves.ts";
+import type { TargetSettings } from "./folder/writes.ts";
 
 /** The worker serving a GitTarget now, with the target's current settings. */
 export type WorkerFor = (targetKey: string) => { worker: BranchWorker; settings: TargetSettings } | undefined;

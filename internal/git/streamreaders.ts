@@ -4,9 +4,9 @@
 // attached again never has two readers taking its items out of order.
 import type { GitTargetEventStream } from "../watch/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
-import { coordinated } from "./coordinated.ts";
-import type { BranchWorker } from "./branchworker.ts";
-import type { TargetSettings } from "./writes.ts";
+import { coordinated } from "./folder/coordinated.ts";
+import type { BranchWorker } from "./worker/branchworker.ts";
+import type { TargetSettings } from "./folder/writes.ts";
 
 /** Where a stream's items go now: the worker its target is attached to, with its settings. */
 export interface Destination {

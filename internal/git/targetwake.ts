@@ -1,10 +1,10 @@
 // Which write-side changes wake a GitTarget's reconciler. Delivery is not publication: a status
 // write is an etcd write every watcher of the type pays for, so a change the target's status
 // does not show wakes nothing, and a local commit is shown once its push lands.
-import type { BranchState } from "./report.ts";
-import { contentionFacts } from "./contention.ts";
-import { outageFacts } from "./outage.ts";
-import type { FolderReport } from "./targetfolders.ts";
+import type { BranchState } from "./worker/report.ts";
+import { contentionFacts } from "./worker/contention.ts";
+import { outageFacts } from "./worker/outage.ts";
+import type { FolderReport } from "./folder/targetfolders.ts";
 
 /**
  * Whether a branch's new state changes what its GitTargets show: an outage or a contention,

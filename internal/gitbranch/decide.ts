@@ -2,10 +2,10 @@
 // proof of a push session is still fresh, and what admission, that proof, the branch claim and
 // its worker's report make of its conditions.
 import { GitBranchCondition, GitBranchReason } from "../../generated/v1alpha3/index.ts";
-import type { Candidate } from "../git/branchclaim.ts";
-import type { BranchState } from "../git/report.ts";
-import { contentionFacts, contentionMessage } from "../git/contention.ts";
-import { outageFacts, outageMessage } from "../git/outage.ts";
+import type { Candidate } from "./branchclaim.ts";
+import type { BranchState } from "../git/worker/report.ts";
+import { contentionFacts, contentionMessage } from "../git/worker/contention.ts";
+import { outageFacts, outageMessage } from "../git/worker/outage.ts";
 import { describeCheck, recheckOf, type CheckContext, type Recheck } from "../gitprovider/describe.ts";
 import type { RemoteCheck } from "../gitprovider/remotecheck.ts";
 import {

@@ -3,7 +3,7 @@
 // explain one failure the same way. Pure, and careful: these messages land in status, which
 // anyone who may read the object sees, so they name Secrets but never quote them, and show the
 // URL without its user info.
-import { redactUrl } from "../git/repourl.ts";
+import { redactUrl } from "../types/repourl.ts";
 import type { RemoteCheck } from "./remotecheck.ts";
 
 /**

@@ -5,7 +5,7 @@
 import type { CoreV1Api } from "@kubernetes/client-node";
 import type { GitProvider } from "../../generated/v1alpha3/index.ts";
 import { readGitCredential, type GitCredential } from "../gitauth/credentials.ts";
-import { probeRemote, type ProbeOutcome } from "../git/probe.ts";
+import { probeRemote, type ProbeOutcome } from "../git/engine/probe.ts";
 import { statusCodeOf } from "../kube/resourceclient.ts";
 import { keyOf } from "../types/names.ts";
 

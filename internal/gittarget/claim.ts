@@ -11,7 +11,7 @@ import type {
   GitTarget,
 } from "../../generated/v1alpha3/index.ts";
 import type { AppliedBy } from "../applier/owner.ts";
-import { normalizeRepositoryUrl } from "../git/repourl.ts";
+import { normalizeRepositoryUrl } from "../types/repourl.ts";
 import type { NamespacedName } from "../types/names.ts";
 import { GitTargetCondition as C, GitTargetReason as R } from "../../generated/v1alpha3/conditions.ts";
 import type { ConditionUpdate } from "../operator/conditions.ts";

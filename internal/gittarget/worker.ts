@@ -3,7 +3,7 @@
 import type { GitBranch, GitProvider, GitTarget } from "../../generated/v1alpha3/index.ts";
 import { basicAuthFor, readGitCredential } from "../gitauth/credentials.ts";
 import type { WorkerSpec } from "../git/workermanager.ts";
-import type { TargetSettings } from "../git/writes.ts";
+import type { TargetSettings } from "../git/folder/writes.ts";
 import type { AppliedBy } from "../applier/owner.ts";
 import { parseDuration } from "../types/units.ts";
 import { readSigningKey, type SigningKey } from "../signing/sshkey.ts";

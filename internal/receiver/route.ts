@@ -3,7 +3,7 @@
 // normalizes it, so the https and ssh spellings of one repository are one) and whose branch is
 // the pushed one. Pure; each GitBranch at most once, however many URLs matched it.
 import type { GitBranch, GitProvider } from "../../generated/v1alpha3/index.ts";
-import { normalizeRepositoryUrl } from "../git/repourl.ts";
+import { normalizeRepositoryUrl } from "../types/repourl.ts";
 import { keyOf, objectKeyOf } from "../types/names.ts";
 
 /** The GitBranches (namespace/name) a push of `branch` to the repository `urls` name wakes. */

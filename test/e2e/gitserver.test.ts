@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { configEnv } from "../../internal/git/transport.ts";
+import { configEnv } from "../../internal/git/engine/transport.ts";
 import { git } from "../support/gitcli.ts";
 import { GitServer, type GitUser } from "../support/gitserver.ts";
 

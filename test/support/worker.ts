@@ -2,9 +2,9 @@
 // listens: a logger that drops everything, folder callbacks that report nowhere, and the
 // materialize options of a committer with no sensitive types of its own.
 import type { Signature } from "../../internal/types/signature.ts";
-import type { MaterializeOptions } from "../../internal/git/materialize.ts";
-import { commitMessageFor } from "../../internal/git/message.ts";
-import type { TargetFolderCallbacks } from "../../internal/git/targetfolders.ts";
+import type { MaterializeOptions } from "../../internal/git/folder/materialize.ts";
+import { commitMessageFor } from "../../internal/git/folder/message.ts";
+import type { TargetFolderCallbacks } from "../../internal/git/folder/targetfolders.ts";
 
 export const quiet = { info: () => undefined, error: () => undefined };
 

@@ -10,8 +10,8 @@ import {
   type GitBranch,
   type GitProvider,
 } from "../../../generated/v1alpha3/index.ts";
-import { BranchClaims } from "../../../internal/git/branchclaim.ts";
-import { normalizeRepositoryUrl } from "../../../internal/git/repourl.ts";
+import { BranchClaims } from "../../../internal/gitbranch/branchclaim.ts";
+import { normalizeRepositoryUrl } from "../../../internal/types/repourl.ts";
 import type { Condition } from "../../../internal/operator/conditions.ts";
 import { condition } from "./helpers.ts";
 import { Manager } from "../../../internal/operator/manager.ts";

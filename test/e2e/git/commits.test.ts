@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { chmod, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Clone } from "../../../internal/git/clone.ts";
+import { Clone } from "../../../internal/git/engine/clone.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { BranchWorker } from "../../../internal/git/branchworker.ts";
-import { Clone } from "../../../internal/git/clone.ts";
-import type { TargetSettings } from "../../../internal/git/writes.ts";
+import { BranchWorker } from "../../../internal/git/worker/branchworker.ts";
+import { Clone } from "../../../internal/git/engine/clone.ts";
+import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";

@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
-import { signCommits } from "../../../internal/git/commitsigner.ts";
+import { signCommits } from "../../../internal/git/engine/commitsigner.ts";
 import { generateSigningKey, readSigningKey } from "../../../internal/signing/sshkey.ts";
 import { sshSignature } from "../../../internal/signing/sshsig.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Clone } from "../../../internal/git/clone.ts";
+import { Clone } from "../../../internal/git/engine/clone.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { git as gitCli } from "../../support/gitcli.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";

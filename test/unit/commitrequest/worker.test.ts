@@ -8,9 +8,9 @@ import {
   type Report,
   type SaveRequest,
 } from "../../../internal/commitrequest/desk.ts";
-import { requestTimers, savedOutcome } from "../../../internal/git/saves.ts";
-import { CommitWindow } from "../../../internal/git/window.ts";
-import type { DecidedWrite, SaveOnWrite, TargetSettings } from "../../../internal/git/writes.ts";
+import { requestTimers, savedOutcome } from "../../../internal/git/worker/saves.ts";
+import { CommitWindow } from "../../../internal/git/worker/window.ts";
+import type { DecidedWrite, SaveOnWrite, TargetSettings } from "../../../internal/git/folder/writes.ts";
 
 const target = "team-a/configs";
 const request = (overrides: Partial<SaveRequest> = {}): SaveRequest => ({

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { normalizeRepositoryUrl } from "../../../internal/git/repourl.ts";
+import { normalizeRepositoryUrl } from "../../../internal/types/repourl.ts";
 import { applierClaimCondition, type ClaimFacts } from "../../../internal/gittarget/claim.ts";
 
 const condition = (type: string, status: string, reason: string, message = "") => ({

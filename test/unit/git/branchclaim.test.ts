@@ -6,7 +6,7 @@ import {
   holderOf,
   type BranchKey,
   type Candidate,
-} from "../../../internal/git/branchclaim.ts";
+} from "../../../internal/gitbranch/branchclaim.ts";
 
 const candidate = (uid: string, createdAt: string, namespace = "team-a"): Candidate => ({
   uid,

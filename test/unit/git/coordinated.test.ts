@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { coordinated, Exclusions } from "../../../internal/git/coordinated.ts";
+import { coordinated, Exclusions } from "../../../internal/git/folder/coordinated.ts";
 import type { AppliedBy } from "../../../internal/applier/owner.ts";
 import type { DesiredObject, StreamItem } from "../../../internal/watch/stream.ts";
 import type { Collection } from "../../../internal/watch/watchedtypes.ts";

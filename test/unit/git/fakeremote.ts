@@ -2,9 +2,9 @@
 // worker talks to, doubled so fetches, resets and pushes can be counted and a remote moved
 // between two steps. The git semantics these tests rely on are pinned against a real server
 // in test/e2e/git.
-import { RemoteMovedError, type Repository } from "../../../internal/git/clone.ts";
-import type { WorkTree } from "../../../internal/git/materialize.ts";
-import { rootHolds, type Advertisement, type Root } from "../../../internal/git/root.ts";
+import { RemoteMovedError, type Repository } from "../../../internal/git/engine/clone.ts";
+import type { WorkTree } from "../../../internal/git/folder/materialize.ts";
+import { rootHolds, type Advertisement, type Root } from "../../../internal/git/engine/root.ts";
 
 type Files = Map<string, string>;
 

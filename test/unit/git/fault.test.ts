@@ -5,9 +5,9 @@ import { describe, it } from "node:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { RemoteMovedError } from "../../../internal/git/clone.ts";
-import { faultOf } from "../../../internal/git/fault.ts";
-import { runGit } from "../../../internal/git/gitexec.ts";
+import { RemoteMovedError } from "../../../internal/git/engine/clone.ts";
+import { faultOf } from "../../../internal/git/engine/fault.ts";
+import { runGit } from "../../../internal/git/engine/gitexec.ts";
 
 /** The error a real call rejects with. */
 const rejection = (work: () => Promise<unknown>) =>

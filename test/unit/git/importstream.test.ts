@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { commitCommand, identity, quotePath, treeOfListing } from "../../../internal/git/importstream.ts";
+import {
+  commitCommand,
+  identity,
+  quotePath,
+  treeOfListing,
+} from "../../../internal/git/engine/importstream.ts";
 
 const who = { name: "Jane Doe", email: "jane@example.com" };
 

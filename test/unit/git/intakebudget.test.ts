@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { IntakeGate, intakePauses } from "../../../internal/git/intakebudget.ts";
+import { IntakeGate, intakePauses } from "../../../internal/git/worker/intakebudget.ts";
 
 const limit = 100;
 

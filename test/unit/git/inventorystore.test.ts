@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { InventoryStore } from "../../../internal/git/inventorystore.ts";
+import { InventoryStore } from "../../../internal/git/folder/inventorystore.ts";
 
 describe("the inventories a worker keeps beside its clone", () => {
   const dir = mkdtempSync(join(tmpdir(), "inventorystore-"));

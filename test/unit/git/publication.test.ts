@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Publication } from "../../../internal/git/publication.ts";
-import { TargetFolders, type TargetFolderCallbacks } from "../../../internal/git/targetfolders.ts";
-import type { Change, DecidedWrite } from "../../../internal/git/writes.ts";
+import { Publication } from "../../../internal/git/worker/publication.ts";
+import { TargetFolders, type TargetFolderCallbacks } from "../../../internal/git/folder/targetfolders.ts";
+import type { Change, DecidedWrite } from "../../../internal/git/folder/writes.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";
 

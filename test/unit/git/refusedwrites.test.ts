@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { RefusedWrites, unwrittenMessage } from "../../../internal/git/refusedwrites.ts";
-import type { Change } from "../../../internal/git/writes.ts";
+import { RefusedWrites, unwrittenMessage } from "../../../internal/git/folder/refusedwrites.ts";
+import type { Change } from "../../../internal/git/folder/writes.ts";
 
 const upsert = (name: string): Change => ({
   op: "upsert",

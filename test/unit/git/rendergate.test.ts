@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { RenderGate } from "../../../internal/git/rendergate.ts";
+import { RenderGate } from "../../../internal/git/folder/rendergate.ts";
 
 const limits = { holdMs: 600_000, budgetBytes: 1_000 };
 const divergence = {

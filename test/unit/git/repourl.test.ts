@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { normalizeRepositoryUrl, redactUrl } from "../../../internal/git/repourl.ts";
+import { normalizeRepositoryUrl, redactUrl } from "../../../internal/types/repourl.ts";
 
 describe("repository URL normalization", () => {
   it("scp-like, ssh and https URLs of one repository normalize to the same repository", () => {

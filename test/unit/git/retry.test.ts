@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { RetrySchedule } from "../../../internal/git/retry.ts";
+import { RetrySchedule } from "../../../internal/git/worker/retry.ts";
 import { seededRandom } from "../../support/random.ts";
 
 /** A random source of 1 takes the jitter's ceiling: the schedule itself. */

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ParentMissingError, rootFrom, rootHolds, type Advertisement } from "../../../internal/git/root.ts";
+import {
+  ParentMissingError,
+  rootFrom,
+  rootHolds,
+  type Advertisement,
+} from "../../../internal/git/engine/root.ts";
 
 const advertised = (refs: Record<string, string>, head = "refs/heads/main"): Advertisement => ({
   refs: new Map(Object.entries(refs).map(([branch, commit]) => [`refs/heads/${branch}`, commit])),

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { BranchWorker } from "../../../internal/git/branchworker.ts";
+import { BranchWorker } from "../../../internal/git/worker/branchworker.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";
 import { unheardFolders } from "../../support/worker.ts";

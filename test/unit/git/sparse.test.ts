@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { coverOf, covers, uncoveredReferences } from "../../../internal/git/sparse.ts";
+import { coverOf, covers, uncoveredReferences } from "../../../internal/git/engine/sparse.ts";
 
 describe("the folders a clone checks out", () => {
   it("covers the target folders with the fewest directories", () => {

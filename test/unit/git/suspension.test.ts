@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Suspensions } from "../../../internal/git/suspension.ts";
-import type { Intake } from "../../../internal/git/targetfolders.ts";
-import type { TargetSettings } from "../../../internal/git/writes.ts";
+import { Suspensions } from "../../../internal/git/worker/suspension.ts";
+import type { Intake } from "../../../internal/git/folder/targetfolders.ts";
+import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";
 
 const target: TargetSettings = {

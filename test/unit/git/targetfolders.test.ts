@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { MaterializeResult } from "../../../internal/git/materialize.ts";
-import { TargetFolders, type FolderReport, type Intake } from "../../../internal/git/targetfolders.ts";
-import type { DecidedWrite, TargetSettings } from "../../../internal/git/writes.ts";
+import type { MaterializeResult } from "../../../internal/git/folder/materialize.ts";
+import { TargetFolders, type FolderReport, type Intake } from "../../../internal/git/folder/targetfolders.ts";
+import type { DecidedWrite, TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";
 
 const collection = configMaps;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { BranchState } from "../../../internal/git/report.ts";
-import type { FolderReport } from "../../../internal/git/targetfolders.ts";
+import type { BranchState } from "../../../internal/git/worker/report.ts";
+import type { FolderReport } from "../../../internal/git/folder/targetfolders.ts";
 import { branchWakesTarget, reportWakesTarget } from "../../../internal/git/targetwake.ts";
 
 const since = new Date("2026-12-01T10:00:00Z");

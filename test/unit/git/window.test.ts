@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CommitWindow } from "../../../internal/git/window.ts";
+import { CommitWindow } from "../../../internal/git/worker/window.ts";
 
 const alice = { author: "alice <alice@example.com>", target: "team-a/t" };
 const bob = { author: "bob <bob@example.com>", target: "team-a/t" };

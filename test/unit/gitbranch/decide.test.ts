@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { GitBranch, GitProvider } from "../../../generated/v1alpha3/index.ts";
-import type { Candidate } from "../../../internal/git/branchclaim.ts";
+import type { Candidate } from "../../../internal/gitbranch/branchclaim.ts";
 import { admitBranch, providerRefOf } from "../../../internal/gitbranch/admission.ts";
 import {
   decideBranch,

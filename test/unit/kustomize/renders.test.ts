@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { materialize } from "../../../internal/git/materialize.ts";
-import type { DecidedWrite } from "../../../internal/git/writes.ts";
+import { materialize } from "../../../internal/git/folder/materialize.ts";
+import type { DecidedWrite } from "../../../internal/git/folder/writes.ts";
 import { FolderRenders, type Builder } from "../../../internal/kustomize/renders.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
 import { configMapIdentity, configMaps } from "../git/fixtures.ts";

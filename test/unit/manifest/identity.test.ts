@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { followedObjects } from "../../../internal/git/followed.ts";
-import { materialize, type AppliedChange } from "../../../internal/git/materialize.ts";
-import type { CollectionView } from "../../../internal/git/prune.ts";
-import type { DecidedWrite } from "../../../internal/git/writes.ts";
+import { followedObjects } from "../../../internal/git/folder/followed.ts";
+import { materialize, type AppliedChange } from "../../../internal/git/folder/materialize.ts";
+import type { CollectionView } from "../../../internal/git/folder/prune.ts";
+import type { DecidedWrite } from "../../../internal/git/folder/writes.ts";
 import {
   chainNamespace,
   effectiveNamespace,

@@ -3,8 +3,8 @@ import {
   materialize,
   type AppliedChange,
   type MaterializeOptions,
-} from "../../../internal/git/materialize.ts";
-import type { DecidedWrite, PruneMode } from "../../../internal/git/writes.ts";
+} from "../../../internal/git/folder/materialize.ts";
+import type { DecidedWrite, PruneMode } from "../../../internal/git/folder/writes.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
 import type { ResourceIdentity } from "../../../internal/types/identity.ts";
 import type { MemoryTree } from "./memorytree.ts";

@@ -1,4 +1,4 @@
-import type { WorkTree } from "../../../internal/git/materialize.ts";
+import type { WorkTree } from "../../../internal/git/folder/materialize.ts";
 
 /**
  * An in-memory worktree: the commit boundary is recorded, not made, since these tests are about

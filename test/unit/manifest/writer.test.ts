@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { materialize } from "../../../internal/git/materialize.ts";
-import type { DecidedWrite, PruneMode } from "../../../internal/git/writes.ts";
+import { materialize } from "../../../internal/git/folder/materialize.ts";
+import type { DecidedWrite, PruneMode } from "../../../internal/git/folder/writes.ts";
 import { identityOfObject } from "../../../internal/manifest/folder.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory.ts";
 import { MemoryTree } from "./memorytree.ts";

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { describe, it } from "node:test";
 import type { GitBranch, GitProvider, GitReceiver } from "../../../generated/v1alpha3/index.ts";
-import { DeliveryLooks } from "../../../internal/git/refresh.ts";
+import { DeliveryLooks } from "../../../internal/git/worker/refresh.ts";
 import { judgeHeaders, signatureHolds, webhookPath } from "../../../internal/receiver/auth.ts";
 import { receiverStatus } from "../../../internal/receiver/decide.ts";
 import { readDelivery } from "../../../internal/receiver/payload.ts";

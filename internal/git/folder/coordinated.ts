@@ -5,11 +5,11 @@
 // neither upserted nor treated as missing, so the sweep leaves its document alone, under
 // prune.mode: Always too. An object owned by nobody, or by the folder's own applier, is
 // mirrored as before, and a folder with no claim excludes nothing.
-import { isApplier } from "../applier/owner.ts";
-import { identityKeyOf } from "../manifest/writer.ts";
-import { keyOf } from "../types/names.ts";
-import type { StreamItem } from "../watch/stream.ts";
-import type { ResourceIdentity } from "../types/identity.ts";
+import { isApplier } from "../../applier/owner.ts";
+import { identityKeyOf } from "../../manifest/writer.ts";
+import { keyOf } from "../../types/names.ts";
+import type { StreamItem } from "../../watch/stream.ts";
+import type { ResourceIdentity } from "../../types/identity.ts";
 import type { TargetSettings } from "./writes.ts";
 
 export interface Coordinated {

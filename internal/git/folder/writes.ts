@@ -1,16 +1,21 @@
 // What a closed window or a snapshot decides: the changes one commit makes to one GitTarget's
 // folder. A decided write is kept until a push lands, so nothing accepted is lost.
-import type { Collection } from "../watch/watchedtypes.ts";
-import type { DesiredObject, StreamItem } from "../watch/stream.ts";
-import type { ResourceIdentity } from "../types/identity.ts";
-import type { Author } from "../types/signature.ts";
-import type { MessageTemplates } from "../commitmessage/messages.ts";
-import type { PlacementPolicy } from "../manifest/ladder.ts";
-import type { WindowTimers } from "./window.ts";
-import { keyOf } from "../types/names.ts";
-import type { AppliedBy } from "../applier/owner.ts";
+import type { Collection } from "../../watch/watchedtypes.ts";
+import type { DesiredObject, StreamItem } from "../../watch/stream.ts";
+import type { ResourceIdentity } from "../../types/identity.ts";
+import type { Author } from "../../types/signature.ts";
+import type { MessageTemplates } from "../../commitmessage/messages.ts";
+import type { PlacementPolicy } from "../../manifest/ladder.ts";
+import { keyOf } from "../../types/names.ts";
+import type { AppliedBy } from "../../applier/owner.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
+
+/** When a GitTarget's commit windows close: idleTimeout of silence, or maxDuration after opening. */
+export interface WindowTimers {
+  idleTimeoutMs: number;
+  maxDurationMs: number;
+}
 
 /** What the worker needs of a GitTarget. */
 export interface TargetSettings {

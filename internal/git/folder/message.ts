@@ -1,13 +1,13 @@
 // A decided write's commit message, from its GitTarget's templates (or the defaults) and what
 // the write changed. A template that fails never costs the commit: the default is used, and the
 // failure is logged.
-import { commitMessage, type MessageTemplates } from "../commitmessage/messages.ts";
-import { messageData } from "../commitmessage/model.ts";
-import type { Logger } from "../telemetry/logger.ts";
-import type { Signature } from "../types/signature.ts";
+import { commitMessage, type MessageTemplates } from "../../commitmessage/messages.ts";
+import { messageData } from "../../commitmessage/model.ts";
+import type { Logger } from "../../telemetry/logger.ts";
+import type { Signature } from "../../types/signature.ts";
 import type { AppliedChange } from "./materialize.ts";
 import type { DecidedWrite } from "./writes.ts";
-import { parseKey } from "../types/names.ts";
+import { parseKey } from "../../types/names.ts";
 
 export type { MessageTemplates };
 

@@ -17,8 +17,8 @@ import { readFileAt, stagedFileAt, writeFileAt } from "./worktreefiles.ts";
 import { parseAdvertisement } from "./lsremote.ts";
 import { rootCommit, rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
 import { signCommits } from "./commitsigner.ts";
-import type { SigningKey } from "../signing/sshkey.ts";
-import type { Signature } from "../types/signature.ts";
+import type { SigningKey } from "../../signing/sshkey.ts";
+import type { Signature } from "../../types/signature.ts";
 import { withTransport, type RemoteAuth } from "./transport.ts";
 
 export interface CloneOptions {

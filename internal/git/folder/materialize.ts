@@ -4,20 +4,20 @@
 // also measures the folder's ${...} tokens against live, for the render-vs-live gate, and under
 // prune Always sweeps what it observed absent. Every removal asks the prune mode the target has
 // now, a replay's included (prune.ts).
-import { bootstrapFiles, replacesBootstrap } from "../manifest/bootstrap.ts";
-import type { Refusal } from "../manifest/acceptance.ts";
-import type { DocumentLocation, FileTree } from "../manifest/folder.ts";
-import type { FolderInventory, VersionedTree } from "../manifest/inventory.ts";
-import type { PlacementSource } from "../manifest/ladder.ts";
-import { formatPath, measureRender } from "../manifest/rendermeasure.ts";
-import type { FolderRenders } from "../kustomize/renders.ts";
-import { renderVerdict } from "../kustomize/verdict.ts";
-import { acceptFollowed, sweptNamespace } from "../manifest/lookup.ts";
-import { FolderWriter, describe, identityKeyOf } from "../manifest/writer.ts";
-import { isSensitive } from "../manifest/placement.ts";
-import type { ResourceIdentity } from "../types/identity.ts";
-import type { Clone } from "./clone.ts";
-import type { Signature } from "../types/signature.ts";
+import { bootstrapFiles, replacesBootstrap } from "../../manifest/bootstrap.ts";
+import type { Refusal } from "../../manifest/acceptance.ts";
+import type { DocumentLocation, FileTree } from "../../manifest/folder.ts";
+import type { FolderInventory, VersionedTree } from "../../manifest/inventory.ts";
+import type { PlacementSource } from "../../manifest/ladder.ts";
+import { formatPath, measureRender } from "../../manifest/rendermeasure.ts";
+import type { FolderRenders } from "../../kustomize/renders.ts";
+import { renderVerdict } from "../../kustomize/verdict.ts";
+import { acceptFollowed, sweptNamespace } from "../../manifest/lookup.ts";
+import { FolderWriter, describe, identityKeyOf } from "../../manifest/writer.ts";
+import { isSensitive } from "../../manifest/placement.ts";
+import type { ResourceIdentity } from "../../types/identity.ts";
+import type { Clone } from "../engine/clone.ts";
+import type { Signature } from "../../types/signature.ts";
 import { followedObjects } from "./followed.ts";
 import { pruneRemoves, sweepReaches, type CollectionView } from "./prune.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";

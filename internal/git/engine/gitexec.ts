@@ -4,7 +4,7 @@
 // Credentials reach git through the environment (transport.ts), never through an argument, and
 // neither arguments nor environment are put into an error message.
 import { spawn } from "node:child_process";
-import { redactUrl } from "./repourl.ts";
+import { redactUrl } from "../../types/repourl.ts";
 
 /** Whose fault a failure was: the remote's, or the local clone's (fault.ts tells them apart). */
 export type Fault = "remote" | "local";

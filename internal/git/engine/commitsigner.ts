@@ -7,8 +7,8 @@ import { createHash } from "node:crypto";
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
-import type { SigningKey } from "../signing/sshkey.ts";
-import { sshSignature } from "../signing/sshsig.ts";
+import type { SigningKey } from "../../signing/sshkey.ts";
+import { sshSignature } from "../../signing/sshsig.ts";
 import { runGit } from "./gitexec.ts";
 
 /** Signs every commit after `base` up to `head` (all of them when there is no base), in order; returns the signed head. */

@@ -4,22 +4,22 @@
 // and pushed one commit each, with a push cooldown that batches bursts. A remote that cannot be
 // reached keeps every retained write and is retried on its own schedule; while it is, intake is
 // bounded by the branch budget.
-import type { Logger } from "../telemetry/logger.ts";
-import type { StreamItem } from "../watch/stream.ts";
-import type { Author } from "../types/signature.ts";
-import type { Repository } from "./clone.ts";
-import type { Signature } from "../types/signature.ts";
+import type { Logger } from "../../telemetry/logger.ts";
+import type { StreamItem } from "../../watch/stream.ts";
+import type { Author } from "../../types/signature.ts";
+import type { Repository } from "../engine/clone.ts";
+import type { Signature } from "../../types/signature.ts";
 import { DeliveryLooks, proveBranch, readFolders, type Refreshing } from "./refresh.ts";
-import { identityKeyOf } from "../manifest/writer.ts";
-import type { MaterializeOptions, WorkTree } from "./materialize.ts";
+import { identityKeyOf } from "../../manifest/writer.ts";
+import type { MaterializeOptions, WorkTree } from "../folder/materialize.ts";
 import { Publication, type Unpublished } from "./publication.ts";
 import { RetrySchedule } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
-import { TargetFolders, type Intake, type TargetFolderCallbacks } from "./targetfolders.ts";
+import { TargetFolders, type Intake, type TargetFolderCallbacks } from "../folder/targetfolders.ts";
 import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
 import type { BranchState } from "./report.ts";
 import { WorkerQueue } from "./workerqueue.ts";
-import { InventoryStore } from "./inventorystore.ts";
+import { InventoryStore } from "../folder/inventorystore.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
 import {
   RetainedWrites,
@@ -28,7 +28,7 @@ import {
   type Change,
   type DecidedWrite,
   type TargetSettings,
-} from "./writes.ts";
+} from "../folder/writes.ts";
 import { WorkerSaves, type Report, type SaveRequest, type WithdrawAnswer } from "./saves.ts";
 
 export interface BranchWorkerOptions {

@@ -8,18 +8,18 @@
 // is caught by the push, whose lease names the root it expects the branch at. A remote that
 // moved under the push is tried again after a short jittered pause, never on the outage
 // schedule (contention.ts).
-import type { Logger } from "../telemetry/logger.ts";
-import type { RandomSource } from "../timing/backoff.ts";
-import { sleep } from "../timing/sleep.ts";
-import { RemoteMovedError, type Repository } from "./clone.ts";
+import type { Logger } from "../../telemetry/logger.ts";
+import type { RandomSource } from "../../timing/backoff.ts";
+import { sleep } from "../../timing/sleep.ts";
+import { RemoteMovedError, type Repository } from "../engine/clone.ts";
 import { ContentionSchedule, movingPauseMs } from "./contention.ts";
 import type { Contention } from "./report.ts";
-import { faultOf } from "./fault.ts";
-import type { Fault } from "./gitexec.ts";
-import { materialize, type MaterializeOptions, type WorkTree } from "./materialize.ts";
-import { ParentMissingError, rootCommit, type Root } from "./root.ts";
-import type { Intake, TargetFolders } from "./targetfolders.ts";
-import type { DecidedWrite } from "./writes.ts";
+import { faultOf } from "../engine/fault.ts";
+import type { Fault } from "../engine/gitexec.ts";
+import { materialize, type MaterializeOptions, type WorkTree } from "../folder/materialize.ts";
+import { ParentMissingError, rootCommit, type Root } from "../engine/root.ts";
+import type { Intake, TargetFolders } from "../folder/targetfolders.ts";
+import type { DecidedWrite } from "../folder/writes.ts";
 
 export interface PublicationOptions {
   repository: Repository & WorkTree;

@@ -1,9 +1,9 @@
 // A branch worker's FIFO: live items, resyncs, rechecks, refreshes, CommitRequest attaches and
 // withdraws, served one at a time by the worker's loop. It weighs the items it holds for the
 // branch budget, and puts the loop to sleep until its next deadline or the next event.
-import { sleep } from "../timing/sleep.ts";
+import { sleep } from "../../timing/sleep.ts";
 import { itemChargeBytes } from "./intakebudget.ts";
-import type { Intake } from "./targetfolders.ts";
+import type { Intake } from "../folder/targetfolders.ts";
 
 export class WorkerQueue<E extends object> {
   private readonly events: (E | Intake)[] = [];

@@ -6,9 +6,9 @@
 // `git ls-remote` with the service asked for, through the same transport the clone uses.
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { basicAuthFor, type GitCredential, type HttpCredential } from "../gitauth/credentials.ts";
+import { basicAuthFor, type GitCredential, type HttpCredential } from "../../gitauth/credentials.ts";
 import { GitCommandError, runGit } from "./gitexec.ts";
-import { redactUrl } from "./repourl.ts";
+import { redactUrl } from "../../types/repourl.ts";
 import { isSshUrl, withTransport } from "./transport.ts";
 
 export type ProbeOutcome =

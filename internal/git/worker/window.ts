@@ -1,6 +1,7 @@
 // The commit window: the writes of one author to one GitTarget, collected until something
 // closes them into one commit. Pure state with the clock passed in, so every closing rule is
 // pinned by a test; the branch worker owns one and drives it from its event loop.
+import type { WindowTimers } from "../folder/writes.ts";
 
 /** Who a window belongs to: one author and one GitTarget. */
 export interface WindowOwner {
@@ -10,11 +11,6 @@ export interface WindowOwner {
   target: string;
   /** The named actor's username; undefined for a configured-author or unresolved window. */
   actor?: string;
-}
-
-export interface WindowTimers {
-  idleTimeoutMs: number;
-  maxDurationMs: number;
 }
 
 export type CloseReason =

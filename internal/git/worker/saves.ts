@@ -7,14 +7,15 @@
 // render-vs-live gate that has not passed fails it, whichever way it ended, because "no window"
 // cannot be said of a target that drops its writes. WindowMismatch is the exception: another
 // author's window refused it, and its reason says so.
-import { SaveDesk, type Report, type SaveRequest, type WithdrawAnswer } from "../commitrequest/desk.ts";
-import type { OpenWindowView, Unattached } from "../commitrequest/attach.ts";
-import type { Outcome } from "../commitrequest/outcome.ts";
-import type { ClosedWindow, CommitWindow, WindowTimers } from "./window.ts";
-import type { TargetFolders } from "./targetfolders.ts";
-import type { DecidedWrite, SaveOnWrite, TargetSettings } from "./writes.ts";
+import { SaveDesk, type Report, type SaveRequest, type WithdrawAnswer } from "../../commitrequest/desk.ts";
+import type { OpenWindowView, Unattached } from "../../commitrequest/attach.ts";
+import type { Outcome } from "../../commitrequest/outcome.ts";
+import type { ClosedWindow, CommitWindow } from "./window.ts";
+import type { WindowTimers } from "../folder/writes.ts";
+import type { TargetFolders } from "../folder/targetfolders.ts";
+import type { DecidedWrite, SaveOnWrite, TargetSettings } from "../folder/writes.ts";
 
-export type { Report, SaveRequest, WithdrawAnswer } from "../commitrequest/desk.ts";
+export type { Report, SaveRequest, WithdrawAnswer } from "../../commitrequest/desk.ts";
 
 /** What the saves need of their worker. */
 export interface SaveHost {

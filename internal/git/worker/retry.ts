@@ -2,8 +2,8 @@
 // 10 s later, doubling to 5 minutes (equal jitter, so the branches one outage hit do not all come
 // back at the same instant), without waiting for another edit. It also remembers since
 // when the branch has been failing and why, which every GitTarget on the branch reports.
-import { backoffDelay, type Backoff, type RandomSource } from "../timing/backoff.ts";
-import type { Fault } from "./gitexec.ts";
+import { backoffDelay, type Backoff, type RandomSource } from "../../timing/backoff.ts";
+import type { Fault } from "../engine/gitexec.ts";
 import type { Outage } from "./report.ts";
 
 const retryBackoff: Backoff = { baseMs: 10_000, maxMs: 5 * 60_000, jitter: "equal" };

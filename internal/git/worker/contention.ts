@@ -2,7 +2,7 @@
 // answers, somebody else simply lands first. Waiting on the outage schedule (10 s doubling to
 // 5 minutes) would only let them win every race, so the worker fetches, replays and pushes again
 // after a short jittered pause, and reports it as RemoteMoving, never as RemoteUnreachable.
-import { backoffDelay, type Backoff, type RandomSource } from "../timing/backoff.ts";
+import { backoffDelay, type Backoff, type RandomSource } from "../../timing/backoff.ts";
 import type { BranchState, Contention } from "./report.ts";
 
 /**

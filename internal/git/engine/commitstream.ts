@@ -9,7 +9,7 @@
 // before it, so no unintended empty commit stays in the history.
 import { emptyTree, Importer } from "./importer.ts";
 import type { ImportedFile } from "./importstream.ts";
-import type { Signature } from "../types/signature.ts";
+import type { Signature } from "../../types/signature.ts";
 
 /** Where the clone's head is, and what it is told when a commit moves it. */
 export interface Head {

@@ -3,13 +3,13 @@
 // round trip per refresh interval, and a push delivery one per burst. A moved branch has its folders read again, so a folder
 // somebody broke (or fixed) in Git is reported. Both run on the worker's loop, only while it
 // holds no write that would do the same anyway.
-import { renderRefusal } from "../kustomize/verdict.ts";
-import type { FolderRenders } from "../kustomize/renders.ts";
-import type { Logger } from "../telemetry/logger.ts";
-import type { WorkTree } from "./materialize.ts";
+import { renderRefusal } from "../../kustomize/verdict.ts";
+import type { FolderRenders } from "../../kustomize/renders.ts";
+import type { Logger } from "../../telemetry/logger.ts";
+import type { WorkTree } from "../folder/materialize.ts";
 import type { Publication } from "./publication.ts";
-import type { TargetFolders } from "./targetfolders.ts";
-import type { TargetSettings } from "./writes.ts";
+import type { TargetFolders } from "../folder/targetfolders.ts";
+import type { TargetSettings } from "../folder/writes.ts";
 
 export interface Refreshing {
   publication: Publication;

@@ -1,7 +1,7 @@
 // How a branch worker's outage reads, for every object that reports it: each GitTarget on the
 // branch and the GitBranch itself say it in the same words, from the one worker report.
 import type { BranchState } from "./report.ts";
-import type { Fault } from "./gitexec.ts";
+import type { Fault } from "../engine/gitexec.ts";
 
 /** The branch's remote cannot be reached: since when, what failed, and what is kept. */
 export interface OutageFacts {

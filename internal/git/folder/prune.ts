@@ -3,13 +3,13 @@
 // reaches: a snapshot establishes absence only inside what was observed, and an object that
 // left one collection by its labels may be held by another. Pure: the worker's folders pass in
 // what they know of the target's collections.
-import type { DocumentFacts } from "../manifest/facts.ts";
-import { groupOf } from "../manifest/folder.ts";
-import { selects } from "../watch/selector.ts";
-import type { StreamItem } from "../watch/stream.ts";
-import type { Collection } from "../watch/watchedtypes.ts";
+import type { DocumentFacts } from "../../manifest/facts.ts";
+import { groupOf } from "../../manifest/folder.ts";
+import { selects } from "../../watch/selector.ts";
+import type { StreamItem } from "../../watch/stream.ts";
+import type { Collection } from "../../watch/watchedtypes.ts";
 import type { PruneMode } from "./writes.ts";
-import { keyOf } from "../types/names.ts";
+import { keyOf } from "../../types/names.ts";
 
 /** An observed removal is a delete (or a selector exit) the watch saw; an inferred one is a sweep's. */
 export type Removal = "observed" | "inferred";

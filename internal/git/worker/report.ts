@@ -1,6 +1,6 @@
 // What a branch worker reports: the state every GitTarget on its branch shows, and the metrics.
 // Its own file, below the worker's parts, so a decision reads it without importing them.
-import type { Fault } from "./gitexec.ts";
+import type { Fault } from "../engine/gitexec.ts";
 
 /** What every GitTarget on the branch reports of its worker, and what the metrics show. */
 export interface BranchState {

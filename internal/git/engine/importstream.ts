@@ -1,6 +1,6 @@
 // The text of `git fast-import` commands (importer.ts runs them). Pure: a commit request in,
 // the bytes of its command out, so the stream's grammar is tested without a process.
-import type { Signature } from "../types/signature.ts";
+import type { Signature } from "../../types/signature.ts";
 
 /** One file of a commit: its new content, or absent (deleted). */
 export type ImportedFile =
