@@ -3,7 +3,7 @@
 import { CoreV1Api, type KubeConfig, type V1ConfigMap } from "@kubernetes/client-node";
 import { gitTargets, watchRules } from "../generated/v1alpha3/index.ts";
 import { bootstrapFiles } from "../internal/manifest/bootstrap.ts";
-import { builtInPath } from "../internal/manifest/placement.ts";
+import { builtInPath } from "../internal/manifest/placement/builtin.ts";
 import { sanitize } from "../internal/sanitize/sanitize.ts";
 import { toStableYaml } from "../internal/sanitize/stableyaml.ts";
 import {

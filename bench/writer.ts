@@ -9,7 +9,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { Clone } from "../internal/git/engine/clone.ts";
 import { materialize } from "../internal/git/folder/materialize.ts";
 import type { DecidedWrite } from "../internal/git/folder/writes.ts";
-import { FolderInventory } from "../internal/manifest/inventory.ts";
+import { FolderInventory } from "../internal/manifest/inventory/inventory.ts";
 import type { GitServer } from "../test/support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../test/support/reaper.ts";
 import { configMapIdentity } from "../test/unit/git/fixtures.ts";

@@ -4,10 +4,10 @@
 // inside the folder, where it would duplicate the base's document in the build.
 import { posix } from "node:path";
 import { isDeepStrictEqual } from "node:util";
-import { fileFacts, isYamlPath } from "./facts.ts";
-import type { DocumentLocation, FileTree } from "./folder.ts";
-import type { FolderInventory } from "./inventory.ts";
-import { isRecord } from "./rendermeasure.ts";
+import { fileFacts, isYamlPath } from "./inventory/facts.ts";
+import type { DocumentLocation, FileTree } from "./document/tree.ts";
+import type { FolderInventory } from "./inventory/inventory.ts";
+import { isRecord } from "./document/rendermeasure.ts";
 
 /** A document outside the folder, and the folder's kustomizations that include it. */
 export interface ContextDocument extends DocumentLocation {

@@ -3,11 +3,11 @@
 // person or kustomize wrote is edited in place rather than given a second copy of an object. A
 // namespace-less document that could describe objects in several namespaces is refused with the
 // folder, never guessed at and never duplicated.
-import { refusalMessage, type Refusal } from "./acceptance.ts";
-import { finding, type Finding } from "./facts.ts";
-import { groupOf } from "./folder.ts";
-import { effectiveNamespace, namespacelessDescribes, type FollowedObjects } from "./identity.ts";
-import type { FolderInventory, LocatedDocument } from "./inventory.ts";
+import { refusalMessage, type Refusal } from "./inventory/acceptance.ts";
+import { finding, type Finding } from "./inventory/facts.ts";
+import { groupOf } from "./document/tree.ts";
+import { effectiveNamespace, namespacelessDescribes, type FollowedObjects } from "./document/identity.ts";
+import type { FolderInventory, LocatedDocument } from "./inventory/inventory.ts";
 
 /** A live object as the lookup sees it: a namespace exactly when its kind is namespaced. */
 export interface LiveIdentity {

@@ -9,20 +9,25 @@ import { keepWrittenDefaults, type Defaulted } from "../sanitize/owned.ts";
 import { contentDigest } from "../sanitize/digest.ts";
 import { toStableYaml } from "../sanitize/stableyaml.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
-import { appendDocument, parseManifestFile, removeDocument, replaceDocumentChecked } from "./edit.ts";
-import { editThrough } from "./editthrough.ts";
-import { fileFacts, renderedFacts, type FileFacts } from "./facts.ts";
-import { identityKey, type DocumentLocation, type FileTree } from "./folder.ts";
-import { keepWrittenNamespace, nothingFollowed, type FollowedObjects } from "./identity.ts";
-import type { FolderInventory } from "./inventory.ts";
-import { placeNew, type PlacementPolicy, type PlacementSource } from "./ladder.ts";
-import { isSensitive } from "./placement.ts";
-import { keepTokens, measureRender, type Divergence } from "./rendermeasure.ts";
+import {
+  appendDocument,
+  parseManifestFile,
+  removeDocument,
+  replaceDocumentChecked,
+} from "./yamledit/edit.ts";
+import { editThrough } from "./overrides/editthrough.ts";
+import { fileFacts, renderedFacts, type FileFacts } from "./inventory/facts.ts";
+import { identityKey, type DocumentLocation, type FileTree } from "./document/tree.ts";
+import { keepWrittenNamespace, nothingFollowed, type FollowedObjects } from "./document/identity.ts";
+import type { FolderInventory } from "./inventory/inventory.ts";
+import { placeNew, type PlacementPolicy, type PlacementSource } from "./placement/ladder.ts";
+import { isSensitive } from "./placement/builtin.ts";
+import { keepTokens, measureRender, type Divergence } from "./document/rendermeasure.ts";
 import { addResourceEntry, removeResourceEntry } from "./resources.ts";
 import { readContext, rendersLive, type ContextDocument } from "./context.ts";
 import { findDocument } from "./lookup.ts";
 import { newDocument } from "./newdocument.ts";
-import { proofOf, proves } from "./sealed.ts";
+import { proofOf, proves } from "./document/sealed.ts";
 import { EncryptionError, encryptManifest } from "../sops/encrypt.ts";
 
 export interface WriterSettings {

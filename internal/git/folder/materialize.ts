@@ -5,16 +5,16 @@
 // prune Always sweeps what it observed absent. Every removal asks the prune mode the target has
 // now, a replay's included (prune.ts).
 import { bootstrapFiles, replacesBootstrap } from "../../manifest/bootstrap.ts";
-import type { Refusal } from "../../manifest/acceptance.ts";
-import type { DocumentLocation, FileTree } from "../../manifest/folder.ts";
-import type { FolderInventory, VersionedTree } from "../../manifest/inventory.ts";
-import type { PlacementSource } from "../../manifest/ladder.ts";
-import { formatPath, measureRender } from "../../manifest/rendermeasure.ts";
+import type { Refusal } from "../../manifest/inventory/acceptance.ts";
+import type { DocumentLocation, FileTree } from "../../manifest/document/tree.ts";
+import type { FolderInventory, VersionedTree } from "../../manifest/inventory/inventory.ts";
+import type { PlacementSource } from "../../manifest/placement/ladder.ts";
+import { formatPath, measureRender } from "../../manifest/document/rendermeasure.ts";
 import type { FolderRenders } from "../../kustomize/renders.ts";
 import { renderVerdict } from "../../kustomize/verdict.ts";
 import { acceptFollowed, sweptNamespace } from "../../manifest/lookup.ts";
 import { FolderWriter, describe, identityKeyOf } from "../../manifest/writer.ts";
-import { isSensitive } from "../../manifest/placement.ts";
+import { isSensitive } from "../../manifest/placement/builtin.ts";
 import type { ResourceIdentity } from "../../types/identity.ts";
 import type { Clone } from "../engine/clone.ts";
 import type { Signature } from "../../types/signature.ts";

@@ -3,8 +3,8 @@
 // reaches: a snapshot establishes absence only inside what was observed, and an object that
 // left one collection by its labels may be held by another. Pure: the worker's folders pass in
 // what they know of the target's collections.
-import type { DocumentFacts } from "../../manifest/facts.ts";
-import { groupOf } from "../../manifest/folder.ts";
+import type { DocumentFacts } from "../../manifest/inventory/facts.ts";
+import { groupOf } from "../../manifest/document/tree.ts";
 import { selects } from "../../watch/selector.ts";
 import type { StreamItem } from "../../watch/stream.ts";
 import type { Collection } from "../../watch/watchedtypes.ts";

@@ -31,6 +31,9 @@ import {
 } from "../folder/writes.ts";
 import { WorkerSaves, type Report, type SaveRequest, type WithdrawAnswer } from "./saves.ts";
 
+/** The seeds' fixed push cooldown: successful local commits wait this long after a push. */
+export const defaultPushCooldownMs = 5_000;
+
 export interface BranchWorkerOptions {
   clone: Repository & WorkTree;
   committer: Signature;
@@ -291,7 +294,7 @@ export class BranchWorker {
 
   /** When the next publication may start: after the push cooldown, and after a failure's backoff. */
   private publishDueAt(): number {
-    const cooldownEnd = this.lastPushAt + (this.options.pushCooldownMs ?? 5_000);
+    const cooldownEnd = this.lastPushAt + (this.options.pushCooldownMs ?? defaultPushCooldownMs);
     return Math.max(cooldownEnd, this.retry.dueAt, this.publication.contendedUntil);
   }
 

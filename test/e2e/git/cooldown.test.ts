@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { BranchWorker } from "../../../internal/git/worker/branchworker.ts";
+import { BranchWorker, defaultPushCooldownMs } from "../../../internal/git/worker/branchworker.ts";
 import { Clone } from "../../../internal/git/engine/clone.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { GitServer } from "../../support/gitserver.ts";
@@ -12,6 +12,7 @@ import { committing, quiet, unheardFolders } from "../../support/worker.ts";
 
 const user = { username: "gitops", password: "s3cret" };
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
+const cooldownMs = 20_000;
 
 describe("the push cooldown of a branch worker", () => {
   let git: GitServer;
@@ -46,7 +47,9 @@ describe("the push cooldown of a branch worker", () => {
       clone: new Clone({ dir: join(dir, "clone"), url, branch: "main", auth: user }),
       committer,
       bufferLimitBytes: 8 * 1024 * 1024,
-      // pushCooldownMs is left out: the 5 s default the seeds fix is what is pinned here.
+      // Longer than the 5 s default (pinned below), so the second and third windows are decided
+      // inside the cooldown the first push starts even on a machine busy with other test files.
+      pushCooldownMs: cooldownMs,
       materialize: committing(committer),
       folders: unheardFolders,
       logger: quiet,
@@ -57,6 +60,10 @@ describe("the push cooldown of a branch worker", () => {
     await worker?.stop();
     await git?.close();
     if (dir) removeOwnedTempDir(dir);
+  });
+
+  it("the push cooldown is the seeds' 5 s", () => {
+    assert.equal(defaultPushCooldownMs, 5_000);
   });
 
   it("the push cooldown batches two windows into one push", async () => {
@@ -70,7 +77,7 @@ describe("the push cooldown of a branch worker", () => {
     upsert("third");
     await eventually(() => worker.backlog === 2, { description: "the third window decided and held" });
     await eventually(async () => (await show("second")) !== undefined && (await show("third")), {
-      timeoutMs: 30_000,
+      timeoutMs: cooldownMs + 30_000,
       description: "both windows on the remote",
     });
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { TargetCollections } from "../../../internal/git/folder/collections.ts";
 import { deleteReaches, pruneRemoves, sweepReaches } from "../../../internal/git/folder/prune.ts";
-import { fileFacts } from "../../../internal/manifest/facts.ts";
+import { fileFacts } from "../../../internal/manifest/inventory/facts.ts";
 import type { StreamItem } from "../../../internal/watch/stream.ts";
 import type { Collection } from "../../../internal/watch/watchedtypes.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";

@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { materialize } from "../../../internal/git/folder/materialize.ts";
 import type { DecidedWrite } from "../../../internal/git/folder/writes.ts";
 import { FolderRenders, type Builder } from "../../../internal/kustomize/renders.ts";
-import { FolderInventory } from "../../../internal/manifest/inventory.ts";
+import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { configMapIdentity, configMaps } from "../git/fixtures.ts";
 import { MemoryTree } from "../manifest/memorytree.ts";
 

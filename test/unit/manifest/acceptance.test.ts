@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { acceptFolder } from "../../../internal/manifest/acceptance.ts";
-import { fileFacts } from "../../../internal/manifest/facts.ts";
+import { acceptFolder } from "../../../internal/manifest/inventory/acceptance.ts";
+import { fileFacts } from "../../../internal/manifest/inventory/facts.ts";
 
 const accept = (files: Record<string, string>) =>
   acceptFolder(Object.entries(files).map(([path, content]) => fileFacts(path, content)));

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
 import { Document, isMap, isScalar, isSeq, parseAllDocuments } from "yaml";
-import { replaceDocument } from "../../../internal/manifest/edit.ts";
+import { replaceDocument } from "../../../internal/manifest/yamledit/edit.ts";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonMap = { [key: string]: Json };

@@ -6,7 +6,7 @@ import {
   parseManifestFile,
   removeDocument,
   replaceDocument,
-} from "../../../internal/manifest/edit.ts";
+} from "../../../internal/manifest/yamledit/edit.ts";
 
 // Written by hand: 4-space maps, sequences not indented under their key, a flow sequence, both
 // quote styles, end-of-line comments, a comment block between keys and blank lines between sections.

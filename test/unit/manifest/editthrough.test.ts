@@ -7,7 +7,7 @@ import {
   renderImage,
   type ChainLink,
   type ImageEntry,
-} from "../../../internal/manifest/editthrough.ts";
+} from "../../../internal/manifest/overrides/editthrough.ts";
 
 const image = "ghcr.io/stefanprodan/podinfo";
 

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { fileFacts, isYamlPath, renderedFacts } from "../../../internal/manifest/facts.ts";
+import { fileFacts, isYamlPath, renderedFacts } from "../../../internal/manifest/inventory/facts.ts";
 import { contentDigest } from "../../../internal/sanitize/digest.ts";
 import { toStableYaml } from "../../../internal/sanitize/stableyaml.ts";
 

@@ -8,8 +8,8 @@ import {
   chainNamespace,
   effectiveNamespace,
   namespacelessDescribes,
-} from "../../../internal/manifest/identity.ts";
-import { FolderInventory } from "../../../internal/manifest/inventory.ts";
+} from "../../../internal/manifest/document/identity.ts";
+import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { acceptFollowed, findDocument } from "../../../internal/manifest/lookup.ts";
 import { newDocument } from "../../../internal/manifest/newdocument.ts";
 import { configMapIdentity } from "../git/fixtures.ts";

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { acceptFolder } from "../../../internal/manifest/acceptance.ts";
-import { fileFacts } from "../../../internal/manifest/facts.ts";
-import { FolderInventory } from "../../../internal/manifest/inventory.ts";
+import { acceptFolder } from "../../../internal/manifest/inventory/acceptance.ts";
+import { fileFacts } from "../../../internal/manifest/inventory/facts.ts";
+import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { MemoryTree } from "./memorytree.ts";
 
 const configMap = (name: string, namespace = "apps") =>

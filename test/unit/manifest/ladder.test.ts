@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { placeNew, type FolderShape, type NewObject } from "../../../internal/manifest/ladder.ts";
+import { placeNew, type FolderShape, type NewObject } from "../../../internal/manifest/placement/ladder.ts";
 import { addResourceEntry } from "../../../internal/manifest/resources.ts";
 
 const deployment: NewObject = {

@@ -5,7 +5,7 @@ import {
   type MaterializeOptions,
 } from "../../../internal/git/folder/materialize.ts";
 import type { DecidedWrite, PruneMode } from "../../../internal/git/folder/writes.ts";
-import { FolderInventory } from "../../../internal/manifest/inventory.ts";
+import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import type { ResourceIdentity } from "../../../internal/types/identity.ts";
 import type { MemoryTree } from "./memorytree.ts";
 

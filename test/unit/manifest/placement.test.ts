@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { builtInPath, isSensitive } from "../../../internal/manifest/placement.ts";
+import { builtInPath, isSensitive } from "../../../internal/manifest/placement/builtin.ts";
 
 describe("built-in placement", () => {
   it("puts a namespaced object at {path}/{namespace}/{group}/{resource}/{name}.yaml", () => {

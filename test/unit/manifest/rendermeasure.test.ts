@@ -7,7 +7,7 @@ import {
   keepTokens,
   measureRender,
   tokenPaths,
-} from "../../../internal/manifest/rendermeasure.ts";
+} from "../../../internal/manifest/document/rendermeasure.ts";
 
 const inGit = {
   apiVersion: "apps/v1",

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { proofOf, proves, sealedFactsOf } from "../../../internal/manifest/sealed.ts";
+import { proofOf, proves, sealedFactsOf } from "../../../internal/manifest/document/sealed.ts";
 
 const object = (value: object) => value as KubernetesObject;
 const secret = object({

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parse } from "yaml";
 import type { DecidedWrite } from "../../../internal/git/folder/writes.ts";
-import { FolderInventory } from "../../../internal/manifest/inventory.ts";
+import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { MemoryTree } from "./memorytree.ts";
 import { apply, id, write } from "./materializefixtures.ts";
 

@@ -1,8 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { builtInPath } from "../../../internal/manifest/placement.ts";
-import { renderTemplate, typeKey, type PlacementVariables } from "../../../internal/manifest/template.ts";
+import { builtInPath } from "../../../internal/manifest/placement/builtin.ts";
+import {
+  renderTemplate,
+  typeKey,
+  type PlacementVariables,
+} from "../../../internal/manifest/placement/template.ts";
 
 const deployment: PlacementVariables = {
   namespace: "team-a",

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { materialize } from "../../../internal/git/folder/materialize.ts";
 import type { DecidedWrite, PruneMode } from "../../../internal/git/folder/writes.ts";
-import { identityOfObject } from "../../../internal/manifest/folder.ts";
-import { FolderInventory } from "../../../internal/manifest/inventory.ts";
+import { identityOfObject } from "../../../internal/manifest/document/tree.ts";
+import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { MemoryTree } from "./memorytree.ts";
 import { apply, committer, id, write } from "./materializefixtures.ts";
 

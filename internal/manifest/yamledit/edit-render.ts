@@ -2,7 +2,7 @@
 // collections is written here, at the file's own indentation (yaml's indentSeq: false is only
 // right for 2-space files); every scalar is written by yaml, which knows its quoting rules.
 import { Document, isScalar, visit, type Scalar } from "yaml";
-import { yamlOptions } from "../sanitize/yamlstrings.ts";
+import { yamlOptions } from "../../sanitize/yamlstrings.ts";
 import { isPlainObject } from "./edit-json.ts";
 import type { Layout } from "./edit-layout.ts";
 import { indentContinuation } from "./edit-text.ts";

@@ -2,8 +2,8 @@
 // (spec.placement), the folder's one kustomize root, and the built-in layout. Sensitivity never
 // chooses the rung; it only decides how the chosen path may be written: encrypted, in a file of
 // its own. When the chosen path cannot honour that, the object is refused rather than written.
-import type { ResourceIdentity } from "../types/identity.ts";
-import { builtInPath } from "./placement.ts";
+import type { ResourceIdentity } from "../../types/identity.ts";
+import { builtInPath } from "./builtin.ts";
 import { renderTemplate, typeKey } from "./template.ts";
 
 export type PlacementSource = "Declared" | "KustomizeRoot" | "BuiltIn";

@@ -1,7 +1,7 @@
 // The brace path language of spec.placement: a template names a file relative to spec.path, and
 // each {variable} is replaced by a part of the object's identity. Substitution and nothing else,
 // so a path depends on the identity alone.
-import type { ResourceIdentity } from "../types/identity.ts";
+import type { ResourceIdentity } from "../../types/identity.ts";
 
 /** The template variables: an object's identity, without the uid a path must never depend on. */
 export type PlacementVariables = Omit<ResourceIdentity, "uid">;

@@ -1,7 +1,7 @@
 // The images: and replicas: entries of a kustomization, each value with its place in the text, so
 // edit-through can rewrite one scalar and leave every other byte, comments included, as it was.
 import { Document, Scalar, isMap, isScalar, isSeq, parseDocument, type YAMLMap } from "yaml";
-import { yamlOptions } from "../sanitize/yamlstrings.ts";
+import { yamlOptions } from "../../sanitize/yamlstrings.ts";
 import { imageFields, type ImageEntry, type ImageField } from "./imageref.ts";
 
 /** Where a scalar sits in a kustomization's text, and how it was quoted. */

@@ -6,8 +6,8 @@ import { posix } from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { acceptFolder, unreadablePatchesOf, type Refusal } from "./acceptance.ts";
 import { fileFacts, isYamlPath, type DocumentFacts, type FileFacts } from "./facts.ts";
-import { groupOf, type DocumentLocation, type FileTree } from "./folder.ts";
-import { chainNamespace } from "./identity.ts";
+import { groupOf, type DocumentLocation, type FileTree } from "../document/tree.ts";
+import { chainNamespace } from "../document/identity.ts";
 import { chainOf, includersOf } from "./kustomizechain.ts";
 
 /** A worktree the inventory can follow from commit to commit. */

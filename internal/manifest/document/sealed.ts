@@ -5,7 +5,7 @@
 // unchanged Secret is not re-encrypted (SOPS output is random) into a commit on every resync.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import { canonicalJson } from "../sanitize/digest.ts";
+import { canonicalJson } from "../../sanitize/digest.ts";
 
 /** What the inventory knows of a SOPS document. Saved across restarts with the other facts. */
 export interface SealedFacts {

@@ -3,7 +3,7 @@
 // sibling documents keep their bytes. Every edit is verified by reading the result back; a splice
 // that does not read back right falls back to re-rendering that one document.
 import { parseAllDocuments, type Document } from "yaml";
-import { yamlOptions } from "../sanitize/yamlstrings.ts";
+import { yamlOptions } from "../../sanitize/yamlstrings.ts";
 import { rerenderDocument } from "./edit-fallback.ts";
 import { jsonEqual } from "./edit-json.ts";
 import { defaultLayout, detectLayout, type Layout } from "./edit-layout.ts";
