@@ -14,7 +14,7 @@ import { Clone } from "../internal/git/engine/clone.ts";
 import type { TargetSettings } from "../internal/git/folder/writes.ts";
 import { parseDuration } from "../internal/types/units.ts";
 import { sleep } from "../internal/timing/sleep.ts";
-import type { DesiredObject } from "../internal/watch/stream.ts";
+import type { DesiredObject } from "../internal/stream/stream.ts";
 import { configMapIdentity } from "../test/unit/git/fixtures.ts";
 import { configMapData, configMapName } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";

@@ -43,7 +43,7 @@ import {
 } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import type { GitTargetEventStream } from "../internal/watch/stream.ts";
+import type { GitTargetEventStream } from "../internal/stream/stream.ts";
 import { fieldManager } from "./fieldmanager.ts";
 import { keyOf, parseKey } from "../internal/types/names.ts";
 

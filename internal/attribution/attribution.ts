@@ -5,7 +5,7 @@
 // the ingress answers; with Redis, once the follower has read it back.
 import type { Logger } from "../telemetry/logger.ts";
 import type { Attributor } from "../watch/attributor.ts";
-import type { Collection } from "../watch/watchedtypes.ts";
+import type { Collection } from "../stream/collection.ts";
 import { authorOf } from "./author.ts";
 import { FactIndex, defaultFactIndexLimits, type FactIndexLimits } from "./factindex.ts";
 import { streamKeyOf, type FactStream, type StreamRef } from "./factstream.ts";

@@ -2,7 +2,7 @@
 // runs. Each item goes to the worker the target is attached to when the item arrives, so a
 // target detached for a while (its signing key could not be read) loses nothing, and a target
 // attached again never has two readers taking its items out of order.
-import type { GitTargetEventStream } from "../watch/stream.ts";
+import type { GitTargetEventStream } from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import { coordinated } from "./folder/coordinated.ts";
 import type { BranchWorker } from "./worker/branchworker.ts";

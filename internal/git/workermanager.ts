@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { FolderRenders } from "../kustomize/renders.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
-import type { GitTargetEventStream } from "../watch/stream.ts";
+import type { GitTargetEventStream } from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import { BranchWorker, type BranchWorkerOptions } from "./worker/branchworker.ts";
 import type { BranchState } from "./worker/report.ts";

@@ -3,7 +3,7 @@
 // worker keeps another applier's objects out of a folder a claim applies (git/coordinated.ts).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { appliedBy, type AppliedBy } from "../applier/owner.ts";
-import type { StreamItem } from "./stream.ts";
+import type { StreamItem } from "../stream/stream.ts";
 
 /** `{ appliedBy }` when an applier marked the object, else nothing: for spreading into an item. */
 export function appliedByOf(object: KubernetesObject): { appliedBy?: AppliedBy } {

@@ -1,7 +1,7 @@
 // The watch plane's seam to attribution: with it on, each live change of a collection asks
 // who made it, and the item waits for the answer in its watch's order.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { StreamItem } from "./stream.ts";
+import type { StreamItem } from "../stream/stream.ts";
 import type { Author } from "../types/signature.ts";
 
 /** What a live change's watch event knows of its object, which is all attribution may join on. */

@@ -17,9 +17,15 @@ import type { Logger } from "../telemetry/logger.ts";
 import { followedOnlyWhenUnowned, isControllerOwned } from "../typeset/followability.ts";
 import { asWatched, newerThanSnapshot } from "./listfallback.ts";
 import { deleteItemOf } from "./selectorexit.ts";
-import { OrderedPush, type DesiredObject, type GitTargetEventStream, type StreamItem } from "./stream.ts";
+import {
+  OrderedPush,
+  type DesiredObject,
+  type GitTargetEventStream,
+  type StreamItem,
+} from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
-import { pathOf, type Collection } from "./watchedtypes.ts";
+import { pathOf } from "../stream/collection.ts";
+import type { Collection } from "../stream/collection.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";

@@ -4,7 +4,7 @@
 // events newer than the LIST are applied on top of the snapshot, in the watch's order.
 
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { Collection } from "./watchedtypes.ts";
+import type { Collection } from "../stream/collection.ts";
 
 const revision = /^[0-9]+$/;
 

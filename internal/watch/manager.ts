@@ -13,8 +13,9 @@ import { DefaultsProver } from "./defaultsprover.ts";
 import { CollectionWatch, type CollectionState } from "./collectionwatch.ts";
 import { Cursor, MemoryCursorStore, type CursorStore } from "./cursor.ts";
 import { discover } from "./discovery.ts";
-import { GitTargetEventStream } from "./stream.ts";
-import { planCollections, type Collection, type WatchPlan } from "./watchedtypes.ts";
+import { GitTargetEventStream } from "../stream/stream.ts";
+import { planCollections, type WatchPlan } from "./watchedtypes.ts";
+import type { Collection } from "../stream/collection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keyOf as targetKey } from "../types/names.ts";
 

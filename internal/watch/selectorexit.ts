@@ -6,9 +6,10 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ApiStatusError, getJson } from "../kube/rawget.ts";
 import type { Logger } from "../telemetry/logger.ts";
-import type { SelectorExit, StreamItem } from "./stream.ts";
+import type { SelectorExit, StreamItem } from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
-import { pathOf, type Collection } from "./watchedtypes.ts";
+import { pathOf } from "../stream/collection.ts";
+import type { Collection } from "../stream/collection.ts";
 import { keyOf } from "../types/names.ts";
 
 // A cluster-wide collection of a namespaced type reads each object in its own namespace.

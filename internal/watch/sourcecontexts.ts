@@ -9,7 +9,7 @@ import type { RuleStore } from "../rulestore/store.ts";
 import { WatchManager } from "./manager.ts";
 import type { Attributor } from "./attributor.ts";
 import type { CursorStore } from "./cursor.ts";
-import type { Collection } from "./watchedtypes.ts";
+import type { Collection } from "../stream/collection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 
 export interface SourceContext {

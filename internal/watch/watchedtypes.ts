@@ -2,26 +2,10 @@
 // where rule matching happens: each claimed, followable (group, resource) gets one served
 // version, and each (group, resource, namespace, selector) becomes one collection with one
 // watch and one mark-and-sweep boundary.
-import type { LabelSelector } from "../../generated/v1alpha3/index.ts";
 import type { CompiledRule } from "../rulestore/compile.ts";
 import type { TypeRecord } from "../typeset/registry.ts";
-import { collectionPath } from "../kube/sources.ts";
+import type { Collection } from "../stream/collection.ts";
 import { labelSelectorString } from "./selector.ts";
-
-export interface Collection {
-  /** group/resource@namespace?selector: the collection's identity across plan passes. */
-  key: string;
-  group: string;
-  version: string;
-  resource: string;
-  kind: string;
-  namespaced: boolean;
-  /** "" is every namespace (or a cluster-scoped type). */
-  namespace: string;
-  labelSelector: string;
-  /** The objectSelector labelSelector was written from, to evaluate on labels; absent selects everything. */
-  selector?: LabelSelector;
-}
 
 export interface WatchPlan {
   collections: Collection[];
@@ -83,12 +67,4 @@ export function planCollections(rules: CompiledRule[], types: TypeRecord[]): Wat
     if (!resolved) unresolved.push(rule);
   }
   return { collections: [...collections.values()].sort((a, b) => a.key.localeCompare(b.key)), unresolved };
-}
-
-/**
- * The API path of a collection's objects; in `namespace` when given, as a cluster-wide
- * collection of a namespaced type reads one object in its own namespace.
- */
-export function pathOf(c: Collection, namespace = c.namespace): string {
-  return collectionPath({ group: c.group, version: c.version, plural: c.resource }, namespace);
 }

@@ -1,4 +1,4 @@
-import type { GitTargetEventStream, ObjectItem } from "../../internal/watch/stream.ts";
+import type { GitTargetEventStream, ObjectItem } from "../../internal/stream/stream.ts";
 
 /**
  * The next item about objects, past the markers of a replay starting or a collection removed,

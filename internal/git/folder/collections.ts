@@ -1,8 +1,8 @@
 // What the write side knows of one GitTarget's collections, followed from its stream: which are
 // active, which have completed a snapshot, and which objects each holds (names only, no
 // bytes). A sweep and a selector exit ask it whether another collection holds a document.
-import type { StreamItem } from "../../watch/stream.ts";
-import type { Collection } from "../../watch/watchedtypes.ts";
+import type { StreamItem } from "../../stream/stream.ts";
+import type { Collection } from "../../stream/collection.ts";
 import type { CollectionView } from "./prune.ts";
 import { keyOf } from "../../types/names.ts";
 

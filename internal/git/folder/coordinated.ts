@@ -8,7 +8,7 @@
 import { isApplier } from "../../applier/owner.ts";
 import { identityKeyOf } from "../../manifest/writer.ts";
 import { keyOf } from "../../types/names.ts";
-import type { StreamItem } from "../../watch/stream.ts";
+import type { StreamItem } from "../../stream/stream.ts";
 import type { ResourceIdentity } from "../../types/identity.ts";
 import type { TargetSettings } from "./writes.ts";
 

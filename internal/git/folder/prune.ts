@@ -6,8 +6,8 @@
 import type { DocumentFacts } from "../../manifest/inventory/facts.ts";
 import { groupOf } from "../../manifest/document/tree.ts";
 import { selects } from "../../watch/selector.ts";
-import type { StreamItem } from "../../watch/stream.ts";
-import type { Collection } from "../../watch/watchedtypes.ts";
+import type { StreamItem } from "../../stream/stream.ts";
+import type { Collection } from "../../stream/collection.ts";
 import type { PruneMode } from "./writes.ts";
 import { keyOf } from "../../types/names.ts";
 

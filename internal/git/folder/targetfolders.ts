@@ -7,7 +7,7 @@ import { FolderInventory } from "../../manifest/inventory/inventory.ts";
 import type { InventoryStore } from "./inventorystore.ts";
 import { acceptFollowed } from "../../manifest/lookup.ts";
 import type { PlacementSource } from "../../manifest/placement/ladder.ts";
-import type { StreamItem } from "../../watch/stream.ts";
+import type { StreamItem } from "../../stream/stream.ts";
 import { TargetCollections } from "./collections.ts";
 import { followedObjects } from "./followed.ts";
 import type { FolderState, MaterializeResult } from "./materialize.ts";

@@ -1,7 +1,7 @@
 // What a closed window or a snapshot decides: the changes one commit makes to one GitTarget's
 // folder. A decided write is kept until a push lands, so nothing accepted is lost.
-import type { Collection } from "../../watch/watchedtypes.ts";
-import type { DesiredObject, StreamItem } from "../../watch/stream.ts";
+import type { Collection } from "../../stream/collection.ts";
+import type { DesiredObject, StreamItem } from "../../stream/stream.ts";
 import type { ResourceIdentity } from "../../types/identity.ts";
 import type { Author } from "../../types/signature.ts";
 import type { MessageTemplates } from "../../commitmessage/messages.ts";

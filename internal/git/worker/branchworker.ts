@@ -5,7 +5,7 @@
 // reached keeps every retained write and is retried on its own schedule; while it is, intake is
 // bounded by the branch budget.
 import type { Logger } from "../../telemetry/logger.ts";
-import type { StreamItem } from "../../watch/stream.ts";
+import type { StreamItem } from "../../stream/stream.ts";
 import type { Author } from "../../types/signature.ts";
 import type { Repository } from "../engine/clone.ts";
 import type { Signature } from "../../types/signature.ts";

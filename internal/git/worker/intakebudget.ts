@@ -2,7 +2,7 @@
 // keeps moving), everything the branch accepted and has not published counts against
 // --branch-buffer-max-size; the first time it does not fit, intake pauses, and the watches feeding
 // the branch stop reading with their cursors kept, until a push lands and the wait ends.
-import type { StreamItem } from "../../watch/stream.ts";
+import type { StreamItem } from "../../stream/stream.ts";
 import type { BranchState } from "./report.ts";
 
 /** Every accepted item costs this much besides its bytes, so many small ones count too. */

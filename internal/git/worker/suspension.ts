@@ -4,7 +4,7 @@
 // upsert changed and, under prune Always, sweeps what was deleted. A snapshot sweeps nothing
 // under OnEvent, so the deletes a watch reported meanwhile are the one thing kept: identities
 // only, each forgotten once its object is seen again. Pure state; the worker owns the queue.
-import type { StreamItem } from "../../watch/stream.ts";
+import type { StreamItem } from "../../stream/stream.ts";
 import type { Intake } from "../folder/targetfolders.ts";
 import type { TargetSettings } from "../folder/writes.ts";
 

@@ -4,7 +4,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { compileWatchRule } from "../../../internal/rulestore/compile.ts";
 import { RuleStore } from "../../../internal/rulestore/store.ts";
 import { WatchManager } from "../../../internal/watch/manager.ts";
-import type { ObjectItem } from "../../../internal/watch/stream.ts";
+import type { ObjectItem } from "../../../internal/stream/stream.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { nextItem } from "../../support/streams.ts";
 

@@ -12,7 +12,7 @@ import { gitTargets, type WatchRule } from "../../../generated/v1alpha3/index.ts
 import { compileWatchRule } from "../../../internal/rulestore/compile.ts";
 import { RuleStore } from "../../../internal/rulestore/store.ts";
 import { WatchManager } from "../../../internal/watch/manager.ts";
-import type { ObjectItem } from "../../../internal/watch/stream.ts";
+import type { ObjectItem } from "../../../internal/stream/stream.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { nextItem } from "../../support/streams.ts";

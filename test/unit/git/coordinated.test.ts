@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { coordinated, Exclusions } from "../../../internal/git/folder/coordinated.ts";
 import type { AppliedBy } from "../../../internal/applier/owner.ts";
-import type { DesiredObject, StreamItem } from "../../../internal/watch/stream.ts";
-import type { Collection } from "../../../internal/watch/watchedtypes.ts";
+import type { DesiredObject, StreamItem } from "../../../internal/stream/stream.ts";
+import type { Collection } from "../../../internal/stream/collection.ts";
 
 const collection = {
   group: "",

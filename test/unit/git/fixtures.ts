@@ -1,6 +1,6 @@
 // The ConfigMap collection and identities the write-side unit tests, and the benchmark, share.
 import type { ResourceIdentity } from "../../../internal/types/identity.ts";
-import type { Collection } from "../../../internal/watch/watchedtypes.ts";
+import type { Collection } from "../../../internal/stream/collection.ts";
 
 export const configMaps: Collection = {
   key: "/configmaps@apps",

@@ -3,8 +3,8 @@ import { describe, it } from "node:test";
 import { TargetCollections } from "../../../internal/git/folder/collections.ts";
 import { deleteReaches, pruneRemoves, sweepReaches } from "../../../internal/git/folder/prune.ts";
 import { fileFacts } from "../../../internal/manifest/inventory/facts.ts";
-import type { StreamItem } from "../../../internal/watch/stream.ts";
-import type { Collection } from "../../../internal/watch/watchedtypes.ts";
+import type { StreamItem } from "../../../internal/stream/stream.ts";
+import type { Collection } from "../../../internal/stream/collection.ts";
 import { configMapIdentity, configMaps } from "./fixtures.ts";
 
 const selecting = (sel: string, namespace = "apps"): Collection => ({

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { StreamReaders, type Destination } from "../../../internal/git/streamreaders.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
-import { GitTargetEventStream, type StreamItem } from "../../../internal/watch/stream.ts";
+import { GitTargetEventStream, type StreamItem } from "../../../internal/stream/stream.ts";
 import { eventually } from "../../support/wait.ts";
 
 const settings = { key: "apps/t" } as TargetSettings;

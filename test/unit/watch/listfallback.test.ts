@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { asWatched, newerThanSnapshot } from "../../../internal/watch/listfallback.ts";
-import type { Collection } from "../../../internal/watch/watchedtypes.ts";
+import type { Collection } from "../../../internal/stream/collection.ts";
 
 const collection = (group: string, version: string, kind: string): Collection => ({
   key: `${group}/${kind}`,

@@ -11,7 +11,7 @@ import {
 import { removalGraceMs, TypeRegistry, type Scan } from "../../../internal/typeset/registry.ts";
 import { labelSelectorString, parseLabelSelector } from "../../../internal/watch/selector.ts";
 import { selectorMatches } from "../../../internal/grants/namespaces.ts";
-import { GitTargetEventStream } from "../../../internal/watch/stream.ts";
+import { GitTargetEventStream } from "../../../internal/stream/stream.ts";
 import { planCollections } from "../../../internal/watch/watchedtypes.ts";
 
 const verbs = ["get", "list", "watch", "create", "update", "patch", "delete"];

@@ -3,7 +3,7 @@ import type { AppliedBy } from "../applier/owner.ts";
 import type { Defaulted } from "../sanitize/owned.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import type { Author } from "../types/signature.ts";
-import type { Collection } from "./watchedtypes.ts";
+import type { Collection } from "./collection.ts";
 
 export interface DesiredObject {
   identity: ResourceIdentity;
