@@ -55,6 +55,10 @@ describe("with --redis-addr: resume cursors and the redis fact transport", () =>
       folder,
       rules: [{ apiGroups: [""], resources: ["configmaps"] }],
       transport: "redis",
+      // A fact travels audit webhook batch → Redis XADD → the follower's XREAD before the watch
+      // event's grace runs out; on a machine busy with other test files that can take longer
+      // than the 3 s default, so this file waits up to 10 s for it (the unresolved case too).
+      graceMs: 10_000,
       apiServerArgs: () => Promise.resolve(["--min-request-timeout=4"]),
     });
     alice = await mirror.plane.mintUser("alice");
