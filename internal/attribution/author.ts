@@ -2,10 +2,9 @@
 // the resolved actor, named by the OIDC claims the API server mapped into user.extra or else
 // by its own Kubernetes username; when attribution ran and did not resolve, it is an explicit
 // sentinel, never a guessed person and never the committer.
-import type { Signature } from "../types/signature.ts";
+import type { Signature, Author } from "../types/signature.ts";
 import type { Actor } from "./fact.ts";
 import type { Resolution } from "./resolver.ts";
-import type { Author } from "../types/signature.ts";
 
 export const displayNameKey = "configbutler.ai/claims/display-name";
 export const emailKey = "configbutler.ai/claims/email";

@@ -177,7 +177,10 @@ export interface Unsettled {
   unowned?: Unowned;
 }
 
-/** `object` with the fields `stripRules` names removed, and what no manager owns in the rest. */
+/**
+ * `object` with the fields `stripRules` names removed (and a map they leave empty), and what no
+ * manager owns in the rest.
+ */
 export function unsettled(object: KubernetesObject): Unsettled {
   const live = object as KubeObject;
   const stripped = structuredClone(live);
@@ -185,6 +188,7 @@ export function unsettled(object: KubernetesObject): Unsettled {
     // Conditions read the live object, so one rule's strip never decides another's.
     if (appliesTo(rule, live)) removeAt(stripped, rule.path);
   }
+  dropEmptyMaps(stripped, live);
   const unowned = unownedOf(
     stripped,
     live.metadata?.managedFields,
@@ -196,18 +200,26 @@ export function unsettled(object: KubernetesObject): Unsettled {
 /**
  * The desired-state projection of an unsettled object: without the unowned values `verdict`
  * proves defaults (every other one is kept), and without a labels, annotations or spec map left
- * empty. It may change `stripped`, which is its own copy: settle an unsettled object once.
+ * empty. With nothing unowned it is `stripped` itself, whose content digest no-op suppression
+ * took already; otherwise it may change `stripped`: settle an unsettled object once.
  */
 export function settle(
   { live, stripped, unowned }: Unsettled,
   verdict: DefaultVerdict = nothingProven,
 ): Projection {
+  if (!unowned) return { object: stripped };
   const { owned, defaulted } = splitOwned(stripped, unowned, verdict);
-  for (const empty of droppedWhenEmpty) {
-    const map = fieldAt(owned, empty.path);
-    if (appliesTo(empty, live) && isRecord(map) && Object.keys(map).length === 0) removeAt(owned, empty.path);
-  }
+  dropEmptyMaps(owned, live);
   return { object: owned, ...(defaulted ? { defaulted } : {}) };
+}
+
+/** Removes the maps `droppedWhenEmpty` names where `object` holds them empty. */
+function dropEmptyMaps(object: KubeObject, live: KubeObject): void {
+  for (const empty of droppedWhenEmpty) {
+    const map = fieldAt(object, empty.path);
+    if (appliesTo(empty, live) && isRecord(map) && Object.keys(map).length === 0)
+      removeAt(object, empty.path);
+  }
 }
 
 /**

@@ -11,7 +11,6 @@
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { getJson } from "../kube/rawget.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
-import { contentDigest } from "../sanitize/digest.ts";
 import { settle, unsettled, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { followedOnlyWhenUnowned, isControllerOwned } from "../typeset/followability.ts";
@@ -24,8 +23,7 @@ import {
   type StreamItem,
 } from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
-import { pathOf } from "../stream/collection.ts";
-import type { Collection } from "../stream/collection.ts";
+import { pathOf, type Collection } from "../stream/collection.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
@@ -355,12 +353,12 @@ export class CollectionWatch {
       // A terminating object is being deleted: deletion is its desired state.
       if (object.metadata?.deletionTimestamp || !this.followed(object)) continue;
       const pending = unsettled(object);
-      accepted.accept(key, pending.stripped, pending.unowned);
+      const digest = accepted.accept(key, pending.stripped, pending.unowned);
       const identity = this.identityOf(object);
       const desired = (projection: Projection): DesiredObject => ({
         identity,
         ...projection,
-        digest: contentDigest(projection.object),
+        ...digestOf(pending, digest),
         ...appliedByOf(object),
       });
       const projection = this.project(pending);
@@ -398,14 +396,15 @@ export class CollectionWatch {
     // owns in it. The projection is a function of the two, so equal content is a no-op whether
     // or not its proof has been answered yet, and the comparison is made in the watch's order.
     const pending = unsettled(object);
-    if (!accepted.acceptIfChanged(key, pending.stripped, pending.unowned)) return;
+    const digest = accepted.acceptIfChanged(key, pending.stripped, pending.unowned);
+    if (digest === undefined) return;
     const identity = this.identityOf(object);
     const upsert = (projection: Projection): StreamItem => ({
       type: "upsert",
       collection: this.collection,
       identity,
       ...projection,
-      digest: contentDigest(projection.object),
+      ...digestOf(pending, digest),
       ...appliedByOf(object),
     });
     // The author is asked now, whether or not the projection waits for its proof.
@@ -413,4 +412,13 @@ export class CollectionWatch {
     const item = projection instanceof Promise ? projection.then(upsert) : upsert(projection);
     this.out.send(withAuthor(this.options.attributor, item, object, false));
   }
+}
+
+/**
+ * The content digest the writer compares a document with: the one no-op suppression took of
+ * the stripped object, which is the projection when nothing is unowned. A projection that left
+ * proven defaults out is another object; the writer takes its digest when it needs it.
+ */
+function digestOf(pending: Unsettled, digest: string): { digest?: string } {
+  return pending.unowned ? {} : { digest };
 }

@@ -10,8 +10,7 @@ import type { Logger } from "../telemetry/logger.ts";
 import { dryRunBody, proofKey, provenDefaults, verdictOf } from "../sanitize/proof.ts";
 import { settle, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import { defaultsProofs } from "../telemetry/instruments.ts";
-import { pathOf } from "../stream/collection.ts";
-import type { Collection } from "../stream/collection.ts";
+import { pathOf, type Collection } from "../stream/collection.ts";
 
 export interface DefaultsProverOptions {
   /** Dry-runs in flight at once. */

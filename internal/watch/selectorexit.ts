@@ -8,8 +8,7 @@ import { ApiStatusError, getJson } from "../kube/rawget.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import type { SelectorExit, StreamItem } from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
-import { pathOf } from "../stream/collection.ts";
-import type { Collection } from "../stream/collection.ts";
+import { pathOf, type Collection } from "../stream/collection.ts";
 import { keyOf } from "../types/names.ts";
 
 // A cluster-wide collection of a namespaced type reads each object in its own namespace.

@@ -6,9 +6,8 @@
 // bounded by the branch budget.
 import type { Logger } from "../../telemetry/logger.ts";
 import type { StreamItem } from "../../stream/stream.ts";
-import type { Author } from "../../types/signature.ts";
+import type { Author, Signature } from "../../types/signature.ts";
 import type { Repository } from "../engine/clone.ts";
-import type { Signature } from "../../types/signature.ts";
 import { DeliveryLooks, proveBranch, readFolders, type Refreshing } from "./refresh.ts";
 import { identityKeyOf } from "../../manifest/writer.ts";
 import type { MaterializeOptions, WorkTree } from "../folder/materialize.ts";

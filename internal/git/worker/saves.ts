@@ -11,9 +11,8 @@ import { SaveDesk, type Report, type SaveRequest, type WithdrawAnswer } from "..
 import type { OpenWindowView, Unattached } from "../../commitrequest/attach.ts";
 import type { Outcome } from "../../commitrequest/outcome.ts";
 import type { ClosedWindow, CommitWindow } from "./window.ts";
-import type { WindowTimers } from "../folder/writes.ts";
+import type { WindowTimers, DecidedWrite, SaveOnWrite, TargetSettings } from "../folder/writes.ts";
 import type { TargetFolders } from "../folder/targetfolders.ts";
-import type { DecidedWrite, SaveOnWrite, TargetSettings } from "../folder/writes.ts";
 
 export type { Report, SaveRequest, WithdrawAnswer } from "../../commitrequest/desk.ts";
 
