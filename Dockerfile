@@ -16,6 +16,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY generated generated
 COPY internal internal
+COPY cmd cmd
 COPY controllers controllers
 COPY hack/bundle.ts hack/bundle.ts
 # The image's node runs tsc and esbuild directly: node_modules/.bin/node is the `node`

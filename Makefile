@@ -64,7 +64,7 @@ RUN_ARGS ?= --log-format=text
 
 .PHONY: run
 run: node_modules ## Run the operator against the current kubeconfig (RUN_ARGS adds flags; see --help).
-	node --import tsx controllers/main.ts $(RUN_ARGS)
+	node --import tsx cmd/operator.ts $(RUN_ARGS)
 
 
 .PHONY: install

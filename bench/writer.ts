@@ -12,7 +12,7 @@ import type { DecidedWrite } from "../internal/git/folder/writes.ts";
 import { FolderInventory } from "../internal/manifest/inventory/inventory.ts";
 import type { GitServer } from "../test/support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../test/support/reaper.ts";
-import { configMapIdentity } from "../test/unit/git/fixtures.ts";
+import { configMapIdentity } from "../test/support/streams.ts";
 import { configMapData, configMapName, targetPath } from "./cluster.ts";
 
 export interface WriterStep {

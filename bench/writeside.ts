@@ -15,7 +15,7 @@ import type { TargetSettings } from "../internal/git/folder/writes.ts";
 import { parseDuration } from "../internal/types/units.ts";
 import { sleep } from "../internal/timing/sleep.ts";
 import type { DesiredObject } from "../internal/stream/stream.ts";
-import { configMapIdentity } from "../test/unit/git/fixtures.ts";
+import { configMapIdentity } from "../test/support/streams.ts";
 import { configMapData, configMapName } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";
 import { progress } from "./sampler.ts";

@@ -38,9 +38,9 @@ import { line } from "../internal/applier/line.ts";
 import { inFlight } from "../internal/applier/operation.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { targetWrites } from "../internal/gittarget/claim.ts";
-import { refOf } from "../internal/gittarget/decide.ts";
+import { refOf, keyOf, type NamespacedName } from "../internal/types/names.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
-import { statusCodeOf } from "../internal/kube/resourceclient.ts";
+import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
@@ -48,7 +48,6 @@ import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
-import { keyOf, type NamespacedName } from "../internal/types/names.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
 
@@ -277,11 +276,7 @@ export class FluxClaimReconciler implements Reconciler {
     if (step.kind === "removeFinalizer") {
       // Written before the finalizer goes: once it is gone a deleted claim is gone too.
       if (!claim.metadata.deletionTimestamp) await this.writeStatus(claim, reading, decision);
-      try {
-        await client.jsonPatch(claim, removeFinalizerPatch(claim, fluxClaimFinalizer));
-      } catch (err) {
-        if (statusCodeOf(err) !== 404) throw err;
-      }
+      await unlessNotFound(client.jsonPatch(claim, removeFinalizerPatch(claim, fluxClaimFinalizer)));
       stored = undefined;
     }
     return stored;
@@ -337,18 +332,12 @@ export function setupFluxClaimController(manager: Manager, sourceContexts: Sourc
       .list(namespace)
       .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name! }));
   const everyClaim = () => claimsIn(undefined);
-  // A GitTarget that moves its reference re-runs both claims: the one it named before, too.
-  const named = new Map<string, string>();
-  const claimsOfTarget = (t: GitTarget) => {
-    const key = keyOf(t.metadata);
-    const before = named.get(key);
-    const now = t.spec.applierClaimRef?.kind === "FluxClaim" ? t.spec.applierClaimRef.name : undefined;
-    if (now) named.set(key, now);
-    else named.delete(key);
-    return [...new Set([before, now])]
-      .filter((n): n is string => n !== undefined)
-      .map((name) => ({ namespace: t.metadata.namespace, name }));
-  };
+  // A GitTarget that moves its reference re-runs both claims: the watch maps the target as it
+  // was before the update too.
+  const claimsOfTarget = (t: GitTarget) =>
+    t.spec.applierClaimRef?.kind === "FluxClaim"
+      ? [{ namespace: t.metadata.namespace, name: t.spec.applierClaimRef.name }]
+      : [];
   const controller = new Controller(
     "fluxclaim",
     new FluxClaimReconciler(manager, informers, sourceContexts, events),

@@ -33,20 +33,11 @@ import {
   recheckRateLimiter,
   type RecheckIntervals,
 } from "../internal/gitprovider/recheck.ts";
-import {
-  loadCredential,
-  probeWith,
-  secretOf,
-  type RemoteCheck,
-} from "../internal/gitprovider/remotecheck.ts";
+import { probeWith, type RemoteCheck } from "../internal/gitprovider/remotecheck.ts";
+import { loadCredential, secretOf } from "../internal/gitprovider/secrets.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
-import {
-  Controller,
-  requestKey,
-  type Reconciler,
-  type Request,
-  type Result,
-} from "../internal/operator/controller.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import { storeKey, keyOf } from "../internal/types/names.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from "../internal/operator/finalizers.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
@@ -62,7 +53,6 @@ import {
 } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import { fieldManager } from "./fieldmanager.ts";
-import { keyOf } from "../internal/types/names.ts";
 
 export const gitBranchFinalizer = "configbutler.ai/gitbranch";
 
@@ -111,7 +101,7 @@ export class GitBranchReconciler implements Reconciler {
   }
 
   async reconcile(request: Request): Promise<Result> {
-    const key = requestKey(request);
+    const key = storeKey(request);
     const found = this.informers.branches.get(request.name, request.namespace);
     if (!found) {
       // Gone without our finalizer running (removed by hand): it claims nothing any more.
@@ -326,7 +316,7 @@ export function setupGitBranchController(manager: Manager, deps: GitBranchDeps):
   });
   // A released or taken-over branch wakes its other candidates, so the conflict clears at once.
   deps.claims.onHolderChanged((_key, candidates) => {
-    for (const c of candidates) controller.queue.add(requestKey({ namespace: c.namespace, name: c.name }));
+    for (const c of candidates) controller.queue.add(storeKey({ namespace: c.namespace, name: c.name }));
   });
   manager.addController(controller);
   return controller;

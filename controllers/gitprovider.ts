@@ -14,8 +14,9 @@ import {
   recheckRateLimiter,
   type RecheckIntervals,
 } from "../internal/gitprovider/recheck.ts";
-import { checkRemote, secretOf } from "../internal/gitprovider/remotecheck.ts";
-import { decideSigning, type SigningDecision, type SigningRead } from "../internal/gitprovider/signing.ts";
+import { checkRemote } from "../internal/gitprovider/remotecheck.ts";
+import { loadSigning, secretOf } from "../internal/gitprovider/secrets.ts";
+import { decideSigning, type SigningDecision } from "../internal/gitprovider/signing.ts";
 import { signingKeyText, signingSecretOf } from "../internal/signing/secret.ts";
 import { generateSigningKey } from "../internal/signing/sshkey.ts";
 import { stalledTrio, type ConditionUpdate } from "../internal/operator/conditions.ts";
@@ -87,31 +88,12 @@ export class GitProviderReconciler implements Reconciler {
     if (!where) return undefined;
     const generate = provider.spec.commit?.signing?.generateWhenMissing ?? false;
     const generation = provider.metadata.generation;
-    const decision = decideSigning(await this.readSigning(provider, where), generate, generation);
+    const decision = decideSigning((await loadSigning(this.core, provider))!, generate, generation);
     if (decision.kind !== "generate") return decision;
     await this.generateKey(provider, where, decision.create);
-    const again = decideSigning(await this.readSigning(provider, where), false, generation);
+    const again = decideSigning((await loadSigning(this.core, provider))!, false, generation);
     if (again.kind === "generate") throw new Error("unreachable: generation was not asked for");
     return again;
-  }
-
-  private async readSigning(
-    provider: GitProvider,
-    where: { name: string; key: string },
-  ): Promise<SigningRead> {
-    try {
-      const secret = await this.core.readNamespacedSecret({
-        namespace: provider.metadata.namespace!,
-        name: where.name,
-      });
-      const text = signingKeyText(secret.data, where.key);
-      return text === undefined
-        ? { kind: "keyMissing", secret: where.name, key: where.key }
-        : { kind: "key", secret: where.name, key: where.key, text };
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return { kind: "secretNotFound", secret: where.name };
-      throw err;
-    }
   }
 
   /** Writes a new ed25519 key into the signing Secret: creates it, or adds the key to it. */

@@ -4,7 +4,7 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { gitReceivers, resourceTypes, type GitReceiver } from "../generated/v1alpha3/index.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import { statusCodeOf } from "../internal/kube/resourceclient.ts";
+import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
@@ -45,19 +45,17 @@ export class GitReceiverReconciler implements Reconciler {
   }
 
   private async readToken(receiver: GitReceiver): Promise<TokenRead> {
-    try {
-      const secret = await this.manager.kubeConfig.makeApiClient(CoreV1Api).readNamespacedSecret({
+    const secret = await unlessNotFound(
+      this.manager.kubeConfig.makeApiClient(CoreV1Api).readNamespacedSecret({
         namespace: receiver.metadata.namespace!,
         name: receiver.spec.secretRef.name,
-      });
-      const token = secret.data?.token
-        ? Buffer.from(secret.data.token, "base64").toString("utf8").trim()
-        : undefined;
-      return { found: true, ...(token ? { token } : {}) };
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return { found: false };
-      throw err;
-    }
+      }),
+    );
+    if (!secret) return { found: false };
+    const token = secret.data?.token
+      ? Buffer.from(secret.data.token, "base64").toString("utf8").trim()
+      : undefined;
+    return { found: true, ...(token ? { token } : {}) };
   }
 }
 

@@ -1,6 +1,5 @@
 // GitTarget: checks its references in status, and has its KubeProvider's source context serve
 // it, which opens one watch per planned collection and streams the target's items.
-import { signingKeyText, signingSecretOf } from "../internal/signing/secret.ts";
 import { CoreV1Api, type KubernetesObject, type V1Namespace } from "@kubernetes/client-node";
 import {
   gitTargets,
@@ -19,16 +18,16 @@ import { contentionFacts } from "../internal/git/worker/contention.ts";
 import { outageFacts } from "../internal/git/worker/outage.ts";
 import type { FolderReport } from "../internal/git/folder/targetfolders.ts";
 import type { TargetWriteState, WorkerManager } from "../internal/git/workermanager.ts";
-import { readKnownHosts } from "../internal/gitprovider/remotecheck.ts";
-import { targetSettings, workerSpec } from "../internal/gittarget/worker.ts";
-import { statusCodeOf } from "../internal/kube/resourceclient.ts";
+import { loadCredential, loadSigning } from "../internal/gitprovider/secrets.ts";
+import { workerSpec, type WorkerSpecOutcome } from "../internal/gitbranch/workerspec.ts";
+import { targetSettings } from "../internal/gittarget/worker.ts";
 import {
   reconcileRequest,
-  refOf,
   targetConditions,
   validate,
   type TargetWorld,
 } from "../internal/gittarget/decide.ts";
+import { refOf, keyOf, parseKey } from "../internal/types/names.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
@@ -45,7 +44,6 @@ import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { GitTargetEventStream } from "../internal/stream/stream.ts";
 import { fieldManager } from "./fieldmanager.ts";
-import { keyOf, parseKey } from "../internal/types/names.ts";
 
 const steadyRecheckMs = 5 * 60_000;
 const progressRecheckMs = 10_000;
@@ -75,6 +73,8 @@ export class GitTargetReconciler implements Reconciler {
   private readonly servedBy = new Map<string, string>();
   /** The requestedAt each target last asked its branch worker to read the folder again for. */
   private readonly askedRequests = new Map<string, string>();
+  /** Why each target feeds no worker, as last logged. */
+  private readonly detachedFor = new Map<string, string>();
 
   constructor(
     private readonly manager: Manager,
@@ -89,13 +89,14 @@ export class GitTargetReconciler implements Reconciler {
     if (!target) {
       await this.release(key);
       this.askedRequests.delete(key);
+      this.detachedFor.delete(key);
       this.writeSide.workers.detach({ namespace: request.namespace ?? "", name: request.name });
       return {};
     }
 
     const world = this.load(target);
     const refusal = validate(world);
-    const providerKey = `${refOf(target.spec.kubeProviderRef, target.metadata.namespace!).namespace}/${target.spec.kubeProviderRef.name}`;
+    const providerKey = keyOf(refOf(target.spec.kubeProviderRef, target.metadata.namespace!));
     const context = refusal ? undefined : this.sourceContexts.get(providerKey);
     const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
     if (context) {
@@ -166,7 +167,8 @@ export class GitTargetReconciler implements Reconciler {
 
   /**
    * Feeds the target's stream to its branch's worker, once the GitBranch holds its branch and
-   * its credential can be read; otherwise the target feeds nothing.
+   * its provider's credential and signing key can be used; otherwise the target feeds nothing,
+   * and the log says why once per reason.
    */
   private async connectWorker(
     target: GitTarget,
@@ -174,66 +176,44 @@ export class GitTargetReconciler implements Reconciler {
     stream: GitTargetEventStream | undefined,
   ): Promise<void> {
     const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
-    const providerRef = branch && {
-      namespace: branch.spec.gitProviderRef.namespace ?? branch.metadata.namespace!,
-      name: branch.spec.gitProviderRef.name,
-    };
-    const provider = providerRef && this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
-    const held =
-      branch &&
-      provider &&
-      this.writeSide.claims.holder({
-        repository: normalizeRepositoryUrl(provider.spec.url),
-        branch: branch.spec.branch,
-      })?.uid === branch.metadata.uid;
-    const spec =
-      held && stream
-        ? workerSpec(branch, provider, await this.readSecret(provider), await this.readSigning(provider))
-        : undefined;
-    if (!spec || !stream) {
+    const key = keyOf(ref);
+    const outcome = await this.workerFor(branch, stream);
+    if (outcome.kind === "none" || !stream) {
       this.writeSide.workers.detach(ref);
+      if (outcome.kind === "none" && this.detachedFor.get(key) !== outcome.reason) {
+        this.detachedFor.set(key, outcome.reason);
+        this.manager.logger.info("GitTarget feeds no branch worker", { target: key, reason: outcome.reason });
+      }
       return;
     }
-    await this.writeSide.workers.ensure(spec);
-    this.writeSide.workers.attach(ref, spec.key, this.settingsOf(target), stream);
+    this.detachedFor.delete(key);
+    await this.writeSide.workers.ensure(outcome.spec);
+    this.writeSide.workers.attach(ref, outcome.spec.key, this.settingsOf(target), stream);
   }
 
-  private async readSecret(provider: GitProvider) {
-    if (!provider.spec.secretRef) return undefined;
-    try {
-      const core = this.manager.kubeConfig.makeApiClient(CoreV1Api);
-      const secret = await core.readNamespacedSecret({
-        namespace: provider.metadata.namespace!,
-        name: provider.spec.secretRef.name,
-      });
-      const known = provider.spec.knownHostsRef ? await readKnownHosts(core, provider) : undefined;
-      return {
-        data: secret.data,
-        resourceVersion: `${secret.metadata?.resourceVersion}${known?.kind === "found" ? `/${known.version}` : ""}`,
-        ...(known?.kind === "found" ? { knownHosts: known.knownHosts } : {}),
-      };
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return undefined;
-      throw err;
-    }
-  }
-
-  /** The provider's signing key, as its Secret holds it; the GitProvider generates a missing one. */
-  private async readSigning(provider: GitProvider) {
-    const where = signingSecretOf(provider);
-    if (!where) return undefined;
-    try {
-      const secret = await this.manager.kubeConfig
-        .makeApiClient(CoreV1Api)
-        .readNamespacedSecret({ namespace: provider.metadata.namespace!, name: where.name });
-      return {
-        key: signingKeyText(secret.data, where.key),
-        resourceVersion: secret.metadata?.resourceVersion,
-      };
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return {};
-      throw err;
-    }
+  /** The branch's worker spec, or why the target cannot feed one. */
+  private async workerFor(
+    branch: GitBranch | undefined,
+    stream: GitTargetEventStream | undefined,
+  ): Promise<WorkerSpecOutcome> {
+    if (!stream) return { kind: "none", reason: "no stream: the target is not served" };
+    if (!branch) return { kind: "none", reason: "its GitBranch does not exist" };
+    const providerRef = refOf(branch.spec.gitProviderRef, branch.metadata.namespace!);
+    const provider = this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
+    if (!provider) return { kind: "none", reason: `its GitProvider ${keyOf(providerRef)} does not exist` };
+    const holder = this.writeSide.claims.holder({
+      repository: normalizeRepositoryUrl(provider.spec.url),
+      branch: branch.spec.branch,
+    });
+    if (holder?.uid !== branch.metadata.uid)
+      return { kind: "none", reason: `its GitBranch ${keyOf(branch.metadata)} does not hold its branch` };
+    const core = this.manager.kubeConfig.makeApiClient(CoreV1Api);
+    return workerSpec(
+      branch,
+      provider,
+      await loadCredential(core, provider),
+      await loadSigning(core, provider),
+    );
   }
 
   private load(target: GitTarget): TargetWorld {

@@ -25,9 +25,9 @@ import { ResourceClient, type ResourceType } from "../internal/kube/resourceclie
 import { informerSource } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
-import { objectKey, type SharedInformer } from "../internal/operator/informer.ts";
+import { type SharedInformer } from "../internal/operator/informer.ts";
+import { storeKeyOf, keyOf, type NamespacedName } from "../internal/types/names.ts";
 import type { Manager } from "../internal/operator/manager.ts";
-import { keyOf, type NamespacedName } from "../internal/types/names.ts";
 
 const kargo = (kind: string, plural: string): ResourceType => ({
   group: "kargo.akuity.io",
@@ -139,21 +139,13 @@ export function setupKargoObserver(manager: Manager, mode: ObserveMode, identity
     mode,
   );
   const controller = new Controller("kargo-observer", reconciler, manager.logger);
-  const enqueue = (app: KubernetesObject) => controller.queue.add(objectKey(app));
+  const enqueue = (app: KubernetesObject) => controller.queue.add(storeKeyOf(app));
   // Updates are reduced to annotation and image changes: Argo CD rewrites its status constantly.
-  const seen = new Map<string, string>();
   informers.application.addHandlers({
-    added: (app) => {
-      seen.set(objectKey(app), applicationFingerprint(app));
-      enqueue(app);
+    added: enqueue,
+    updated: (before, app) => {
+      if (applicationFingerprint(before) !== applicationFingerprint(app)) enqueue(app);
     },
-    updated: (_before, app) => {
-      const fingerprint = applicationFingerprint(app);
-      if (seen.get(objectKey(app)) === fingerprint) return;
-      seen.set(objectKey(app), fingerprint);
-      enqueue(app);
-    },
-    deleted: (app) => seen.delete(objectKey(app)),
   });
   // A Stage, its Promotions and its namespace's Freight re-enqueue the Applications it manages.
   const applicationsOf = (stage: NamespacedName) =>

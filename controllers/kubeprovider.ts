@@ -6,7 +6,7 @@ import { CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node"
 import { kubeProviders, resourceTypes, type KubeProvider } from "../generated/v1alpha3/index.ts";
 import { KubeProviderReason } from "../generated/v1alpha3/conditions.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import { statusCodeOf } from "../internal/kube/resourceclient.ts";
+import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import { readKubeconfigSecret, type KubeconfigOptions } from "../internal/kubeconfig/secret.ts";
 import {
   auditFactsCondition,
@@ -166,13 +166,10 @@ export class KubeProviderReconciler implements Reconciler {
 
     const ref = provider.spec.secretRef!;
     const namespace = provider.metadata.namespace!;
-    let secret;
-    try {
-      secret = await this.operatorConfig
-        .makeApiClient(CoreV1Api)
-        .readNamespacedSecret({ namespace, name: ref.name });
-    } catch (err) {
-      if (statusCodeOf(err) !== 404) throw err;
+    const secret = await unlessNotFound(
+      this.operatorConfig.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace, name: ref.name }),
+    );
+    if (!secret) {
       return {
         kind: "refused",
         reason: KubeProviderReason.SecretNotFound,

@@ -14,8 +14,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const operator = process.argv[2] ?? `${root}dist/operator.mjs`;
 // The Kargo observer is its own process in the same image (config/kargo-observer).
 const bundles = [
-  { entry: "controllers/main.ts", outfile: operator },
-  { entry: "controllers/kargoobservermain.ts", outfile: join(dirname(operator), "kargo-observer.mjs") },
+  { entry: "cmd/operator.ts", outfile: operator },
+  { entry: "cmd/kargo-observer.ts", outfile: join(dirname(operator), "kargo-observer.mjs") },
 ];
 await Promise.all(
   bundles.map(({ entry, outfile }) =>

@@ -9,7 +9,8 @@ import { readSigningKey } from "../signing/sshkey.ts";
 export type SigningRead =
   | { kind: "secretNotFound"; secret: string }
   | { kind: "keyMissing"; secret: string; key: string }
-  | { kind: "key"; secret: string; key: string; text: string };
+  /** `version`, when read from the API: changes whenever the Secret does. */
+  | { kind: "key"; secret: string; key: string; text: string; version?: string };
 
 export type SigningDecision =
   /** The key signs: its public half goes to status.signingPublicKey. */

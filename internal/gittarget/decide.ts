@@ -19,6 +19,7 @@ import { grantsAdmit } from "../grants/namespaces.ts";
 import type { StreamSummary } from "../watch/manager.ts";
 import { applierClaimCondition, type ClaimFacts } from "./claim.ts";
 import { overlappingOlder } from "./paths.ts";
+import { refOf } from "../types/names.ts";
 
 export interface TargetWorld {
   target: GitTarget;
@@ -39,11 +40,6 @@ export interface Refusal {
   /** Waiting for an object that may still be applied, rather than a block a human must clear. */
   transient: boolean;
 }
-
-export const refOf = (ref: { name: string; namespace?: string }, own: string) => ({
-  namespace: ref.namespace ?? own,
-  name: ref.name,
-});
 
 export function validate(world: TargetWorld): Refusal | undefined {
   const { target, provider, branch, namespaceLabels } = world;
@@ -282,37 +278,44 @@ export function targetConditions(
     ...(world.claim ? [applierClaimCondition(world.claim, g)] : []),
     ...writeConditions(world, write, g),
   ];
+  return [...summaryTrio(world, write, domain, g), ...domain];
+}
+
+/**
+ * Ready, Reconciling and Stalled, first match wins: suspended; a condition a person must fix
+ * (Stalled); an outage (retrying); a moving remote; any other condition not yet True; ready.
+ */
+function summaryTrio(
+  world: TargetWorld,
+  write: WriteFacts,
+  domain: ConditionUpdate[],
+  g: number | undefined,
+): ConditionUpdate[] {
+  if (world.target.spec.suspend) {
+    return suspendedTrio(
+      R.Suspended,
+      `spec.suspend is true, so nothing is written to ${world.target.spec.path}; the watches keep running, and setting it to false replays every collection into the folder`,
+      g,
+    );
+  }
+  const stalled = domain.find((c) => c.status === "False" && humanFixes.includes(c.reason));
+  if (stalled) return stalledTrio(stalled.reason, `${stalled.type}: ${stalled.message}`, g);
+  if (write.outage) {
+    const reason = write.outage.fault === "local" ? R.LocalWriteFailed : R.RemoteUnreachable;
+    return retryingTrio(reason, outageMessage(write.outage), g);
+  }
+  if (write.contention) return progressingTrio(R.RemoteMoving, contentionMessage(write.contention), g);
   // A refused sensitive resource is reported, but the rest of the folder is written: not a blocker.
   const blocker = domain.find((c) => c.status !== "True" && c.type !== C.EncryptionConfigured);
-  const stalled = domain.find((c) => c.status === "False" && humanFixes.includes(c.reason));
-  const trio = world.target.spec.suspend
-    ? suspendedTrio(
-        R.Suspended,
-        `spec.suspend is true, so nothing is written to ${world.target.spec.path}; the watches keep running, and setting it to false replays every collection into the folder`,
-        g,
-      )
-    : stalled
-      ? stalledTrio(stalled.reason, `${stalled.type}: ${stalled.message}`, g)
-      : write.outage
-        ? retryingTrio(
-            write.outage.fault === "local" ? R.LocalWriteFailed : R.RemoteUnreachable,
-            outageMessage(write.outage),
-            g,
-          )
-        : write.contention
-          ? progressingTrio(R.RemoteMoving, contentionMessage(write.contention), g)
-          : blocker
-            ? progressingTrio(
-                blocker.type === C.KubeProviderReady
-                  ? R.KubeProviderNotReady
-                  : blocker.type === C.GitBranchReady
-                    ? R.GitBranchNotReady
-                    : blocker.reason,
-                `${blocker.type}: ${blocker.message}`,
-                g,
-              )
-            : readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
-  return [...trio, ...domain];
+  if (blocker) return progressingTrio(blockerReason(blocker), `${blocker.type}: ${blocker.message}`, g);
+  return readyTrio(R.Succeeded, "The references hold and every collection is streaming", g);
+}
+
+/** A blocking reference names itself; any other blocker passes its own reason on. */
+function blockerReason(blocker: ConditionUpdate): string {
+  if (blocker.type === C.KubeProviderReady) return R.KubeProviderNotReady;
+  if (blocker.type === C.GitBranchReady) return R.GitBranchNotReady;
+  return blocker.reason;
 }
 
 /** What decides a reconcile.configbutler.ai/requestedAt on a GitTarget. */

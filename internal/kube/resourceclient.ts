@@ -37,6 +37,19 @@ export function statusCodeOf(err: unknown): number | undefined {
   return typeof code === "number" ? code : undefined;
 }
 
+/**
+ * What `call` answers, or undefined when the API server answers 404 Not Found: the object does
+ * not exist, which callers take as a state, not a failure. Every other error is thrown.
+ */
+export async function unlessNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (err) {
+    if (statusCodeOf(err) === 404) return undefined;
+    throw err;
+  }
+}
+
 const applyHeaders = setHeaderOptions("Content-Type", PatchStrategy.ServerSideApply);
 const jsonPatchHeaders = setHeaderOptions("Content-Type", PatchStrategy.JsonPatch);
 
@@ -60,22 +73,13 @@ export class ResourceClient<T extends KubernetesObject> {
 
   /** The object, or undefined if it does not exist. */
   async get(namespace: string | undefined, name: string): Promise<T | undefined> {
-    try {
-      const { group, version, plural } = this.type;
-      const object: unknown = this.type.namespaced
-        ? await this.api.getNamespacedCustomObject({
-            group,
-            version,
-            plural,
-            namespace: this.ns(namespace),
-            name,
-          })
-        : await this.api.getClusterCustomObject({ group, version, plural, name });
-      return object as T;
-    } catch (err) {
-      if (statusCodeOf(err) === 404) return undefined;
-      throw err;
-    }
+    const { group, version, plural } = this.type;
+    const object: unknown = await unlessNotFound(
+      this.type.namespaced
+        ? this.api.getNamespacedCustomObject({ group, version, plural, namespace: this.ns(namespace), name })
+        : this.api.getClusterCustomObject({ group, version, plural, name }),
+    );
+    return object as T | undefined;
   }
 
   /** Every object in a namespace, or across namespaces when namespace is undefined. */
@@ -135,8 +139,8 @@ export class ResourceClient<T extends KubernetesObject> {
   /** Deletes the object; a missing one is not an error. */
   async delete(namespace: string | undefined, name: string): Promise<void> {
     const { group, version, plural } = this.type;
-    try {
-      await (this.type.namespaced
+    await unlessNotFound(
+      this.type.namespaced
         ? this.api.deleteNamespacedCustomObject({
             group,
             version,
@@ -144,10 +148,8 @@ export class ResourceClient<T extends KubernetesObject> {
             namespace: this.ns(namespace),
             name,
           })
-        : this.api.deleteClusterCustomObject({ group, version, plural, name }));
-    } catch (err) {
-      if (statusCodeOf(err) !== 404) throw err;
-    }
+        : this.api.deleteClusterCustomObject({ group, version, plural, name }),
+    );
   }
 
   /**

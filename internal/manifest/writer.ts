@@ -8,7 +8,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { keepWrittenDefaults, type Defaulted } from "../sanitize/owned.ts";
 import { contentDigest } from "../sanitize/digest.ts";
 import { toStableYaml } from "../sanitize/stableyaml.ts";
-import type { ResourceIdentity } from "../types/identity.ts";
+import { type ResourceIdentity, identityKeyOf } from "../types/identity.ts";
 import {
   appendDocument,
   parseManifestFile,
@@ -17,7 +17,7 @@ import {
 } from "./yamledit/edit.ts";
 import { editThrough } from "./overrides/editthrough.ts";
 import { fileFacts, renderedFacts, type FileFacts } from "./inventory/facts.ts";
-import { identityKey, type DocumentLocation, type FileTree } from "./document/tree.ts";
+import { type DocumentLocation, type FileTree } from "./document/tree.ts";
 import { keepWrittenNamespace, nothingFollowed, type FollowedObjects } from "./document/identity.ts";
 import type { FolderInventory } from "./inventory/inventory.ts";
 import { placeNew, type PlacementPolicy, type PlacementSource } from "./placement/ladder.ts";
@@ -59,9 +59,6 @@ export type UpsertOutcome =
       encryption?: "encrypted" | "unchanged";
     }
   | { refused: string; reason: string; placedBy?: PlacementSource };
-
-export const identityKeyOf = (identity: ResourceIdentity) =>
-  identityKey(identity.group, identity.kind, identity.namespace, identity.name);
 
 const encryptionUnavailable =
   "a sensitive resource is written only encrypted, and the GitTarget sets no spec.encryption: " +

@@ -1,7 +1,8 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { objectKey, type SharedInformer } from "./informer.ts";
+import { type SharedInformer } from "./informer.ts";
+import { storeKeyOf, parseStoreKey, storeKey } from "../types/names.ts";
 import type { Logger } from "../telemetry/logger.ts";
-import { factsOf, generationChanged, type ObjectFacts, type UpdatePredicate } from "./predicates.ts";
+import { factsOf, generationChanged, type UpdatePredicate } from "./predicates.ts";
 import { WorkQueue } from "./workqueue.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
 
@@ -23,15 +24,6 @@ export interface Reconciler {
 
 /** Maps a changed dependency to the objects that must reconcile because of it. */
 export type Mapper<D extends KubernetesObject> = (dependency: D) => Request[];
-
-export function requestKey(request: Request): string {
-  return request.namespace ? `${request.namespace}/${request.name}` : request.name;
-}
-
-export function parseRequestKey(key: string): Request {
-  const slash = key.indexOf("/");
-  return slash < 0 ? { name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-}
 
 export interface ControllerOptions {
   concurrency?: number;
@@ -61,23 +53,29 @@ export class Controller {
     informer: SharedInformer<T>,
     predicate: UpdatePredicate = generationChanged,
   ): this {
-    return this.watches(informer, (object) => [parseRequestKey(objectKey(object))], predicate);
+    return this.watches(informer, (object) => [parseStoreKey(storeKeyOf(object))], predicate);
   }
 
-  /** Reconciles the objects `mapper` names when a dependency is added, deleted, or updated as `predicate` allows. */
+  /**
+   * Reconciles the objects `mapper` names when a dependency is added, deleted, or updated as
+   * `predicate` allows; an update enqueues what the object named before it too, so a dependency
+   * that moves its reference wakes the object it left.
+   */
   watches<D extends KubernetesObject>(
     informer: SharedInformer<D>,
     mapper: Mapper<D>,
     predicate: UpdatePredicate,
   ): this {
     const enqueue = (object: D) => {
-      for (const request of mapper(object)) this.queue.add(requestKey(request));
+      for (const request of mapper(object)) this.queue.add(storeKey(request));
     };
     informer.addHandlers({
       added: enqueue,
       deleted: enqueue,
-      updated: (before: ObjectFacts, object: D) => {
-        if (predicate(before, factsOf(object))) enqueue(object);
+      updated: (before: D, object: D) => {
+        if (!predicate(factsOf(before), factsOf(object))) return;
+        enqueue(before);
+        enqueue(object);
       },
     });
     return this;
@@ -97,7 +95,7 @@ export class Controller {
       const key = await this.queue.get();
       if (key === undefined) return;
       try {
-        const result = await this.reconciler.reconcile(parseRequestKey(key));
+        const result = await this.reconciler.reconcile(parseStoreKey(key));
         this.queue.forget(key);
         if (result?.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
       } catch (err) {

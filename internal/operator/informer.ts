@@ -2,17 +2,12 @@ import { ListWatch, Watch, type KubeConfig, type KubernetesObject } from "@kuber
 import type { InformerSource } from "../kube/sources.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
-import { factsOf, type ObjectFacts } from "./predicates.ts";
+import { storeKeyOf } from "../types/names.ts";
 
 export interface InformerHandlers<T extends KubernetesObject> {
   added?: (object: T) => void;
-  updated?: (before: ObjectFacts, object: T) => void;
+  updated?: (before: T, object: T) => void;
   deleted?: (object: T) => void;
-}
-
-export function objectKey(object: KubernetesObject): string {
-  const { namespace, name } = object.metadata ?? {};
-  return namespace ? `${namespace}/${name}` : (name ?? "");
 }
 
 /** 500 ms doubling to 30 s, jittered, so informers an outage stopped together do not restart together. */
@@ -21,12 +16,14 @@ const restartBackoff: Backoff = { baseMs: 500, maxMs: 30_000, jitter: "equal" };
 /**
  * A cache of one resource collection, shared by every controller that reads it: client-node's
  * list-and-watch informer, plus what it lacks. It restarts itself with backoff after an error
- * (client-node's stops), reports an update together with the facts of the object before it, so
- * predicates can compare, and says when its cache first holds a complete list.
+ * (client-node's stops), reports an update together with the object before it (client-node's
+ * store has already replaced it), so predicates and mappers can compare, and says when its cache
+ * first holds a complete list.
  */
 export class SharedInformer<T extends KubernetesObject> {
   private readonly informer: ListWatch<T>;
-  private readonly facts = new Map<string, ObjectFacts>();
+  /** The object as last reported, per key: the same objects the store holds, no copies. */
+  private readonly last = new Map<string, T>();
   private readonly handlers: InformerHandlers<T>[] = [];
   private stopped = true;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -43,17 +40,17 @@ export class SharedInformer<T extends KubernetesObject> {
   ) {
     this.informer = new ListWatch(source.path, new Watch(kubeConfig), source.list, false);
     this.informer.on("add", (object) => {
-      this.facts.set(objectKey(object), factsOf(object));
+      this.last.set(storeKeyOf(object), object);
       for (const h of this.handlers) h.added?.(object);
     });
     this.informer.on("update", (object) => {
-      const key = objectKey(object);
-      const before = this.facts.get(key) ?? factsOf(object);
-      this.facts.set(key, factsOf(object));
+      const key = storeKeyOf(object);
+      const before = this.last.get(key) ?? object;
+      this.last.set(key, object);
       for (const h of this.handlers) h.updated?.(before, object);
     });
     this.informer.on("delete", (object) => {
-      this.facts.delete(objectKey(object));
+      this.last.delete(storeKeyOf(object));
       for (const h of this.handlers) h.deleted?.(object);
     });
     this.informer.on("error", (err: unknown) => this.scheduleRestart(err));

@@ -1,6 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "../telemetry/logger.ts";
-import { statusCodeOf } from "../kube/resourceclient.ts";
+import { unlessNotFound } from "../kube/resourceclient.ts";
 import { sleep } from "../timing/sleep.ts";
 
 export interface LeaderElectionConfig {
@@ -142,12 +142,9 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, name, identity, leaseDurationMs } = this.config;
-    let lease: V1Lease | undefined;
-    try {
-      lease = await this.api.readNamespacedLease({ namespace, name });
-    } catch (err) {
-      if (statusCodeOf(err) !== 404) throw err;
-    }
+    const lease: V1Lease | undefined = await unlessNotFound(
+      this.api.readNamespacedLease({ namespace, name }),
+    );
     const now = Date.now();
     this.observation = observe(this.observation, lease, now);
     const decision = decideLease(lease, this.observation, identity, leaseDurationMs, now);

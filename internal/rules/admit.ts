@@ -2,14 +2,13 @@
 // feeds and that target's KubeProvider, pass the items through the gate, put the admitted ones
 // in the RuleStore, and derive the status.
 import type { GitTarget, KubeProvider } from "../../generated/v1alpha3/index.ts";
-import { refOf } from "../gittarget/decide.ts";
+import { refOf, keyOf } from "../types/names.ts";
 import type { ConditionUpdate } from "../operator/conditions.ts";
 import type { CompiledRule, TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
 import type { SourceContexts } from "../watch/sourcecontexts.ts";
 import { ruleConditions } from "./conditions.ts";
 import { gateRules } from "./gate.ts";
-import { keyOf } from "../types/names.ts";
 
 export interface RuleLookups {
   target(ref: TargetRef): GitTarget | undefined;

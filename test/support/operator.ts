@@ -60,7 +60,7 @@ export interface OperatorProcess {
 }
 
 /**
- * The operator as its own process, `controllers/main.ts` with `args`, serving metrics and
+ * The operator as its own process, `cmd/operator.ts` with `args`, serving metrics and
  * probes on free loopback ports, for tests of what only a whole process shows: flags, probes,
  * signals, and the identity it runs as. `entry` runs a built JavaScript file instead, such as
  * `dist/operator.mjs`, the bundle the image runs (`make build`), for what the benchmark measures.
@@ -78,7 +78,7 @@ export async function startOperatorProcess(
     name: "gitops-reverser",
     command: process.execPath,
     args: [
-      ...(entry ? [entry] : ["--import", "tsx", join(repoRoot, "controllers/main.ts")]),
+      ...(entry ? [entry] : ["--import", "tsx", join(repoRoot, "cmd/operator.ts")]),
       ...args,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       `--health-probe-bind-address=127.0.0.1:${probePort}`,

@@ -1,4 +1,5 @@
 import type { GitTargetEventStream, ObjectItem } from "../../internal/stream/stream.ts";
+import type { ResourceIdentity } from "../../internal/types/identity.ts";
 
 /**
  * The next item about objects, past the markers of a replay starting or a collection removed,
@@ -26,3 +27,14 @@ export async function nextItem(
     clearTimeout(timer);
   }
 }
+
+/** A ConfigMap's identity, its uid its name: what stream items in unit tests and the benchmark name. */
+export const configMapIdentity = (name: string, namespace = "apps"): ResourceIdentity => ({
+  group: "",
+  version: "v1",
+  resource: "configmaps",
+  kind: "ConfigMap",
+  namespace,
+  name,
+  uid: name,
+});

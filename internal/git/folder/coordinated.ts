@@ -6,10 +6,9 @@
 // prune.mode: Always too. An object owned by nobody, or by the folder's own applier, is
 // mirrored as before, and a folder with no claim excludes nothing.
 import { isApplier } from "../../applier/owner.ts";
-import { identityKeyOf } from "../../manifest/writer.ts";
+import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import { keyOf } from "../../types/names.ts";
 import type { StreamItem } from "../../stream/stream.ts";
-import type { ResourceIdentity } from "../../types/identity.ts";
 import type { TargetSettings } from "./writes.ts";
 
 export interface Coordinated {

@@ -13,9 +13,9 @@ import { formatPath, measureRender } from "../../manifest/document/rendermeasure
 import type { FolderRenders } from "../../kustomize/renders.ts";
 import { renderVerdict } from "../../kustomize/verdict.ts";
 import { acceptFollowed, sweptNamespace } from "../../manifest/lookup.ts";
-import { FolderWriter, describe, identityKeyOf } from "../../manifest/writer.ts";
+import { FolderWriter, describe } from "../../manifest/writer.ts";
+import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import { isSensitive } from "../../manifest/placement/builtin.ts";
-import type { ResourceIdentity } from "../../types/identity.ts";
 import type { Clone } from "../engine/clone.ts";
 import type { Signature } from "../../types/signature.ts";
 import { followedObjects } from "./followed.ts";

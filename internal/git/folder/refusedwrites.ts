@@ -1,7 +1,7 @@
 // The changes a folder had nowhere to land (a read-only base document, a path taken, a placement
 // refused), by object, so the target says so in a condition and not only in a log line and a
 // metric. An object stays refused until a later write of it lands.
-import { identityKeyOf } from "../../manifest/writer.ts";
+import { identityKeyOf } from "../../types/identity.ts";
 import type { Change } from "./writes.ts";
 
 export class RefusedWrites {

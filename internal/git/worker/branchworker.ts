@@ -9,7 +9,7 @@ import type { StreamItem } from "../../stream/stream.ts";
 import type { Author, Signature } from "../../types/signature.ts";
 import type { Repository } from "../engine/clone.ts";
 import { DeliveryLooks, proveBranch, readFolders, type Refreshing } from "./refresh.ts";
-import { identityKeyOf } from "../../manifest/writer.ts";
+import { identityKeyOf } from "../../types/identity.ts";
 import type { MaterializeOptions, WorkTree } from "../folder/materialize.ts";
 import { Publication, type Unpublished } from "./publication.ts";
 import { RetrySchedule } from "./retry.ts";

@@ -7,11 +7,9 @@
 import type { StreamItem } from "../../stream/stream.ts";
 import type { Intake } from "../folder/targetfolders.ts";
 import type { TargetSettings } from "../folder/writes.ts";
+import { memberKey } from "../../types/identity.ts";
 
 type DeleteItem = Extract<StreamItem, { type: "delete" }>;
-
-const objectKey = (collection: string, namespace: string, name: string) =>
-  `${collection}|${namespace}/${name}`;
 
 export class Suspensions {
   /** Per suspended target: the deletes its watches reported, by collection and object. */
@@ -30,12 +28,10 @@ export class Suspensions {
     const seen = this.deletes.get(target.key) ?? new Map<string, DeleteItem>();
     this.deletes.set(target.key, seen);
     const collection = item.collection.key;
-    if (item.type === "delete")
-      seen.set(objectKey(collection, item.identity.namespace, item.identity.name), item);
-    else if (item.type === "upsert")
-      seen.delete(objectKey(collection, item.identity.namespace, item.identity.name));
+    if (item.type === "delete") seen.set(memberKey(collection, item.identity), item);
+    else if (item.type === "upsert") seen.delete(memberKey(collection, item.identity));
     else if (item.type === "snapshot")
-      for (const o of item.objects) seen.delete(objectKey(collection, o.identity.namespace, o.identity.name));
+      for (const o of item.objects) seen.delete(memberKey(collection, o.identity));
     else {
       // A collection no longer followed writes nothing more, its deletes included.
       for (const [key, d] of seen) if (d.collection.key === collection) seen.delete(key);

@@ -75,7 +75,7 @@ export class CommitWindow<T> {
   add(
     owner: WindowOwner,
     timers: WindowTimers,
-    objectKey: string,
+    storeKeyOf: string,
     write: T,
     bytes: number,
     now: number,
@@ -91,13 +91,13 @@ export class CommitWindow<T> {
       bytes: 0,
       writes: new Map<string, { write: T; bytes: number }>(),
     });
-    const previous = window.writes.get(objectKey);
+    const previous = window.writes.get(storeKeyOf);
     if (previous) {
       window.bytes -= previous.bytes;
       previous.write = write;
       previous.bytes = bytes;
     } else {
-      window.writes.set(objectKey, { write, bytes });
+      window.writes.set(storeKeyOf, { write, bytes });
     }
     window.bytes += bytes;
     window.lastWriteAt = now;

@@ -2,17 +2,13 @@
 // Git: by identity rather than by path, so an object is edited wherever its document lives, even
 // at a path a human chose. Any FileTree will do, so every rule can be tested in memory.
 import type { KubernetesObject } from "@kubernetes/client-node";
+import { identityKey } from "../../types/identity.ts";
 
 export interface FileTree {
   list(folder: string): Promise<string[]>;
   read(path: string): Promise<string | undefined>;
   write(path: string, content: string): Promise<void>;
   remove(path: string): Promise<void>;
-}
-
-/** An object's identity in Git: API group, kind, namespace and name; never the version. */
-export function identityKey(group: string, kind: string, namespace: string, name: string): string {
-  return `${group}/${kind}/${namespace}/${name}`;
 }
 
 export function groupOf(apiVersion: string | undefined): string {

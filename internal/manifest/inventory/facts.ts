@@ -2,7 +2,8 @@
 // 10,000 documents, so the caller caches these facts and recomputes them only when the file
 // changes, and the folder-level decision never re-parses anything.
 import { isMap, isScalar, parseAllDocuments, visit, type Document } from "yaml";
-import { groupOf, identityKey } from "../document/tree.ts";
+import { groupOf } from "../document/tree.ts";
+import { identityKey } from "../../types/identity.ts";
 import { analyseKustomization, isJson6902, type KustomizationFacts } from "./kustomizationfacts.ts";
 import { hasToken, tokenPaths } from "../document/rendermeasure.ts";
 import { contentDigest } from "../../sanitize/digest.ts";

@@ -7,7 +7,8 @@ import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { configMapIdentity, configMaps } from "../../unit/git/fixtures.ts";
+import { configMaps } from "../../unit/git/fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 import { committing, quiet, unheardFolders } from "../../support/worker.ts";
 
 const user = { username: "gitops", password: "s3cret" };

@@ -14,7 +14,7 @@ import {
   EventsV1Api,
   type KubeConfig,
 } from "@kubernetes/client-node";
-import { flagParser, parseFlags } from "../../../controllers/flags.ts";
+import { flagParser, parseFlags } from "../../../cmd/flags.ts";
 import { gitBranchFinalizer } from "../../../controllers/gitbranch.ts";
 import {
   gitBranches,

@@ -1,5 +1,4 @@
-// The ConfigMap collection and identities the write-side unit tests, and the benchmark, share.
-import type { ResourceIdentity } from "../../../internal/types/identity.ts";
+// The ConfigMap collection and identities the write-side unit tests share.
 import type { Collection } from "../../../internal/stream/collection.ts";
 
 export const configMaps: Collection = {
@@ -12,13 +11,3 @@ export const configMaps: Collection = {
   namespace: "apps",
   labelSelector: "",
 };
-
-export const configMapIdentity = (name: string, namespace = "apps"): ResourceIdentity => ({
-  group: "",
-  version: "v1",
-  resource: "configmaps",
-  kind: "ConfigMap",
-  namespace,
-  name,
-  uid: name,
-});

@@ -5,7 +5,8 @@ import { deleteReaches, pruneRemoves, sweepReaches } from "../../../internal/git
 import { fileFacts } from "../../../internal/manifest/inventory/facts.ts";
 import type { StreamItem } from "../../../internal/stream/stream.ts";
 import type { Collection } from "../../../internal/stream/collection.ts";
-import { configMapIdentity, configMaps } from "./fixtures.ts";
+import { configMaps } from "./fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 
 const selecting = (sel: string, namespace = "apps"): Collection => ({
   ...configMaps,

@@ -4,7 +4,8 @@ import { Publication } from "../../../internal/git/worker/publication.ts";
 import { TargetFolders, type TargetFolderCallbacks } from "../../../internal/git/folder/targetfolders.ts";
 import type { Change, DecidedWrite } from "../../../internal/git/folder/writes.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
-import { configMapIdentity, configMaps } from "./fixtures.ts";
+import { configMaps } from "./fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 
 const quiet = { info: () => undefined, error: () => undefined };
 const target = {

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { BranchWorker } from "../../../internal/git/worker/branchworker.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
-import { configMapIdentity, configMaps } from "./fixtures.ts";
+import { configMaps } from "./fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 import { unheardFolders } from "../../support/worker.ts";
 
 const collection = configMaps;

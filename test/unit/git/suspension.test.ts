@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 import { Suspensions } from "../../../internal/git/worker/suspension.ts";
 import type { Intake } from "../../../internal/git/folder/targetfolders.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
-import { configMapIdentity, configMaps } from "./fixtures.ts";
+import { configMaps } from "./fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 
 const target: TargetSettings = {
   key: "apps/t",

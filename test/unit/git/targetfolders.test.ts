@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 import type { MaterializeResult } from "../../../internal/git/folder/materialize.ts";
 import { TargetFolders, type FolderReport, type Intake } from "../../../internal/git/folder/targetfolders.ts";
 import type { DecidedWrite, TargetSettings } from "../../../internal/git/folder/writes.ts";
-import { configMapIdentity, configMaps } from "./fixtures.ts";
+import { configMaps } from "./fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 
 const collection = configMaps;
 

@@ -4,7 +4,8 @@ import { materialize } from "../../../internal/git/folder/materialize.ts";
 import type { DecidedWrite } from "../../../internal/git/folder/writes.ts";
 import { FolderRenders, type Builder } from "../../../internal/kustomize/renders.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
-import { configMapIdentity, configMaps } from "../git/fixtures.ts";
+import { configMaps } from "../git/fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 import { MemoryTree } from "../manifest/memorytree.ts";
 
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };

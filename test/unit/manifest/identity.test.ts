@@ -12,7 +12,7 @@ import {
 import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { acceptFollowed, findDocument } from "../../../internal/manifest/lookup.ts";
 import { newDocument } from "../../../internal/manifest/newdocument.ts";
-import { configMapIdentity } from "../git/fixtures.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 import { MemoryTree } from "./memorytree.ts";
 
 const id = configMapIdentity;

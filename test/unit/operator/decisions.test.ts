@@ -6,7 +6,7 @@ import {
   stalledTrio,
   type Condition,
 } from "../../../internal/operator/conditions.ts";
-import { parseRequestKey, requestKey } from "../../../internal/operator/controller.ts";
+import { parseStoreKey, storeKey } from "../../../internal/types/names.ts";
 import { eventName } from "../../../internal/operator/events.ts";
 import { addFinalizerPatch, removeFinalizerPatch } from "../../../internal/operator/finalizers.ts";
 import { decideLease, observe } from "../../../internal/operator/leaderelection.ts";
@@ -200,11 +200,11 @@ describe("finalizer patches", () => {
 
 describe("names and keys", () => {
   it("request keys round-trip, with and without a namespace", () => {
-    assert.deepEqual(parseRequestKey(requestKey({ namespace: "ns", name: "a" })), {
+    assert.deepEqual(parseStoreKey(storeKey({ namespace: "ns", name: "a" })), {
       namespace: "ns",
       name: "a",
     });
-    assert.deepEqual(parseRequestKey(requestKey({ name: "cluster-thing" })), { name: "cluster-thing" });
+    assert.deepEqual(parseStoreKey(storeKey({ name: "cluster-thing" })), { name: "cluster-thing" });
   });
 
   it("event names are valid object names, however long the object's", () => {

@@ -1,7 +1,6 @@
-import { attributionSettings } from "../../../controllers/attribution.ts";
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { flagParser, parseFlags } from "../../../controllers/flags.ts";
+import { attributionSettings, flagParser, parseFlags } from "../../../cmd/flags.ts";
 import { parseBindAddress } from "../../../internal/telemetry/servers.ts";
 
 /** A parser that throws instead of exiting, with its error output captured. */

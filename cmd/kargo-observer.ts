@@ -5,7 +5,7 @@ import { processManager, runUntilStopped, serveTelemetry } from "../internal/ope
 import { createLogger, type LogFormat, type LogLevel } from "../internal/telemetry/logger.ts";
 import { createRegistry } from "../internal/telemetry/metrics.ts";
 import type { ObserveMode } from "../internal/kargo/views.ts";
-import { freightMissing, setupKargoObserver } from "./kargoobserver.ts";
+import { freightMissing, setupKargoObserver } from "../controllers/kargoobserver.ts";
 
 interface ObserverOptions {
   observeMode: ObserveMode;

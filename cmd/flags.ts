@@ -1,9 +1,14 @@
 // The operator's command line. Flag names follow the seeds, so a manifest written for the Go
-// implementation starts this one unchanged, Go's --flag=true|false booleans included.
+// implementation starts this one unchanged, Go's --flag=true|false booleans included. What the
+// flags cannot start with (attribution's, below) is refused at startup, saying which flag to change.
 import { Command, InvalidArgumentError, Option } from "commander";
 import { parseDuration, parseQuantity } from "../internal/types/units.ts";
 import type { LogFormat, LogLevel } from "../internal/telemetry/logger.ts";
 import { defaultWorkerRoot } from "../internal/git/workerdirs.ts";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { AttributionSettings } from "../internal/attribution/attribution.ts";
+import { parseBindAddress } from "../internal/telemetry/servers.ts";
 
 export interface OperatorOptions {
   /** KubeProviders, as namespace/name, allowed to use the operator's own identity. */
@@ -230,4 +235,36 @@ function oneOf(value: string, allowed: string[]): string {
 export function parseFlags(argv: string[], command: Command = flagParser()): OperatorOptions {
   command.parse(argv, { from: "user" });
   return command.opts<OperatorOptions>();
+}
+
+/** --author-attribution and its flags, as the settings the operator's wiring takes. */
+export function attributionSettings(options: OperatorOptions): AttributionSettings | undefined {
+  if (!options.authorAttribution) return undefined;
+  const transport = options.authorAttributionTransport;
+  if (transport === "redis" && !options.redisAddr) {
+    throw new Error(
+      "--author-attribution-transport=redis keeps audit facts in Redis and needs --redis-addr: set it, or run with --author-attribution-transport=memory (one replica) or --author-attribution=false",
+    );
+  }
+  if (transport === "memory" && options.replicaCount !== 1) {
+    throw new Error(
+      `--author-attribution-transport=memory keeps facts in one process and is refused with --replica-count=${options.replicaCount}`,
+    );
+  }
+  const address = parseBindAddress(options.auditBindAddress);
+  if (!address) throw new Error("--audit-bind-address=0: attribution needs its audit ingress");
+  const read = (file: string) => readFileSync(join(options.auditCertDir, file), "utf8");
+  return {
+    graceMs: options.authorAttributionGrace,
+    transport,
+    ingress: {
+      ...address,
+      ...(options.auditInsecure
+        ? {}
+        : { tls: { cert: read("tls.crt"), key: read("tls.key"), ca: read("ca.crt") } }),
+      ...(options.authorAttributionAuditRouteAnnotationKey
+        ? { routeAnnotationKey: options.authorAttributionAuditRouteAnnotationKey }
+        : {}),
+    },
+  };
 }

@@ -3,9 +3,8 @@ import { processManager, runUntilStopped, serveTelemetry } from "../internal/ope
 import { createLogger } from "../internal/telemetry/logger.ts";
 import { registerInstruments } from "../internal/telemetry/instruments.ts";
 import { createRegistry } from "../internal/telemetry/metrics.ts";
-import { attributionSettings } from "./attribution.ts";
-import { parseFlags } from "./flags.ts";
-import { setupOperator } from "./setup.ts";
+import { attributionSettings, parseFlags } from "./flags.ts";
+import { setupOperator } from "../controllers/setup.ts";
 
 const options = parseFlags(process.argv.slice(2));
 const logger = createLogger(options.logLevel, options.logFormat);

@@ -1,0 +1,123 @@
+// The one place a GitProvider's Secrets are read: its credential (with the known hosts
+// spec.knownHostsRef names) and its signing key. The GitProvider reconciler proves them, the
+// GitBranch reconciler opens push sessions with them, and the GitTarget reconciler builds the
+// branch worker from them; each calls this module, so the three agree on what a Secret holds and
+// on the fingerprint that says it changed. Secrets are read from the API every time and never
+// through an informer, so no credential sits in a cluster-wide cache; reading on every pass is
+// also what picks up a fixed or rotated credential, since nothing watches Secrets.
+import type { CoreV1Api } from "@kubernetes/client-node";
+import type { GitProvider } from "../../generated/v1alpha3/index.ts";
+import { readGitCredential, type GitCredential } from "../gitauth/credentials.ts";
+import { unlessNotFound } from "../kube/resourceclient.ts";
+import { signingKeyText, signingSecretOf } from "../signing/secret.ts";
+import { keyOf } from "../types/names.ts";
+import type { SigningRead } from "./signing.ts";
+
+/** Why there is no credential to try. */
+export type CredentialProblem =
+  { kind: "secretNotFound"; secret: string } | { kind: "credentialUnreadable"; message: string };
+
+export interface LoadedCredential {
+  kind: "loaded";
+  /** Undefined when spec.secretRef is omitted: the repository is reached anonymously. */
+  credential: GitCredential | undefined;
+  /** Changes whenever the provider's spec or its Secrets change, so a cached proof can expire. */
+  fingerprint: string;
+}
+
+/** namespace/name of the provider's credential Secret, if it names one. */
+export function secretOf(provider: GitProvider): string | undefined {
+  const ref = provider.spec.secretRef;
+  return ref ? keyOf({ namespace: provider.metadata.namespace, name: ref.name }) : undefined;
+}
+
+/** The provider's credential, with spec.knownHostsRef's lines in place of the Secret's own. */
+export async function loadCredential(
+  core: CoreV1Api,
+  provider: GitProvider,
+): Promise<LoadedCredential | CredentialProblem> {
+  const { uid, generation, namespace } = provider.metadata;
+  const ref = provider.spec.secretRef;
+  if (!ref) return { kind: "loaded", credential: undefined, fingerprint: `${uid}/${generation}/anonymous` };
+  const secret = await unlessNotFound(core.readNamespacedSecret({ namespace: namespace!, name: ref.name }));
+  if (!secret) return { kind: "secretNotFound", secret: secretOf(provider)! };
+  const read = readGitCredential(secret.data, provider.spec.url);
+  if ("reason" in read) return { kind: "credentialUnreadable", message: read.message };
+  const { uid: secretUid, resourceVersion } = secret.metadata ?? {};
+  const fingerprint = `${uid}/${generation}/${secretUid}/${resourceVersion}`;
+  if (read.kind !== "ssh" || !provider.spec.knownHostsRef)
+    return { kind: "loaded", credential: read, fingerprint };
+  const known = await readKnownHosts(core, provider);
+  if (known.kind !== "found") return { kind: "credentialUnreadable", message: known.message };
+  return {
+    kind: "loaded",
+    credential: { ...read, knownHosts: known.knownHosts },
+    fingerprint: `${fingerprint}/${known.version}`,
+  };
+}
+
+export type KnownHosts =
+  { kind: "found"; knownHosts: string; version: string } | { kind: "missing"; message: string };
+
+/**
+ * The known_hosts lines spec.knownHostsRef names, from a ConfigMap or a Secret; they take the
+ * place of the credential Secret's own known_hosts.
+ */
+export async function readKnownHosts(core: CoreV1Api, provider: GitProvider): Promise<KnownHosts> {
+  const ref = provider.spec.knownHostsRef!;
+  const key = ref.key ?? "known_hosts";
+  const namespace = provider.metadata.namespace!;
+  const where = `${ref.kind} ${namespace}/${ref.name}`;
+  const read =
+    ref.kind === "ConfigMap"
+      ? unlessNotFound(core.readNamespacedConfigMap({ namespace, name: ref.name })).then(
+          (map) => map && { value: map.data?.[key], metadata: map.metadata },
+        )
+      : unlessNotFound(core.readNamespacedSecret({ namespace, name: ref.name })).then((secret) => {
+          const data = secret?.data?.[key];
+          return (
+            secret && {
+              value: data === undefined ? undefined : Buffer.from(data, "base64").toString("utf8"),
+              metadata: secret.metadata,
+            }
+          );
+        });
+  const found = await read;
+  if (!found) {
+    return {
+      kind: "missing",
+      message: `The known hosts ${where} (spec.knownHostsRef) does not exist: create it.`,
+    };
+  }
+  if (!found.value?.trim()) {
+    return {
+      kind: "missing",
+      message: `The known hosts ${where} (spec.knownHostsRef) has no ${key}: put the SSH host's public key lines there.`,
+    };
+  }
+  return {
+    kind: "found",
+    knownHosts: found.value,
+    version: `${found.metadata?.uid}/${found.metadata?.resourceVersion}`,
+  };
+}
+
+/** What spec.commit.signing's Secret holds, as read; undefined when the provider does not sign. */
+export async function loadSigning(core: CoreV1Api, provider: GitProvider): Promise<SigningRead | undefined> {
+  const where = signingSecretOf(provider);
+  if (!where) return undefined;
+  const secret = await unlessNotFound(
+    core.readNamespacedSecret({ namespace: provider.metadata.namespace!, name: where.name }),
+  );
+  if (!secret) return { kind: "secretNotFound", secret: where.name };
+  const text = signingKeyText(secret.data, where.key);
+  return text === undefined
+    ? { kind: "keyMissing", secret: where.name, key: where.key }
+    : {
+        kind: "key",
+        secret: where.name,
+        key: where.key,
+        text,
+        version: `${secret.metadata?.uid}/${secret.metadata?.resourceVersion}`,
+      };
+}
