@@ -36,6 +36,7 @@ import {
 } from "../internal/applier/fluxclaim.ts";
 import { line } from "../internal/applier/line.ts";
 import { inFlight } from "../internal/applier/operation.ts";
+import type { Following } from "../internal/applier/following.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { targetWrites } from "../internal/gittarget/claim.ts";
 import { refOf, keyOf, type NamespacedName } from "../internal/types/names.ts";
@@ -77,22 +78,32 @@ export class FluxClaimReconciler implements Reconciler {
   private readonly status = new StatusWriter(fieldManager);
   /** When each claim's hand-back started, for its 10-minute budget. */
   private readonly releasingSince = new Map<string, Date>();
+  /** When each operation in flight was first seen unfollowed by this process, by request token. */
+  private readonly unfollowedSince = new Map<string, number>();
 
   constructor(
     private readonly manager: Manager,
     private readonly informers: Informers,
     private readonly sourceContexts: SourceContexts,
     private readonly events: EventRecorder,
+    private readonly following: Following,
   ) {}
 
   async reconcile(request: Request): Promise<Result> {
     const key = keyOf(request);
-    const claim = this.informers.claims.get(request.name, request.namespace);
-    if (!claim) {
+    const cached = this.informers.claims.get(request.name, request.namespace);
+    if (!cached) {
       this.releasingSince.delete(key);
       return {};
     }
-    const reading = await this.read(claim);
+    const reading = await this.read(cached);
+    // A resumed Kustomization is judged on the claim read uncached: a branch worker records its
+    // operation a moment before it resumes, and the cache may not hold that record yet.
+    const resumed = reading.kustomization && !reading.kustomization.suspended;
+    const claim = resumed
+      ? await fluxClaims(this.manager.kubeConfig).get(request.namespace, request.name)
+      : cached;
+    if (!claim) return {};
     const world = this.world(claim, reading);
     const decision = decideFluxClaim(world);
     const stored = await this.act(claim, reading, decision);
@@ -117,7 +128,21 @@ export class FluxClaimReconciler implements Reconciler {
       successor: queue.some((c) => keyOf(c.claim) !== self && c.eligible),
       ...(this.releasingSince.has(self) ? { releasingSince: this.releasingSince.get(self)! } : {}),
       token: newToken(now),
+      unfollowedMs: this.unfollowedMs(claim, now.getTime()),
     };
+  }
+
+  /** How long the claim's worker operation in flight has gone unfollowed by this process's dispatcher. */
+  private unfollowedMs(claim: FluxClaim, now: number): number {
+    const operation = claim.status?.operation;
+    const token = operation && inFlight(operation) ? operation.requestToken : undefined;
+    if (!token || this.following.has(token)) {
+      if (token) this.unfollowedSince.delete(token);
+      return 0;
+    }
+    const since = this.unfollowedSince.get(token) ?? now;
+    this.unfollowedSince.set(token, since);
+    return now - since;
   }
 
   /** Judges the claim, reading the applier's cluster only when its configuration allows, or it holds. */
@@ -316,7 +341,11 @@ export class FluxClaimReconciler implements Reconciler {
 const namesClaim = (target: GitTarget, name: string) =>
   target.spec.applierClaimRef?.kind === "FluxClaim" && target.spec.applierClaimRef.name === name;
 
-export function setupFluxClaimController(manager: Manager, sourceContexts: SourceContexts): Controller {
+export function setupFluxClaimController(
+  manager: Manager,
+  sourceContexts: SourceContexts,
+  following: Following,
+): Controller {
   const kc = manager.kubeConfig;
   const events = new EventRecorder(kc, hostname(), manager.logger);
   const informers: Informers = {
@@ -340,7 +369,7 @@ export function setupFluxClaimController(manager: Manager, sourceContexts: Sourc
       : [];
   const controller = new Controller(
     "fluxclaim",
-    new FluxClaimReconciler(manager, informers, sourceContexts, events),
+    new FluxClaimReconciler(manager, informers, sourceContexts, events, following),
     manager.logger,
   )
     .for(informers.claims, generationChanged)

@@ -17,6 +17,7 @@ import { RemoteStatusPublisher } from "../internal/gitbranch/remotestatus.ts";
 import { Exclusions } from "../internal/git/folder/coordinated.ts";
 import {
   applyOwnershipConflicts,
+  commitWindows,
   intakePaused,
   nextRetry,
   placementRefusals,
@@ -34,6 +35,8 @@ import { setupGitBranchController } from "./gitbranch.ts";
 import { setupGitProviderController } from "./gitprovider.ts";
 import { setupGitTargetController } from "./gittarget.ts";
 import { setupFluxClaimController } from "./fluxclaim.ts";
+import { setupApplies } from "./applies.ts";
+import { Following } from "../internal/applier/following.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
 import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
@@ -117,7 +120,14 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
   const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
   const exclusions = new Exclusions();
+  /** The apply operations this process follows: the dispatcher's, read by the FluxClaim reconciler. */
+  const following = new Following();
   const workers = new WorkerManager({
+    applies: setupApplies(manager, sourceContexts, following),
+    onWindowClosed: (branchKey, reason) => {
+      const { namespace, name } = targetRef(branchKey);
+      commitWindows.inc({ gitbranch_namespace: namespace, gitbranch_name: name, close_reason: reason });
+    },
     onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
     onBranchProved: (branchKey, commit, by) => {
       if (commit) remoteStatus.record(branchKey, commit, by);
@@ -204,7 +214,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     onReleased: (key) => remoteStatus.forget(key),
   });
   setupGitTargetController(manager, sourceContexts, { claims, workers });
-  setupFluxClaimController(manager, sourceContexts);
+  setupFluxClaimController(manager, sourceContexts, following);
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);
   return {

@@ -41,7 +41,7 @@ export interface components {
             /** @description The repository URL the source fetches. */
             url?: string;
         };
-        /** @description The apply operation a branch worker started through this claim, recorded before the write that starts it and moved through its phases until the applier's own status proves it ended. */
+        /** @description The apply operation a branch worker started through this claim, recorded before the write that starts it and moved through its phases until the applier's own status proves it ended. Written whole: a field one writer set is never left behind by another's. */
         ApplyOperation: {
             /** @description The commit the apply was asked to apply. */
             commit?: string;

@@ -242,8 +242,17 @@ try {
   process.stdout.write(`    its commit's message, verbatim:\n${body.replace(/^/gm, "      ")}\n`);
 
   if (fluxBuilt()) {
-    say("Flux applies the ConfigMaps folder; the GitTarget names a FluxClaim, which holds it suspended");
-    flux = await demoFluxClaim(plane, { kc, core, url }, namespace, target, user, (line) =>
+    say(
+      "Flux applies the ConfigMaps folder; the GitTarget names a FluxClaim, which holds it suspended and applies when the branch worker asks",
+    );
+    // The colleague's push reaches the worker as every push does here: the Git host's webhook.
+    const receiver = operator.receiver!.address!;
+    const round = {
+      git,
+      repository: "cluster-state",
+      notice: () => void deliverGithubPush(receiver, webhookPath, "demo-hook-token", url),
+    };
+    flux = await demoFluxClaim(plane, { kc, core, url }, namespace, target, user, round, (line) =>
       process.stdout.write(`${line}\n`),
     );
   } else {

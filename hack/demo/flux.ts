@@ -1,11 +1,14 @@
 // The demo's FluxClaim step, when the Flux controllers are built (make flux): Flux applies the
 // demo's ConfigMaps folder from the repository the operator writes, and the GitTarget names a
-// FluxClaim that holds that Kustomization suspended, so it applies only when asked.
+// FluxClaim that holds that Kustomization suspended, so it applies only when the branch worker
+// asks: a commit pushed by hand reaches the cluster through the claim, a live edit reaches Git,
+// and neither reverts the other.
 import { EventsV1Api } from "@kubernetes/client-node";
 import { fluxClaims, gitTargets } from "../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../internal/kube/resourceclient.ts";
 import type { ControlPlane } from "../../test/support/controlplane.ts";
+import type { GitServer } from "../../test/support/gitserver.ts";
 import { fluxBinary, fluxSource, kustomization, startFlux, type Flux } from "../../test/support/flux.ts";
 import { mirrorFieldManager, mirrorGitTarget, type MirrorTarget } from "../../test/support/mirror.ts";
 import type { MirrorEnvironment } from "../../test/support/mirrorenv.ts";
@@ -29,6 +32,7 @@ export async function demoFluxClaim(
   namespace: string,
   target: MirrorTarget,
   user: { username: string; password: string },
+  round: RoundTrip,
   print: (line: string) => void,
 ): Promise<Flux> {
   const flux = await startFlux(plane);
@@ -90,5 +94,73 @@ export async function demoFluxClaim(
     { timeoutMs: 30_000, description: "the GitTarget's ApplierClaimReady" },
   );
   print(`    GitTarget ${target.name}: ApplierClaimReady ${ready.status}: ${ready.message}`);
+  await roundTrip(env, namespace, target, round, print);
   return flux;
+}
+
+/** What the round trip needs: the Git server, the repository, and the push notice the receiver gives. */
+export interface RoundTrip {
+  git: GitServer;
+  repository: string;
+  notice: () => void;
+}
+
+/** A commit pushed by hand is applied through the claim; a live edit then reaches Git and stays. */
+async function roundTrip(
+  env: Pick<MirrorEnvironment, "kc" | "core">,
+  namespace: string,
+  target: MirrorTarget,
+  round: RoundTrip,
+  print: (line: string) => void,
+): Promise<void> {
+  const claims = fluxClaims(env.kc);
+  const operation = async () => (await claims.get(namespace, "demo"))?.status?.operation;
+  const show = (o: Awaited<ReturnType<typeof operation>>) =>
+    `${o?.reason} ${o?.commit?.slice(0, 7)}: ${o?.phase} (${o?.message ?? ""})`;
+  const converged = await eventually(
+    async () => ((await operation())?.phase === "Succeeded" ? operation() : undefined),
+    {
+      timeoutMs: 60_000,
+      description: "the converge at start",
+    },
+  );
+  print(`    the worker's converge at start: ${show(converged)}`);
+  const path = `${target.path}/${namespace}/configmaps/pushed-by-hand.yaml`;
+  const pushed = await round.git.pushForeignCommit(round.repository, {
+    files: {
+      [path]: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pushed-by-hand\n  namespace: ${namespace}\ndata:\n  color: blue\n`,
+    },
+    message: "A colleague adds a ConfigMap in Git",
+    author: { name: "Colleague", email: "colleague@example.com" },
+  });
+  round.notice();
+  const read = () =>
+    env.core.readNamespacedConfigMap({ namespace, name: "pushed-by-hand" }).catch(() => undefined);
+  await eventually(async () => (await read())?.data?.color === "blue", {
+    timeoutMs: 60_000,
+    description: "the pushed ConfigMap applied",
+  });
+  const applied = await eventually(
+    async () => {
+      const o = await operation();
+      return o?.phase === "Succeeded" && o.commit === pushed && o;
+    },
+    { timeoutMs: 30_000, description: "the claim's operation for the pushed commit" },
+  );
+  print(`    pushed ${pushed.slice(0, 7)} by hand; the claim applied it: ${show(applied)}`);
+  await env.core.patchNamespacedConfigMap({
+    namespace,
+    name: "pushed-by-hand",
+    body: [{ op: "replace", path: "/data/color", value: "green" }],
+  });
+  await eventually(
+    async () => (await round.git.fileAt(round.repository, "main", path))?.includes("color: green"),
+    {
+      timeoutMs: 30_000,
+      description: "the live edit in Git",
+    },
+  );
+  print(
+    `    a live edit (color: green) is in Git at ${(await round.git.branchHead(round.repository, "main"))?.slice(0, 7)}, and the cluster keeps it: color ${(await read())?.data?.color}`,
+  );
 }

@@ -22,6 +22,8 @@ export interface Covered {
   ref: NamespacedName;
   /** Every collection has a settled snapshot and its resyncs are published. */
   published: boolean;
+  /** spec.onRefusal: a Refusal is raised only for a target that says Reapply. */
+  onRefusal?: string;
 }
 
 export interface Applier {
@@ -55,7 +57,12 @@ export interface Attempt {
 }
 
 export type Outcome =
-  { kind: "succeeded"; commit: string } | { kind: "stale" } | { kind: "failed" } | { kind: "rejected" };
+  | { kind: "succeeded"; commit: string }
+  | { kind: "stale" }
+  | { kind: "failed" }
+  | { kind: "rejected" }
+  /** No target still held the attempt's reason: nothing was asked, and nothing is given back. */
+  | { kind: "dropped" };
 
 export class ApplyDue {
   private readonly appliers = new Map<string, ApplierState>();
@@ -124,6 +131,32 @@ export class ApplyDue {
     return attempts;
   }
 
+  /** Whether `due` would send an attempt now: what makes the worker flush first. */
+  wants(appliers: readonly Applier[], tip: string | undefined, now: number): boolean {
+    if (tip === undefined) return false;
+    const busy = new Set(appliers.filter((a) => this.state(a).out).map((a) => a.source));
+    return appliers.some((a) => !busy.has(a.source) && this.ready(a, tip, now));
+  }
+
+  /**
+   * When an applier with a reason pending and no attempt out is next let through: its backoff's
+   * end, or a Refusal's minute; undefined when nothing waits on time.
+   */
+  wakeAt(appliers: readonly Applier[], now: number): number | undefined {
+    let at: number | undefined;
+    const later = (t: number) => {
+      if (t > now) at = Math.min(at ?? t, t);
+    };
+    for (const applier of appliers) {
+      const state = this.appliers.get(keyOf(applier.claim));
+      if (!state || state.out || state.pending.size === 0) continue;
+      later(state.notBefore);
+      for (const uid of state.pending.keys())
+        later((state.refusalSentAt.get(uid) ?? -Infinity) + refusalSpacingMs);
+    }
+    return at;
+  }
+
   /**
    * What the dispatcher reported of an attempt. A success answers what it carried. Anything else
    * gives it back (a Refusal only if it still stands); a stale attempt is decided again at once,
@@ -141,6 +174,7 @@ export class ApplyDue {
       state.notBefore = 0;
       return;
     }
+    if (outcome.kind === "dropped") return;
     for (const [uid, pends] of carried) {
       for (const pend of pends) if (pend !== "Refusal" || refusalStands) this.addTo(state, uid, pend);
     }

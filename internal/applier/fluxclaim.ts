@@ -15,6 +15,7 @@ import { keyOf, type NamespacedName } from "../types/names.ts";
 import type { Verdict } from "./eligibility.ts";
 import { suspendHandled, type KustomizationView } from "./flux/view.ts";
 import { failed, inFlight } from "./operation.ts";
+import { unfollowedGraceMs } from "./following.ts";
 
 export const fluxClaimFinalizer = "configbutler.ai/flux-trigger";
 
@@ -37,6 +38,8 @@ export interface FluxClaimWorld {
   releasingSince?: Date;
   /** A fresh token, for a write that suspends. */
   token: string;
+  /** How long a branch worker's operation in flight has gone unfollowed by this process; 0 while followed. */
+  unfollowedMs?: number;
 }
 
 export type EventNote = { type: "Normal" | "Warning"; reason: string; note: string };
@@ -172,9 +175,22 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
       soon: true,
     };
   }
+  const ours = operation && inFlight(operation) && operation.requestToken ? operation : undefined;
+  // An operation a stopped process left in flight: suspended, then ended Failed.
+  const abandoned = ours && (world.unfollowedMs ?? 0) >= unfollowedGraceMs ? ours : undefined;
+  if (abandoned && (!k.suspended || !abandoned.suspendToken)) {
+    const message = `Nobody follows the apply of ${abandoned.commit ?? "the tip"} (token ${abandoned.requestToken}): its process stopped. The Kustomization is suspended again, and the operation ends Failed once Flux handles that.`;
+    return {
+      step: { kind: "suspend", token },
+      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
+      operation: { ...abandoned, phase: "Unresolved", suspendToken: token, message },
+      event: { type: "Warning", reason: "OperationUnfollowed", note: message },
+      soon: true,
+    };
+  }
   if (!k.suspended) {
-    if (operation && inFlight(operation) && operation.requestToken) {
-      const message = `A branch worker's apply of ${operation.commit ?? "the tip"} is in flight.`;
+    if (ours) {
+      const message = `A branch worker's apply of ${ours.commit ?? "the tip"} is in flight.`;
       return {
         step: { kind: "none" },
         conditions: conditionsOf(world, configured, "True", R.Applying, message, readyTrio),
@@ -207,12 +223,19 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
   const external =
     operation && inFlight(operation) && !operation.requestToken
       ? completeExternal(operation, k, world.now)
-      : undefined;
+      : abandoned
+        ? failed(
+            abandoned,
+            world.now,
+            "Nobody followed this apply to its end (its process stopped); the Kustomization is suspended again.",
+          )
+        : undefined;
   return {
     step: { kind: "none" },
     conditions: conditionsOf(world, configured, "True", R.Suspended, message, readyTrio),
     ...(external ? { operation: external } : {}),
-    soon: false,
+    // A worker's operation still in flight is looked at again, in case its process stops.
+    soon: ours !== undefined && !abandoned,
   };
 }
 

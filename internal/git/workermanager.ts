@@ -25,6 +25,9 @@ import { SaveRoutes } from "./saveroutes.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./folder/targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./folder/writes.ts";
+import type { Applier, Attempt, Covered, Outcome } from "../applier/due.ts";
+import type { CloseReason } from "./worker/window.ts";
+import type { NamespacedName } from "../types/names.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keyOf as targetKey, parseKey } from "../types/names.ts";
 
@@ -49,7 +52,7 @@ export interface WorkerSpec {
 
 export interface WorkerManagerOptions extends Omit<
   BranchWorkerOptions,
-  "clone" | "committer" | "materialize" | "folders"
+  "clone" | "committer" | "materialize" | "folders" | "onWindowClosed" | "applies"
 > {
   /** --worker-root: where the clones live, one directory per GitBranch uid. */
   root: string;
@@ -75,6 +78,26 @@ export interface WorkerManagerOptions extends Omit<
   callTimeoutMs?: number;
   /** Drops, placements and snapshot requests of every folder, for metrics and the watch side. */
   folders?: Partial<Omit<TargetFolderCallbacks, "onReport">>;
+  /** Called whenever a branch's commit window closes, with why. */
+  onWindowClosed?: (branchKey: string, reason: CloseReason) => void;
+  /** How the branches' applies are carried out; none: no worker asks an applier for anything. */
+  applies?: ProcessApplies;
+}
+
+/** What the process provides every worker for applying (internal/git/worker/applies.ts). */
+export interface ProcessApplies {
+  /** Carries one attempt out for the branch, through the claim's applier; never retries. */
+  dispatch(
+    branch: { key: string; url: string; branch: string },
+    attempt: Attempt,
+    current: () => boolean,
+  ): Promise<Outcome>;
+  /** Whether every collection of a target has a settled snapshot. */
+  snapshotsSettled(target: TargetRef): boolean;
+  /** The source a claim's applier reads, as its claim last reported it: appliers sharing one take turns. */
+  sourceOf(claim: NamespacedName): string | undefined;
+  /** The commit a claim's last succeeded operation applied. */
+  lastApplied(claim: NamespacedName): string | undefined;
 }
 
 /** What the write side knows of one GitTarget, for its status. */
@@ -213,6 +236,8 @@ export class WorkerManager implements Runnable {
       onExcluded: _excluded,
       callTimeoutMs,
       folders,
+      onWindowClosed,
+      applies,
       ...workerOptions
     } = this.options;
     const worker = new BranchWorker({
@@ -256,6 +281,17 @@ export class WorkerManager implements Runnable {
       },
       onProved: (commit, by) => onBranchProved?.(spec.key, commit, by),
       onSave: (id) => this.saves.reported(id),
+      onWindowClosed: (reason) => onWindowClosed?.(spec.key, reason),
+      ...(applies
+        ? {
+            applies: {
+              appliers: () => this.appliersOf(spec.key),
+              dispatch: (attempt, current) =>
+                applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
+              lastApplied: (claim) => applies.lastApplied(claim),
+            },
+          }
+        : {}),
       onState: (state) => {
         onBranchState?.(spec.key, state);
         this.branchStates.set(spec.key, state);
@@ -311,6 +347,34 @@ export class WorkerManager implements Runnable {
     if (!worker) throw new Error(`no worker for GitBranch ${branchKey}`);
     this.attachments.set(key, { branchKey, stream, settings: { current: settings } });
     this.readers.attached(stream);
+  }
+
+  /**
+   * The appliers on a branch: each FluxClaim its attached GitTargets name, with the targets it
+   * covers and whether each has settled its snapshots. (No ArgoCDClaim is dispatched yet.)
+   */
+  private appliersOf(branchKey: string): Applier[] {
+    const applies = this.options.applies!;
+    const byClaim = new Map<string, Applier & { targets: Covered[] }>();
+    for (const [key, attachment] of this.attachments) {
+      const claim = attachment.settings.current.claim;
+      if (attachment.branchKey !== branchKey || claim?.kind !== "FluxClaim") continue;
+      const ref = { namespace: claim.namespace, name: claim.name };
+      const claimKey = targetKey(ref);
+      let applier = byClaim.get(claimKey);
+      if (!applier) {
+        applier = { claim: ref, source: applies.sourceOf(ref) ?? claimKey, targets: [] };
+        byClaim.set(claimKey, applier);
+      }
+      const target = parseKey(key);
+      applier.targets.push({
+        uid: claim.targetUid,
+        ref: target,
+        published: applies.snapshotsSettled(target),
+        ...(claim.onRefusal ? { onRefusal: claim.onRefusal } : {}),
+      });
+    }
+    return [...byClaim.values()];
   }
 
   /** Has a GitBranch's worker prove where its branch is now, as reconcile.configbutler.ai/requestedAt asks. */

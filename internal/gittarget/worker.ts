@@ -8,7 +8,7 @@ import { objectKeyOf } from "../types/names.ts";
 
 /**
  * The window timers, prune mode and message templates a target's spec sets, with the defaults;
- * `applier`, the applier its applier claim holds, when it names one that exists.
+ * `applier`, the applier its applier claim holds, when it names one that exists, and the claim.
  */
 export function targetSettings(target: GitTarget, applier?: Required<AppliedBy>): TargetSettings {
   const window = target.spec.commit?.window;
@@ -25,6 +25,18 @@ export function targetSettings(target: GitTarget, applier?: Required<AppliedBy>)
     placement: target.spec.placement,
     ...(target.spec.suspend ? { suspend: true } : {}),
     ...(recipients && recipients.length > 0 ? { encryption: { recipients: [...recipients] } } : {}),
-    ...(applier ? { applier } : {}),
+    ...(applier ? { applier, claim: claimOf(target) } : {}),
+  };
+}
+
+/** The claim the target names, with the target's uid and spec.onRefusal, for the worker's applies. */
+function claimOf(target: GitTarget): TargetSettings["claim"] {
+  const ref = target.spec.applierClaimRef!;
+  return {
+    kind: ref.kind,
+    namespace: target.metadata.namespace!,
+    name: ref.name,
+    targetUid: target.metadata.uid ?? "",
+    ...(target.spec.onRefusal ? { onRefusal: target.spec.onRefusal } : {}),
   };
 }

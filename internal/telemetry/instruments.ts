@@ -1,6 +1,6 @@
 // The operator's own instruments. Each is created unregistered, and registerInstruments puts
 // them on the process registry, so a test can build its own registry without duplicates.
-import { Counter, Gauge, type Metric, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Metric, type Registry } from "prom-client";
 import { metricPrefix } from "./metrics.ts";
 
 /**
@@ -192,9 +192,60 @@ export const applyOwnershipConflicts = new Counter({
   registers: [],
 });
 
+const claimLabels = ["claim_kind", "claim_namespace", "claim_name"] as const;
+
+/**
+ * Apply attempts a branch worker sent through an applier claim, by the reason the attempt
+ * carried and how it ended (Succeeded, Failed, RequestFailed, Rejected, Dropped, Stale).
+ */
+export const applyRequests = new Counter({
+  name: `${metricPrefix}apply_requests_total`,
+  help: "Apply attempts a branch worker sent through an applier claim, by reason and by how each ended.",
+  labelNames: [...claimLabels, "reason", "outcome"] as const,
+  registers: [],
+});
+
+/** From the operation's record to its proved end, for attempts that started an apply. */
+export const applyDuration = new Histogram({
+  name: `${metricPrefix}apply_duration_seconds`,
+  help: "Seconds from an apply operation's record on the claim to its proved end.",
+  labelNames: [...claimLabels, "outcome"] as const,
+  buckets: [0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
+  registers: [],
+});
+
+/** Operations past their budget and still followed: each holds its applier. */
+export const applyOperationsUnresolved = new Gauge({
+  name: `${metricPrefix}apply_operations_unresolved`,
+  help: "Apply operations past their 5-minute budget and still followed, per claim.",
+  labelNames: claimLabels,
+  registers: [],
+});
+
+/** Applied at the revision the source holds now, not the commit asked for: the residual race. */
+export const applyRevisionMismatches = new Counter({
+  name: `${metricPrefix}apply_revision_mismatches_total`,
+  help: "Applies that ended Ready at the revision the source moved on to, not the commit asked for.",
+  labelNames: claimLabels,
+  registers: [],
+});
+
+/** Commit windows closed, by why: idle, max_duration, buffer_full, other_owner, resync, request, delivery, apply_due, shutdown. */
+export const commitWindows = new Counter({
+  name: `${metricPrefix}git_commit_windows_total`,
+  help: "Commit windows closed, by close reason.",
+  labelNames: ["gitbranch_namespace", "gitbranch_name", "close_reason"] as const,
+  registers: [],
+});
+
 export function registerInstruments(registry: Registry): void {
   const metrics: Metric[] = [
     applyOwnershipConflicts,
+    applyRequests,
+    applyDuration,
+    applyOperationsUnresolved,
+    applyRevisionMismatches,
+    commitWindows,
     placementRefusals,
     secretEncryptions,
     gitCommits,

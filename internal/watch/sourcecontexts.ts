@@ -57,6 +57,20 @@ export class SourceContexts implements Runnable {
     }
   }
 
+  /**
+   * Whether every collection of a target has a settled snapshot (its watch runs): what an
+   * applier waits for before it is asked anything. A target with no planned collection, or a
+   * blocked or replaying one, is not settled.
+   */
+  snapshotsSettled(target: TargetRef): boolean {
+    for (const { context } of this.contexts.values()) {
+      if (!context.watchManager.serves(target)) continue;
+      const summary = context.watchManager.summary(target);
+      return summary.total > 0 && summary.running === summary.total;
+    }
+    return false;
+  }
+
   get(key: string): SourceContext | undefined {
     return this.contexts.get(key)?.context;
   }

@@ -53,6 +53,32 @@ export class FluxClient {
     await this.giveUp(k);
   }
 
+  /**
+   * Resumes the Kustomization for one apply: spec.suspend: false with `token`, only onto the
+   * uid and resourceVersion it was last read at, so anything that changed it since is a 409
+   * Conflict and a deleted one is not re-created.
+   */
+  async resume(k: KustomizationView, token: string): Promise<void> {
+    const body = this.body(k, { suspend: false }, token);
+    body.metadata!.resourceVersion = k.resourceVersion;
+    await this.kustomizations.apply(body, this.fieldManager, true);
+  }
+
+  /** Asks source-controller to fetch now: a requestedAt token on the GitRepository. */
+  async stampRepository(ref: NamespacedName, token: string): Promise<void> {
+    await this.repositories.apply(
+      {
+        metadata: {
+          name: ref.name,
+          namespace: ref.namespace,
+          annotations: { [requestedAtAnnotation]: token },
+        },
+      },
+      this.fieldManager,
+      true,
+    );
+  }
+
   /** Gives up every field we own on it: an apply that sets nothing. */
   async giveUp(k: KustomizationView): Promise<void> {
     await this.kustomizations.apply(this.body(k), this.fieldManager, true);

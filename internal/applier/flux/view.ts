@@ -50,6 +50,7 @@ export interface Kustomization extends KubernetesObject {
     lastHandledReconcileAt?: string;
     lastAppliedRevision?: string;
     conditions?: FluxCondition[];
+    history?: { digest?: string; lastReconciled?: string; totalReconciliations?: number }[];
   };
 }
 
@@ -58,7 +59,7 @@ export interface GitRepository extends KubernetesObject {
     url?: string;
     ref?: { branch?: string; tag?: string; semver?: string; name?: string; commit?: string };
   };
-  status?: { artifact?: { revision?: string } };
+  status?: { artifact?: { revision?: string }; lastHandledReconcileAt?: string };
 }
 
 export interface KustomizationView {
@@ -76,6 +77,8 @@ export interface KustomizationView {
   heldByUs: boolean;
   ready?: FluxCondition;
   lastAppliedRevision?: string;
+  /** The newest status.history entry, as one string: it moves with every reconcile that applied. */
+  historyTop?: string;
 }
 
 const ownsSuspend = (entry: ManagedFieldsEntry) =>
@@ -104,7 +107,13 @@ export function viewKustomization(k: Kustomization, fieldManager: string): Kusto
       k.status?.conditions?.find((c) => c.type === "Ready"),
     ),
     ...optional("lastAppliedRevision", k.status?.lastAppliedRevision),
+    ...optional("historyTop", historyTopOf(k)),
   };
+}
+
+function historyTopOf(k: Kustomization): string | undefined {
+  const top = k.status?.history?.[0];
+  return top ? `${top.digest ?? ""}/${top.totalReconciliations ?? 0}/${top.lastReconciled ?? ""}` : undefined;
 }
 
 /**
@@ -121,6 +130,7 @@ export interface GitRepositoryView {
   /** The branch it follows; undefined when it pins a tag, a semver range, a ref name or a commit. */
   branch?: string;
   revision?: string;
+  lastHandled?: string;
 }
 
 export function viewGitRepository(r: GitRepository): GitRepositoryView {
@@ -134,6 +144,7 @@ export function viewGitRepository(r: GitRepository): GitRepositoryView {
     url: r.spec?.url ?? "",
     ...optional("branch", branch),
     ...optional("revision", r.status?.artifact?.revision),
+    ...optional("lastHandled", r.status?.lastHandledReconcileAt),
   };
 }
 

@@ -34,6 +34,17 @@ export interface TargetSettings {
   encryption?: { recipients: readonly string[] };
   /** The applier of the claim spec.applierClaimRef names: its folder takes no other applier's objects. */
   applier?: Required<AppliedBy>;
+  /**
+   * The claim that holds `applier`, with the target's uid (a target re-created under its name
+   * inherits nothing due to the old one) and spec.onRefusal: what the worker asks applies for.
+   */
+  claim?: {
+    kind: "FluxClaim" | "ArgoCDClaim";
+    namespace: string;
+    name: string;
+    targetUid: string;
+    onRefusal?: string;
+  };
 }
 
 export type Change =

@@ -19,7 +19,7 @@ import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
 import type { BranchState } from "./report.ts";
 import { WorkerQueue } from "./workerqueue.ts";
 import { InventoryStore } from "../folder/inventorystore.ts";
-import { CommitWindow, type ClosedWindow } from "./window.ts";
+import { CommitWindow, type CloseReason, type ClosedWindow } from "./window.ts";
 import {
   RetainedWrites,
   liveChange,
@@ -29,6 +29,7 @@ import {
   type TargetSettings,
 } from "../folder/writes.ts";
 import { WorkerSaves, type Report, type SaveRequest, type WithdrawAnswer } from "./saves.ts";
+import { WorkerApplies, type ApplyHooks, type AttemptReport } from "./applies.ts";
 
 /** The seeds' fixed push cooldown: successful local commits wait this long after a push. */
 export const defaultPushCooldownMs = 5_000;
@@ -59,6 +60,10 @@ export interface BranchWorkerOptions {
   renderHoldMs?: number;
   /** Called whenever a CommitRequest's phase or outcome changes on this worker. */
   onSave?: (id: string, report: Report) => void;
+  /** Called whenever a commit window closes, with why. */
+  onWindowClosed?: (reason: CloseReason) => void;
+  /** The appliers the branch's GitTargets name through their claims, and how an apply is carried out. */
+  applies?: ApplyHooks;
 }
 
 type Event =
@@ -68,7 +73,9 @@ type Event =
   | { refresh: "asked" | "delivery" }
   | { resumed: TargetSettings }
   | { save: SaveRequest; target: TargetSettings }
-  | { withdraw: string; message: string; answer: (answer: WithdrawAnswer) => void };
+  | { withdraw: string; message: string; answer: (answer: WithdrawAnswer) => void }
+  /** An apply attempt ended: the dispatcher's report, decided on the loop. */
+  | { applied: AttemptReport };
 
 type WindowWrite = Change & { target: TargetSettings; author?: Author };
 
@@ -91,22 +98,41 @@ export class BranchWorker {
   /** The loop has exited: a withdraw is answered at once. */
   private stopped = false;
   private readonly looks = new DeliveryLooks();
+  /** What is due to be applied, when a GitTarget on the branch names an applier claim. */
+  private readonly applies: WorkerApplies | undefined;
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
     this.suspensions = new Suspensions((key) => options.folders.onResyncRequested(key, undefined));
+    const applies = options.applies && new WorkerApplies(options.applies, options.logger);
+    this.applies = applies;
     const dir = options.clone.dir;
     this.folders = new TargetFolders(
       { holdMs: options.renderHoldMs ?? 10 * 60_000, budgetBytes: options.bufferLimitBytes },
-      options.folders,
+      {
+        ...options.folders,
+        // A new document in a folder an applier applies is adopted by an apply of the tip.
+        onPlaced: (key, identity, source) => {
+          options.folders.onPlaced(key, identity, source);
+          applies?.placed(key);
+        },
+      },
       dir === undefined ? undefined : new InventoryStore(dir),
     );
+    const { onRefused } = options.materialize;
     this.publication = new Publication({
       repository: options.clone,
-      materialize: options.materialize,
+      materialize: {
+        ...options.materialize,
+        onRefused: (write, identity, reason, message) => {
+          onRefused(write, identity, reason, message);
+          applies?.refused(write.target.key);
+        },
+      },
       folders: this.folders,
       logger: options.logger,
       attempts: options.pushAttempts,
+      onFetched: (tip) => applies?.fetched(tip),
     });
     this.saves = new WorkerSaves(
       {
@@ -204,12 +230,14 @@ export class BranchWorker {
       else if (event && "save" in event) this.saves.attach(event.target, event.save, Date.now());
       else if (event && "withdraw" in event)
         event.answer(this.saves.withdraw(event.withdraw, event.message, Date.now()));
+      else if (event && "applied" in event) this.applies?.reported(event.applied, Date.now());
       else if (event) this.handle(event);
       this.folders.expire(Date.now());
       this.saves.expire(Date.now());
       this.decide(this.window.tick(Date.now()));
       this.updateIntake();
       if (this.events.length > 0) continue;
+      if (await this.applyStep()) continue;
       if (this.pending.length > 0 && this.publishDueAt() <= Date.now()) {
         await this.publish();
         continue;
@@ -270,7 +298,48 @@ export class BranchWorker {
     if (opens) this.saves.windowOpened(Date.now());
   }
 
+  /**
+   * Flush, then apply (applier-claims.md): an apply due closes the window and takes the mark,
+   * the writes up to it are published without the cooldown, and the attempts are sent for the
+   * tip that publication produced. A CommitRequest's open window, or an outage, holds the send.
+   * Whether it did something, so the loop looks again.
+   */
+  private async applyStep(): Promise<boolean> {
+    const applies = this.applies;
+    if (!applies) return false;
+    const now = Date.now();
+    const held = this.window.request !== undefined || this.retry.current !== undefined;
+    const step = applies.next(now, {
+      tip: this.publication.branchTip,
+      trusted: this.publication.trusted,
+      pending: this.pending.length,
+      held,
+    });
+    if (!step) return false;
+    if (step.kind === "flush") {
+      this.decide(this.window.close("apply_due"));
+      return true;
+    }
+    if (step.kind === "publish") {
+      if (Math.max(this.retry.dueAt, this.publication.contendedUntil) > now) return false;
+      await this.publish();
+      return true;
+    }
+    if (step.kind === "prove") {
+      await proveBranch(this.refreshing());
+      return true;
+    }
+    applies.send(
+      step.tip,
+      now,
+      (commit) => this.publication.branchTip === commit,
+      (report) => this.events.push({ applied: report }),
+    );
+    return true;
+  }
+
   private decide(closed: ClosedWindow<WindowWrite> | undefined): void {
+    if (closed) this.options.onWindowClosed?.(closed.reason);
     if (!closed || closed.writes.length === 0) return;
     const { target, author } = closed.writes[0]!;
     const changes = closed.writes.map(({ target: _t, author: _a, ...change }) => change);
@@ -322,14 +391,17 @@ export class BranchWorker {
       return;
     }
     this.pending.published(outcome.published);
+    this.applies?.published(outcome.published);
     this.saves.published(writes.slice(0, outcome.published), Date.now());
     for (const target of new Set(writes.slice(0, outcome.published).map((w) => w.target)))
       this.folders.published(target);
     this.retry.succeeded();
     this.lastPushAt = Date.now();
     this.lastProvedAt = Date.now();
-    if (outcome.kind === "pushed")
+    if (outcome.kind === "pushed") {
+      this.applies?.pushed(outcome.commit);
       this.options.onPublished?.(outcome.commit, writes.slice(0, outcome.published));
+    }
   }
 
   /**
@@ -393,6 +465,7 @@ export class BranchWorker {
         this.pending.length > 0 ? this.publishDueAt() : undefined,
         this.folders.dueAt(),
         this.saves.dueAt(),
+        this.applies?.dueAt(Date.now()),
         this.looks.due,
         this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
       ],

@@ -37,6 +37,8 @@ export interface PublicationOptions {
    * what fits, while the rest is committed, instead of in one push after all of it. 2 s.
    */
   commitBudgetMs?: number;
+  /** Called after every fetch, with the tip the remote branch is at (undefined: it has none). */
+  onFetched?: (tip: string | undefined) => void;
 }
 
 export type CycleOutcome =
@@ -92,6 +94,16 @@ export class Publication {
   /** Where the worker believes the branch is, once it has fetched or pushed. */
   get tip(): string | undefined {
     return this.baseTrusted ? rootCommit(this.root) : undefined;
+  }
+
+  /** Whether the worker can vouch for where the remote is: its last fetch, or its last push. */
+  get trusted(): boolean {
+    return this.baseTrusted && this.root !== undefined;
+  }
+
+  /** The remote branch's own tip, once the worker has fetched or pushed; undefined while it has none. */
+  get branchTip(): string | undefined {
+    return this.baseTrusted && this.root?.from === "branch" ? this.root.commit : undefined;
   }
 
   /** Drops base trust: the next cycle fetches. */
@@ -282,6 +294,7 @@ export class Publication {
     if (this.baseTrusted && this.checkoutApplied !== "unknown" && this.root) return false;
     this.fetches++;
     this.root = await this.options.repository.fetchAndReset();
+    this.options.onFetched?.(this.root.from === "branch" ? this.root.commit : undefined);
     this.baseTrusted = true;
     this.checkoutApplied = 0;
     this.made = [];

@@ -21,6 +21,7 @@ export type CloseReason =
   | "resync" // a resync arrived for the branch
   | "request" // an attach: Next CommitRequest
   | "delivery" // a push delivery named the branch
+  | "apply_due" // an apply came due: the flush before it
   | "shutdown";
 
 export interface ClosedWindow<T> {

@@ -145,6 +145,16 @@ describe("FluxClaim holds a Kustomization with the real Flux controllers", () =>
       timeoutMs: 60_000,
       description: "Kustomization apps held",
     });
+    // The branch worker's converge at start resumes it once; a resume by hand during that
+    // operation is that operation's, so the hand comes after it.
+    await eventually(async () => (await claimOf("apps"))?.status?.operation?.phase === "Succeeded", {
+      timeoutMs: 60_000,
+      description: "the converge at start applied",
+    });
+    await eventually(() => heldAndHandled("apps"), {
+      timeoutMs: 30_000,
+      description: "Kustomization apps held after the converge",
+    });
     // What `flux resume ks apps` does: a merge patch of spec.suspend: false.
     await kubectlOk(
       env.plane,

@@ -111,7 +111,7 @@ describe("the install manifests in config/default", () => {
       ...product([""], ["secrets"], ["get", "create", "update"]),
       ...product([""], ["namespaces"], ["list", "watch"]),
       ...product(["kustomize.toolkit.fluxcd.io"], ["kustomizations"], ["get", "list", "patch"]),
-      ...product(["source.toolkit.fluxcd.io"], ["gitrepositories"], ["get"]),
+      ...product(["source.toolkit.fluxcd.io"], ["gitrepositories"], ["get", "patch"]),
     ].sort();
     assert.deepEqual(granted, expected);
 
@@ -284,6 +284,7 @@ describe("the install manifests in config/default", () => {
       ["delete", "configbutler.ai", "commitrequests", "team-a"],
       ["patch", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
       ["get", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
+      ["patch", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
     ];
     const denied: [string, string, string, string?][] = [
       ["create", "configbutler.ai", "gittargets", "team-a"],
@@ -298,7 +299,7 @@ describe("the install manifests in config/default", () => {
       ["create", "coordination.k8s.io", "leases", "default"],
       ["delete", "coordination.k8s.io", "leases", systemNamespace],
       ["delete", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
-      ["patch", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
+      ["delete", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
     ];
     for (const check of allowed) assert.ok(await may(...check), `may ${check.join(" ")}`);
     for (const check of denied) assert.ok(!(await may(...check)), `may not ${check.join(" ")}`);

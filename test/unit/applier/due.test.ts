@@ -178,3 +178,31 @@ describe("the worker's apply decisions", () => {
     assert.deepEqual(reasons(second), ["b:ForeignCommit"], "b's turn is older than a's");
   });
 });
+
+describe("the worker flushes only for an apply that would be sent", () => {
+  const apps = applier("apps");
+
+  it("wants an apply exactly when due would send one, and sends nothing for asking", () => {
+    const due = worker();
+    assert.equal(due.wants([apps], "c1", 0), false, "nothing observed, nothing pending");
+    due.observe([apps], false);
+    assert.equal(due.wants([apps], undefined, 0), false, "an empty tip asks nothing");
+    assert.equal(due.wants([apps], "c1", 0), true);
+    assert.equal(due.wants([apps], "c1", 0), true, "asking twice sends nothing");
+    assert.equal(due.due([apps], "c1", 0).length, 1);
+    assert.equal(due.wants([apps], "c1", 0), false, "one attempt out at a time");
+  });
+
+  it("a failed attempt wakes the worker when its backoff ends, and a dropped one gives nothing back", () => {
+    const due = worker();
+    due.observe([apps], false);
+    const [first] = due.due([apps], "c1", 0);
+    due.report(apps.claim, first!.token, { kind: "failed" }, 1_000);
+    assert.equal(due.wakeAt([apps], 1_000), 3_000, "2 s after the failure");
+    assert.equal(due.wants([apps], "c1", 2_999), false);
+    const [second] = due.due([apps], "c1", 3_000);
+    due.report(apps.claim, second!.token, { kind: "dropped" }, 3_500);
+    assert.equal(due.wants([apps], "c1", 10_000), false, "a dropped attempt's reasons are not given back");
+    assert.equal(due.wakeAt([apps], 10_000), undefined);
+  });
+});

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { FluxClaim } from "../../../generated/v1alpha3/index.ts";
+import type { ApplyOperation, FluxClaim } from "../../../generated/v1alpha3/index.ts";
 import type { Verdict } from "../../../internal/applier/eligibility.ts";
 import type { KustomizationView } from "../../../internal/applier/flux/view.ts";
 import {
@@ -286,5 +286,77 @@ describe("FluxClaim: hand-back", () => {
   it("a manager that applies spec.suspend keeps it: the claim only gives its share up", () => {
     const decision = releasing({ verdict: bound, kustomization: held({ suspendAppliedBy: ["helm"] }) });
     assert.equal(decision.step.kind, "giveUp");
+  });
+});
+
+describe("FluxClaim: an operation nobody follows", () => {
+  const running = {
+    phase: "Running" as const,
+    requestToken: "r1",
+    commit: "c1",
+    requestedAt: now.toISOString(),
+  };
+  const holding = (operation: ApplyOperation | undefined) =>
+    claim({
+      holding: true,
+      status: {
+        previousSuspendState: "Active",
+        operation,
+        conditions: [
+          {
+            type: "InControl",
+            status: "True",
+            reason: "Applying",
+            message: "",
+            lastTransitionTime: now.toISOString(),
+          },
+        ],
+      },
+    });
+
+  it("a worker's operation followed, or unfollowed for less than a minute, is left to run", () => {
+    for (const unfollowedMs of [0, 59_000]) {
+      const decision = decideFluxClaim(
+        world({ claim: holding(running), kustomization: held({ suspended: false }), unfollowedMs }),
+      );
+      assert.equal(decision.step.kind, "none");
+      assert.equal(condition(decision, "InControl")?.reason, "Applying");
+    }
+  });
+
+  it("unfollowed for a minute, it is suspended with OperationUnfollowed, then ends Failed once that is handled", () => {
+    const first = decideFluxClaim(
+      world({ claim: holding(running), kustomization: held({ suspended: false }), unfollowedMs: 60_000 }),
+    );
+    assert.deepEqual(first.step, { kind: "suspend", token: "t1" });
+    assert.equal(first.event?.reason, "OperationUnfollowed");
+    assert.equal(first.operation?.phase, "Unresolved");
+    assert.equal(first.operation?.suspendToken, "t1");
+    const settled = decideFluxClaim(
+      world({
+        claim: holding(first.operation),
+        kustomization: held({ requestedAt: "t1", lastHandled: "t1" }),
+        unfollowedMs: 61_000,
+      }),
+    );
+    assert.equal(settled.step.kind, "none");
+    assert.equal(settled.operation?.phase, "Failed");
+    assert.match(settled.operation?.message ?? "", /Nobody followed/);
+  });
+
+  it("one recorded and never resumed (the process stopped between the record and the resume) ends Failed", () => {
+    const requested = { ...running, phase: "Requested" as const };
+    const first = decideFluxClaim(
+      world({ claim: holding(requested), kustomization: held(), unfollowedMs: 60_000 }),
+    );
+    assert.equal(first.step.kind, "suspend");
+    const settled = decideFluxClaim(
+      world({
+        claim: holding(first.operation),
+        kustomization: held({ requestedAt: "t1", lastHandled: "t1" }),
+        unfollowedMs: 60_000,
+      }),
+    );
+    assert.equal(settled.operation?.phase, "Failed");
   });
 });

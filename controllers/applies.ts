@@ -1,0 +1,120 @@
+// How the branch workers' applies are carried out in this process: a FluxClaim's attempt by the
+// Flux dispatcher, through the claim's KubeProvider, with the Events and metrics the seeds name.
+// The first failure of a run is an Event; the retries the worker decides after it are not, until
+// an attempt succeeds again.
+import { hostname } from "node:os";
+import { fluxClaims, gitTargets, resourceTypes, type FluxClaim } from "../generated/v1alpha3/index.ts";
+import { FluxDispatcher, type DispatchReport } from "../internal/applier/fluxdispatch.ts";
+import type { ProcessApplies } from "../internal/git/workermanager.ts";
+import type { Following } from "../internal/applier/following.ts";
+import { informerSource } from "../internal/kube/sources.ts";
+import { EventRecorder } from "../internal/operator/events.ts";
+import type { Manager } from "../internal/operator/manager.ts";
+import {
+  applyDuration,
+  applyOperationsUnresolved,
+  applyRequests,
+  applyRevisionMismatches,
+} from "../internal/telemetry/instruments.ts";
+import { keyOf, refOf } from "../internal/types/names.ts";
+import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
+import { fieldManager } from "./fieldmanager.ts";
+
+/** The field manager status.operation is written under, apart from the claim reconciler's own. */
+export const operationFieldManager = `${fieldManager}-applies`;
+
+const failureEvents: Partial<Record<DispatchReport["ended"], string>> = {
+  Failed: "ApplyFailed",
+  RequestFailed: "ApplyRequestFailed",
+  Rejected: "ApplyRequestFailed",
+};
+
+const labelsOf = (claim: FluxClaim) => ({
+  claim_kind: "FluxClaim",
+  claim_namespace: claim.metadata.namespace ?? "",
+  claim_name: claim.metadata.name ?? "",
+});
+
+export function setupApplies(
+  manager: Manager,
+  sourceContexts: SourceContexts,
+  following: Following,
+): ProcessApplies {
+  const kc = manager.kubeConfig;
+  const events = new EventRecorder(kc, hostname(), manager.logger);
+  const claimInformer = manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim));
+  /** Claims whose last attempt failed: the next failure records no Event. */
+  const failing = new Set<string>();
+  const record = (claim: FluxClaim, type: "Normal" | "Warning", reason: string, note: string) =>
+    events.record(claim, type, reason, "Apply", note).catch(() => undefined);
+  const ended = (report: DispatchReport) => {
+    const { claim } = report;
+    const labels = labelsOf(claim);
+    const key = keyOf(claim.metadata);
+    applyRequests.inc({ ...labels, reason: report.reason ?? "", outcome: report.ended });
+    if (report.durationMs !== undefined)
+      applyDuration.observe({ ...labels, outcome: report.ended }, report.durationMs / 1000);
+    if (report.mismatch) applyRevisionMismatches.inc(labels);
+    applyOperationsUnresolved.set(labels, 0);
+    const log = report.ended === "Succeeded" || report.ended === "Stale" || report.ended === "Dropped";
+    manager.logger[log ? "info" : "error"]("an apply attempt ended", {
+      claim: key,
+      commit: report.commit,
+      reason: report.reason,
+      ended: report.ended,
+      message: report.message,
+    });
+    const event = failureEvents[report.ended];
+    if (report.ended === "Succeeded") failing.delete(key);
+    if (!event || failing.has(key)) return;
+    failing.add(key);
+    void record(
+      claim,
+      "Warning",
+      event,
+      `The apply of ${report.commit} ended ${report.ended}: ${report.message}`,
+    );
+  };
+  const dispatcher = new FluxDispatcher({
+    claims: fluxClaims(kc),
+    targets: gitTargets(kc),
+    clusterOf: (claim) =>
+      sourceContexts.get(keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!)))?.kubeConfig,
+    fieldManager,
+    operationManager: operationFieldManager,
+    following,
+    onEnded: ended,
+    onRequested: (claim, operation) =>
+      void record(
+        claim,
+        "Normal",
+        "ApplyRequested",
+        `Applying ${operation.commit} (${operation.reason ?? "CatchUp"}) with token ${operation.requestToken}.`,
+      ),
+    onUnresolved: (claim, operation) => {
+      applyOperationsUnresolved.set(labelsOf(claim), 1);
+      void record(
+        claim,
+        "Warning",
+        "ApplyUnresolved",
+        `The apply of ${operation.commit} ran past its 5-minute budget: the Kustomization is suspended again, and the apply is still followed.`,
+      );
+    },
+  });
+  const claimOf = (ref: { namespace: string; name: string }) => claimInformer.get(ref.name, ref.namespace);
+  return {
+    dispatch: (branch, attempt, current) => dispatcher.dispatch(branch, attempt, current),
+    snapshotsSettled: (target) => sourceContexts.snapshotsSettled(target),
+    sourceOf: (ref) => {
+      const claim = claimOf(ref);
+      const source = claim?.status?.source;
+      if (!claim || !source?.name) return undefined;
+      const provider = keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!));
+      return `${provider}|${source.namespace}/${source.name}`;
+    },
+    lastApplied: (ref) => {
+      const operation = claimOf(ref)?.status?.operation;
+      return operation?.phase === "Succeeded" ? operation.commit : undefined;
+    },
+  };
+}

@@ -1,0 +1,389 @@
+// The Flux dispatcher: one attempt of a branch worker, carried out against a held Kustomization
+// (applier-claims.md, "One operation, every reason"), and never a retry of its own: the worker
+// decides every retry, after a flush, at the tip as it is then. The attempt re-reads its
+// targets, makes the GitRepository's artifact hold the commit, checks once more, records the
+// operation on the claim before the write that starts it, resumes with a token, waits for
+// that token handled and proof that a reconcile ran, reads the outcome table, suspends again
+// and completes once that suspend is handled. Each phase is written to the claim's
+// status.operation, so a person (and a later process) sees where it is.
+import type { KubeConfig } from "@kubernetes/client-node";
+import type { ApplyOperation, FluxClaim, GitTarget } from "../../generated/v1alpha3/index.ts";
+import { statusCodeOf, type ResourceClient } from "../kube/resourceclient.ts";
+import { sleep } from "../timing/sleep.ts";
+import { normalizeRepositoryUrl } from "../types/repourl.ts";
+import { keyOf } from "../types/names.ts";
+import { precedence, type Attempt, type Outcome, type Reason } from "./due.ts";
+import { claimedRef } from "./fluxclaim.ts";
+import { inFlight } from "./operation.ts";
+import type { Following } from "./following.ts";
+import { FluxClient, newToken } from "./flux/client.ts";
+import { fluxOutcome, revisionHolds, type FluxOutcome } from "./flux/outcome.ts";
+import {
+  viewGitRepository,
+  viewKustomization,
+  type GitRepositoryView,
+  type KustomizationView,
+} from "./flux/view.ts";
+
+/** How an attempt ended, as the claim's Events and the metrics name it. */
+export type Ended =
+  "Succeeded" | "Failed" | "RequestFailed" | "Rejected" | "Dropped" | "Stale" | "Unresolved";
+
+export interface DispatchReport {
+  claim: FluxClaim;
+  reason: Reason | undefined;
+  commit: string;
+  ended: Ended;
+  message: string;
+  /** Milliseconds from the record to the end, for an attempt that started an apply. */
+  durationMs?: number;
+  /** Applied, but the revision the source holds now and not the commit: the residual race. */
+  mismatch?: boolean;
+}
+
+export interface FluxDispatcherOptions {
+  claims: ResourceClient<FluxClaim>;
+  targets: ResourceClient<GitTarget>;
+  /** The connection to the claim's applier cluster: its KubeProvider's source context. */
+  clusterOf(claim: FluxClaim): KubeConfig | undefined;
+  /** The field manager that holds spec.suspend: the FluxClaim's. */
+  fieldManager: string;
+  /** The field manager status.operation is written under. */
+  operationManager: string;
+  /** Where the operations this dispatcher follows are known, for the claim's reconciler. */
+  following: Following;
+  /** Called once per attempt with how it ended. */
+  onEnded?: (report: DispatchReport) => void;
+  /** Called when an operation is recorded, just before the resume. */
+  onRequested?: (claim: FluxClaim, operation: ApplyOperation) => void;
+  /** Called when an operation runs past its budget and is suspended while still followed. */
+  onUnresolved?: (claim: FluxClaim, operation: ApplyOperation) => void;
+  /** How long an apply may run before it is Unresolved: 5 minutes. */
+  budgetMs?: number;
+  /** How long the source may take to fetch the commit: 2 minutes. */
+  fetchTimeoutMs?: number;
+  /** How often Flux's objects are read while a token waits: 250 ms. */
+  pollMs?: number;
+}
+
+/** One attempt's decision no longer holds, or cannot be carried out: how it ends, and why. */
+class Ending extends Error {
+  constructor(
+    readonly ended: Ended,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const outcomeOf: Record<Ended, Outcome["kind"]> = {
+  Succeeded: "succeeded",
+  Failed: "failed",
+  RequestFailed: "failed",
+  Unresolved: "failed",
+  Rejected: "rejected",
+  Dropped: "dropped",
+  Stale: "stale",
+};
+
+/** The targets of an attempt that still hold its reason: the same incarnation, naming the claim, consenting. */
+export function stillAsking(attempt: Attempt, targets: (GitTarget | undefined)[]): Attempt["targets"] {
+  return attempt.targets.filter((t, i) => {
+    const target = targets[i];
+    if (!target || target.metadata.uid !== t.uid || target.metadata.deletionTimestamp) return false;
+    const ref = target.spec.applierClaimRef;
+    if (ref?.kind !== "FluxClaim" || ref.name !== attempt.claim.name) return false;
+    return t.reason !== "Refusal" || target.spec.onRefusal === "Reapply";
+  });
+}
+
+/** Why the Kustomization may not be resumed for this branch, if it may not. */
+export function rejection(
+  k: KustomizationView,
+  repository: GitRepositoryView | undefined,
+  branch: { url: string; branch: string },
+): string | undefined {
+  const name = `Kustomization ${keyOf(k.ref)}`;
+  if (k.source.kind !== "GitRepository") return `${name} reads a ${k.source.kind || "source of no kind"}.`;
+  if (k.suspendAppliedBy.length > 0)
+    return `${name}: field manager ${k.suspendAppliedBy.join(", ")} applies spec.suspend.`;
+  if (!repository) return `GitRepository ${keyOf(k.source)} does not exist.`;
+  if (
+    normalizeRepositoryUrl(repository.url) !== normalizeRepositoryUrl(branch.url) ||
+    repository.branch !== branch.branch
+  )
+    return `GitRepository ${keyOf(k.source)} fetches ${repository.url} ${repository.branch ?? "at a pinned ref"}, not ${branch.url} ${branch.branch}.`;
+  return undefined;
+}
+
+/** Whether the reconcile that read `token` has ended: it, or a token stamped over it, is handled. */
+export function handled(k: KustomizationView, token: string, stampedBefore: string | undefined): boolean {
+  if (k.lastHandled === token) return true;
+  // Somebody stamped over our token (flux reconcile): the reconcile handling theirs started after ours.
+  return k.requestedAt !== token && k.requestedAt !== stampedBefore && k.lastHandled === k.requestedAt;
+}
+
+export class FluxDispatcher {
+  constructor(private readonly options: FluxDispatcherOptions) {}
+
+  /** Carries out one attempt for a branch; `current` says whether its commit is still the tip. */
+  async dispatch(
+    branch: { url: string; branch: string },
+    attempt: Attempt,
+    current: () => boolean,
+  ): Promise<Outcome> {
+    const claim = await this.options.claims.get(attempt.claim.namespace, attempt.claim.name);
+    if (!claim || claim.metadata.deletionTimestamp) return { kind: "dropped" };
+    const run = new Run(this.options, claim, attempt, branch, current);
+    const report = await run.carryOut().finally(() => run.unfollow());
+    this.options.onEnded?.(report);
+    const kind = outcomeOf[report.ended];
+    return kind === "succeeded" ? { kind, commit: attempt.commit } : { kind };
+  }
+}
+
+/** One attempt, step by step. */
+class Run {
+  private readonly flux: FluxClient | undefined;
+  private reason: Reason | undefined;
+  private operation: ApplyOperation | undefined;
+  private recordedAt = 0;
+  /** The request token this process follows, from just before its record is written. */
+  private followed: string | undefined;
+
+  constructor(
+    private readonly options: FluxDispatcherOptions,
+    private claim: FluxClaim,
+    private readonly attempt: Attempt,
+    private readonly branch: { url: string; branch: string },
+    private readonly current: () => boolean,
+  ) {
+    const kubeConfig = options.clusterOf(claim);
+    this.flux = kubeConfig && new FluxClient(kubeConfig, options.fieldManager);
+  }
+
+  /** The operation is no longer this process's to follow. */
+  unfollow(): void {
+    if (this.followed) this.options.following.done(this.followed);
+  }
+
+  async carryOut(): Promise<DispatchReport> {
+    try {
+      const outcome = await this.steps();
+      const ended = outcome.kind === "succeeded" ? "Succeeded" : "Failed";
+      const message =
+        outcome.kind === "succeeded"
+          ? `Applied ${outcome.revision}${outcome.mismatch ? ` (asked for ${this.attempt.commit}: the source moved on)` : ""}.`
+          : `${outcome.reason}: ${outcome.message}`;
+      return this.report(ended, message, outcome.kind === "succeeded" && outcome.mismatch);
+    } catch (err) {
+      const ending = err instanceof Ending ? err : new Ending("Failed", String(err));
+      // Recorded and never started (Stale, a refused resume): put back what the status held.
+      if (this.operation?.phase === "Requested") await this.complete("Failed", ending.message);
+      return this.report(ending.ended, ending.message);
+    }
+  }
+
+  private report(ended: Ended, message: string, mismatch = false): DispatchReport {
+    return {
+      claim: this.claim,
+      reason: this.reason,
+      commit: this.attempt.commit,
+      ended,
+      message,
+      ...(this.recordedAt ? { durationMs: Date.now() - this.recordedAt } : {}),
+      ...(mismatch ? { mismatch } : {}),
+    };
+  }
+
+  private async steps(): Promise<FluxOutcome> {
+    await this.recheckTargets();
+    const inControl = this.claim.status?.conditions?.find((c) => c.type === "InControl");
+    if (inControl?.status !== "True")
+      throw new Ending(
+        "RequestFailed",
+        `The claim is not in control (${inControl?.reason ?? "no InControl"}).`,
+      );
+    if (this.claim.status?.operation && inFlight(this.claim.status.operation))
+      throw new Ending("RequestFailed", "Another operation is in flight on the claim.");
+    if (!this.flux) throw new Ending("RequestFailed", "The claim's KubeProvider is not connected.");
+    await this.artifactHolds();
+    const k = await this.recheckApplier();
+    await this.record({
+      phase: "Requested",
+      requestToken: newToken(new Date()),
+      ...(this.reason ? { reason: this.reason } : {}),
+      commit: this.attempt.commit,
+      requestedAt: new Date().toISOString(),
+    });
+    this.options.onRequested?.(this.claim, this.operation!);
+    if (!this.current()) throw new Ending("Stale", "The tip moved while the operation was recorded.");
+    const token = this.operation!.requestToken!;
+    const mark = { readyTransition: k.ready?.lastTransitionTime, historyTop: k.historyTop };
+    await this.resume(k, token);
+    await this.record({ ...this.operation!, phase: "Running" });
+    const budgetAt = this.recordedAt + (this.options.budgetMs ?? 5 * 60_000);
+    let applied = await this.waitFor((v) => handled(v, token, k.requestedAt), budgetAt);
+    if (!applied) {
+      // Past its budget: suspended at once (that stops whatever would follow), and followed on.
+      await this.suspendAgain("Unresolved");
+      this.options.onUnresolved?.(this.claim, this.operation!);
+      applied = await this.waitFor((v) => handled(v, token, k.requestedAt), Infinity);
+    }
+    const repository = await this.repository(applied!);
+    const outcome = fluxOutcome(applied!, mark, this.attempt.commit, repository?.revision);
+    if (this.operation!.phase !== "Unresolved") await this.suspendAgain("Settling");
+    const suspendToken = this.operation!.suspendToken!;
+    await this.waitFor((v) => v.suspended && handled(v, suspendToken, undefined), Infinity);
+    await this.complete(
+      outcome.kind === "succeeded" ? "Succeeded" : "Failed",
+      outcome.kind === "succeeded" ? `Applied ${outcome.revision}.` : `${outcome.reason}: ${outcome.message}`,
+    );
+    return outcome;
+  }
+
+  /** Re-reads each target; with none still holding the attempt's reason, nothing is asked. */
+  private async recheckTargets(): Promise<void> {
+    const targets = await Promise.all(
+      this.attempt.targets.map((t) => this.options.targets.get(t.ref.namespace, t.ref.name)),
+    );
+    const still = stillAsking(this.attempt, targets);
+    if (still.length === 0) throw new Ending("Dropped", "No GitTarget still holds the request's reason.");
+    this.reason = precedence.find((r) => still.some((t) => t.reason === r));
+  }
+
+  /** Makes the GitRepository's artifact hold the commit: stamped, and its token waited for. */
+  private async artifactHolds(): Promise<void> {
+    const k = await this.kustomization();
+    const repository = await this.repository(k);
+    const refused = rejection(k, repository, this.branch);
+    if (refused) throw new Ending("Rejected", refused);
+    if (revisionHolds(repository!.revision, this.attempt.commit)) return;
+    const token = newToken(new Date());
+    await this.flux!.stampRepository(repository!.ref, token);
+    const deadline = Date.now() + (this.options.fetchTimeoutMs ?? 120_000);
+    for (;;) {
+      const now = await this.repository(k);
+      if (now?.lastHandled === token || revisionHolds(now?.revision, this.attempt.commit)) {
+        if (revisionHolds(now?.revision, this.attempt.commit)) return;
+        throw this.current()
+          ? new Ending(
+              "RequestFailed",
+              `GitRepository ${keyOf(k.source)} fetched ${now?.revision ?? "nothing"}, not ${this.attempt.commit}.`,
+            )
+          : new Ending("Stale", "The tip moved while the source fetched.");
+      }
+      if (Date.now() > deadline)
+        throw new Ending(
+          "RequestFailed",
+          `GitRepository ${keyOf(k.source)} did not fetch within the deadline.`,
+        );
+      await sleep(this.options.pollMs ?? 250);
+    }
+  }
+
+  /** Just before the resume: the same Kustomization, still ours to resume, its artifact at the commit. */
+  private async recheckApplier(): Promise<KustomizationView> {
+    const k = await this.kustomization();
+    const repository = await this.repository(k);
+    const refused = rejection(k, repository, this.branch);
+    if (refused) throw new Ending("Rejected", refused);
+    if (!this.current()) throw new Ending("Stale", "The tip moved before the resume.");
+    if (!revisionHolds(repository!.revision, this.attempt.commit))
+      throw new Ending(
+        "RequestFailed",
+        `GitRepository ${keyOf(k.source)} no longer holds ${this.attempt.commit}.`,
+      );
+    return k;
+  }
+
+  /** spec.suspend: false with the token, onto the version read; a conflict reads again, up to five times. */
+  private async resume(k: KustomizationView, token: string): Promise<void> {
+    let view = k;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.flux!.resume(view, token);
+        return;
+      } catch (err) {
+        if (statusCodeOf(err) !== 409 || attempt >= 5)
+          throw new Ending("RequestFailed", `The resume failed: ${String(err)}`);
+        view = await this.kustomization();
+        if (view.uid !== k.uid) throw new Ending("RequestFailed", "The Kustomization was replaced.");
+      }
+    }
+  }
+
+  /** Suspends the Kustomization again with a token, recorded as the operation's suspendToken. */
+  private async suspendAgain(phase: "Settling" | "Unresolved"): Promise<void> {
+    const token = newToken(new Date());
+    const k = await this.kustomization();
+    await this.flux!.suspend(k, token);
+    await this.record({ ...this.operation!, phase, suspendToken: token });
+  }
+
+  /** Reads the Kustomization until `done` holds, or `deadline` passes (undefined then). */
+  private async waitFor(done: (k: KustomizationView) => boolean, deadline: number) {
+    for (;;) {
+      const k = await this.kustomization();
+      if (done(k)) return k;
+      if (Date.now() > deadline) return undefined;
+      await sleep(this.options.pollMs ?? 250);
+    }
+  }
+
+  private async kustomization(): Promise<KustomizationView> {
+    const raw = await this.flux!.kustomization(claimedRef(this.claim));
+    if (!raw) throw new Ending("Failed", `Kustomization ${keyOf(claimedRef(this.claim))} does not exist.`);
+    return viewKustomization(raw, this.options.fieldManager);
+  }
+
+  private async repository(k: KustomizationView): Promise<GitRepositoryView | undefined> {
+    if (k.source.kind !== "GitRepository") return undefined;
+    const raw = await this.flux!.repository(k.source);
+    return raw && viewGitRepository(raw);
+  }
+
+  private async complete(phase: "Succeeded" | "Failed", message: string): Promise<void> {
+    await this.record({
+      ...this.operation!,
+      phase,
+      completedAt: new Date().toISOString(),
+      message: message.slice(0, 4096),
+    });
+  }
+
+  /**
+   * Writes the operation to the claim's status, onto the version read; a conflict reads the
+   * claim again and writes again, up to five times. The first record is refused while the claim
+   * is being deleted or holds another operation in flight.
+   */
+  private async record(operation: ApplyOperation): Promise<void> {
+    const { claims, operationManager } = this.options;
+    for (let attempt = 1; ; attempt++) {
+      const { namespace, name, resourceVersion } = this.claim.metadata;
+      // Followed from before the record lands, so the claim's reconciler never finds it unfollowed.
+      if (operation.requestToken) {
+        this.followed = operation.requestToken;
+        this.options.following.follow(operation.requestToken);
+      }
+      try {
+        this.claim = await claims.applyStatus(
+          { metadata: { namespace, name, resourceVersion }, status: { operation } } as FluxClaim,
+          operationManager,
+        );
+        this.operation = operation;
+        if (!this.recordedAt) this.recordedAt = Date.now();
+        return;
+      } catch (err) {
+        if (statusCodeOf(err) !== 409 || attempt >= 5) throw err;
+        const fresh = await claims.get(namespace, name!);
+        if (!fresh || fresh.metadata.deletionTimestamp)
+          throw new Ending("Dropped", "The claim is being deleted.");
+        const theirs = fresh.status?.operation;
+        if (!this.operation && theirs && inFlight(theirs))
+          throw new Ending("RequestFailed", "Another operation is in flight on the claim.");
+        this.claim = fresh;
+      }
+    }
+  }
+}

@@ -1,0 +1,256 @@
+// Flux applies when the branch worker decides (applier-claims.md, "Flush, then apply"), against
+// the real source-controller and kustomize-controller: a held Kustomization is resumed for one
+// apply at a time, for the tip the worker published, and suspended again. A push notice is the
+// one the push receiver gives (WorkerManager.notice), so these tests need no Git host webhook.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { EventsV1Api } from "@kubernetes/client-node";
+import { fluxClaims, type ApplyOperation } from "../../../generated/v1alpha3/index.ts";
+import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
+import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
+import { fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
+import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
+import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
+import { eventually } from "../../support/wait.ts";
+
+const namespace = "shop";
+const branchKey = `${namespace}/main`;
+const rules = (app: string) => [
+  { apiGroups: [""], resources: ["configmaps"], objectSelector: { matchLabels: { app } } },
+];
+const settingsFile = (app: string, mode: string, name = `${app}-settings`) =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\n  labels:\n    app: ${app}\ndata:\n  mode: ${mode}\n`;
+
+describe("Flux applies when the branch worker decides, with the real Flux controllers", () => {
+  let env: MirrorEnvironment;
+  let flux: Flux;
+  let kustomizations: ResourceClient<Kustomization>;
+
+  const operationOf = async (name: string): Promise<ApplyOperation | undefined> =>
+    (await fluxClaims(env.kc).get(namespace, name))?.status?.operation;
+  const modeOf = async (name: string) =>
+    (await env.core.readNamespacedConfigMap({ namespace, name }).catch(() => undefined))?.data?.mode;
+  const tip = () => env.git.branchHead("state", "main");
+  /** The claim's operation once it succeeded at the branch's tip, held suspended again. */
+  const appliedAtTip = async (name: string) => {
+    const [operation, head, k] = await Promise.all([
+      operationOf(name),
+      tip(),
+      kustomizations.get(namespace, name),
+    ]);
+    return (
+      operation?.phase === "Succeeded" && operation.commit === head && k?.spec?.suspend === true && operation
+    );
+  };
+  const eventsFor = async (name: string, reason: string) =>
+    (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
+      (e) => e.regarding?.kind === "FluxClaim" && e.regarding.name === name && e.reason === reason,
+    );
+  const applyClaim = (name: string) =>
+    fluxClaims(env.kc).apply(
+      {
+        apiVersion: "configbutler.ai/v1alpha3",
+        kind: "FluxClaim",
+        metadata: { name, namespace },
+        spec: { kubeProviderRef: { name: "self" }, kustomizationRef: { name } },
+      },
+      mirrorFieldManager,
+    );
+
+  before(async () => {
+    env = await startMirrorEnvironment([namespace]);
+    flux = await startFlux(env.plane);
+    kustomizations = new ResourceClient<Kustomization>(env.kc, kustomizationType);
+    await env.git.pushForeignCommit("state", {
+      files: Object.fromEntries(
+        ["apps", "infra"].map((app) => [`clusters/${app}/settings.yaml`, settingsFile(app, "fast")]),
+      ),
+      message: "The folders Flux applies",
+    });
+    await fluxSource(env, namespace, mirrorUser);
+    for (const name of ["apps", "infra"])
+      await kustomizations.apply(kustomization(namespace, name, `./clusters/${name}`), "kubectl");
+    // Flux applies both folders once on its own, before any claim holds them.
+    await eventually(
+      async () => (await modeOf("apps-settings")) === "fast" && (await modeOf("infra-settings")) === "fast",
+      {
+        timeoutMs: 60_000,
+        description: "Flux applied both folders",
+      },
+    );
+    await applyMirror(
+      env.kc,
+      namespace,
+      env.url,
+      mirrorUser,
+      ["apps", "infra"].map((app) => ({
+        name: app,
+        path: `clusters/${app}`,
+        rules: rules(app),
+        applierClaimRef: { kind: "FluxClaim" as const, name: app },
+      })),
+    );
+    for (const name of ["apps", "infra"]) await applyClaim(name);
+    // The converge at start: each claim's applier applies the tip once its snapshots are in Git.
+    for (const name of ["apps", "infra"])
+      await eventually(() => appliedAtTip(name), {
+        timeoutMs: 90_000,
+        description: `${name} converged at the tip`,
+      });
+  });
+  after(async () => {
+    await flux?.stop();
+    await env?.stop();
+  });
+
+  it("a commit pushed to Git is applied through the claim within seconds of its push notice", async () => {
+    const pushed = await env.git.pushForeignCommit("state", {
+      files: { "clusters/apps/settings.yaml": settingsFile("apps", "slow") },
+      message: "A person changes the mode",
+    });
+    const noticedAt = Date.now();
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await modeOf("apps-settings")) === "slow", {
+      timeoutMs: 30_000,
+      description: "the pushed mode applied",
+    });
+    const seconds = (Date.now() - noticedAt) / 1000;
+    assert.ok(seconds < 20, `applied ${seconds} s after the notice`);
+    const operation = await eventually(() => appliedAtTip("apps"), {
+      timeoutMs: 30_000,
+      description: "apps at the tip",
+    });
+    assert.equal(operation.commit, pushed);
+    assert.equal(operation.reason, "ForeignCommit");
+    assert.ok((await eventsFor("apps", "ApplyRequested")).length > 0);
+    // Every applier on the branch applies a foreign commit, whichever folder it touched.
+    await eventually(() => appliedAtTip("infra"), { timeoutMs: 30_000, description: "infra at the tip too" });
+  });
+
+  it("two live edits seconds apart never ping-pong: Git and the cluster both end at the second", async () => {
+    const before = await tip();
+    await env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "apps-settings",
+      body: [{ op: "replace", path: "/data/mode", value: "first" }],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    await env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "apps-settings",
+      body: [{ op: "replace", path: "/data/mode", value: "second" }],
+    });
+    await eventually(
+      async () =>
+        (await env.git.fileAt("state", "main", "clusters/apps/settings.yaml"))?.includes("mode: second"),
+      { timeoutMs: 30_000, description: "Git holds the second edit" },
+    );
+    // A foreign commit elsewhere makes every applier apply the tip: the edits must survive it.
+    await env.git.pushForeignCommit("state", {
+      files: { "clusters/infra/settings.yaml": settingsFile("infra", "busy") },
+      message: "Elsewhere",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await modeOf("infra-settings")) === "busy", {
+      timeoutMs: 30_000,
+      description: "the foreign commit applied",
+    });
+    await eventually(() => appliedAtTip("apps"), { timeoutMs: 30_000, description: "apps applied the tip" });
+    assert.equal(await modeOf("apps-settings"), "second");
+    assert.match(
+      (await env.git.fileAt("state", "main", "clusters/apps/settings.yaml")) ?? "",
+      /mode: second/,
+    );
+    const authors = await env.git.gitIn("state", ["log", "--format=%an", `${before}..main`]);
+    assert.doesNotMatch(authors, /kustomize-controller/, "no commit carries an apply's echo");
+  });
+
+  it("an API-created object is adopted, so a Git-side delete prunes it", async () => {
+    await env.core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: "apps-extra", labels: { app: "apps" } }, data: { mode: "new" } },
+    });
+    await eventually(
+      async () =>
+        (await env.git.fileAt("state", "main", "clusters/apps/apps-extra.yaml")) ??
+        (await env.git.listFiles("state", "main", "clusters/apps")).find((f) => f.includes("apps-extra")),
+      { timeoutMs: 30_000, description: "the new ConfigMap in Git" },
+    );
+    // The adopt stamps Flux's owner labels on it: only then does Flux prune it.
+    await eventually(
+      async () =>
+        (await env.core.readNamespacedConfigMap({ namespace, name: "apps-extra" })).metadata?.labels?.[
+          "kustomize.toolkit.fluxcd.io/name"
+        ] === "apps",
+      { timeoutMs: 30_000, description: "apps-extra adopted by Kustomization apps" },
+    );
+    const file = (await env.git.listFiles("state", "main", "clusters/apps")).find((f) =>
+      f.includes("apps-extra"),
+    )!;
+    await env.git.pushForeignCommit("state", {
+      files: { [file.startsWith("clusters/") ? file : `clusters/apps/${file}`]: null },
+      message: "Drop the extra",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(
+      async () =>
+        !(await env.core.readNamespacedConfigMap({ namespace, name: "apps-extra" }).catch(() => undefined)),
+      { timeoutMs: 30_000, description: "apps-extra pruned by Flux" },
+    );
+  });
+
+  it("a failed apply is reported on the claim and retried by the worker's backoff, not by the dispatcher", async () => {
+    await env.git.pushForeignCommit("state", {
+      files: {
+        "clusters/apps/broken.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Name\n  namespace: shop\n",
+      },
+      message: "A broken manifest",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await operationOf("apps"))?.phase === "Failed", {
+      timeoutMs: 60_000,
+      description: "the apply failed",
+    });
+    assert.ok((await eventsFor("apps", "ApplyFailed")).length > 0);
+    const k = await eventually(
+      async () => {
+        const found = await kustomizations.get(namespace, "apps");
+        return found?.spec?.suspend === true && found;
+      },
+      { timeoutMs: 30_000, description: "suspended again after the failure" },
+    );
+    assert.equal(k.spec?.suspend, true);
+    const fixed = await env.git.pushForeignCommit("state", {
+      files: { "clusters/apps/broken.yaml": null },
+      message: "Fix it",
+    });
+    env.operator.workers.notice(branchKey);
+    const operation = await eventually(() => appliedAtTip("apps"), {
+      timeoutMs: 60_000,
+      description: "applied after the fix",
+    });
+    assert.equal(operation.commit, fixed);
+  });
+
+  it("two Kustomizations on one GitRepository take turns", async () => {
+    await env.git.pushForeignCommit("state", {
+      files: {
+        "clusters/apps/settings.yaml": settingsFile("apps", "turns"),
+        "clusters/infra/settings.yaml": settingsFile("infra", "turns"),
+      },
+      message: "Both folders",
+    });
+    env.operator.workers.notice(branchKey);
+    const [apps, infra] = await Promise.all(
+      ["apps", "infra"].map((name) =>
+        eventually(() => appliedAtTip(name), { timeoutMs: 60_000, description: `${name} applied` }),
+      ),
+    );
+    const span = (o: ApplyOperation) => [Date.parse(o.requestedAt!), Date.parse(o.completedAt!)] as const;
+    const [a, b] = [span(apps!), span(infra!)];
+    assert.ok(a[1] <= b[0] || b[1] <= a[0], `the operations overlap: ${JSON.stringify([apps, infra])}`);
+    assert.equal(await modeOf("apps-settings"), "turns");
+    assert.equal(await modeOf("infra-settings"), "turns");
+  });
+});
