@@ -21,6 +21,9 @@ export interface BenchConfig {
   writeRates: number[];
   /** How long (w) offers each rate. */
   writeSeconds: number;
+  /** (h): ConfigMaps in the folder a FluxClaim's Kustomization applies, and rounds; 0 rounds skips it. */
+  claimObjects: number;
+  claimRounds: number;
   /** Runs of the native git reference per size; the median is reported. */
   referenceRepeats: number;
   /** Upper bounds, so every wait in the run ends. */
@@ -67,6 +70,8 @@ export function readConfig(): BenchConfig {
       .map(Number)
       .filter((r) => r > 0),
     writeSeconds: numberFrom("BENCH_WRITE_SECONDS", 30),
+    claimObjects: Math.max(2, numberFrom("BENCH_CLAIM_OBJECTS", 200)),
+    claimRounds: numberFrom("BENCH_CLAIM_ROUNDS", 10),
     referenceRepeats: Math.max(1, numberFrom("BENCH_REFERENCE_REPEATS", 3)),
     snapshotTimeoutMs: numberFrom("BENCH_SNAPSHOT_TIMEOUT_S", 240) * 1000,
     settleTimeoutMs: numberFrom("BENCH_SETTLE_TIMEOUT_S", 180) * 1000,

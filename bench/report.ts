@@ -11,6 +11,7 @@ import { mib, seconds } from "./sampler.ts";
 import type { SnapshotResult } from "./snapshot.ts";
 import type { WriterResult, WriterStep } from "./writer.ts";
 import type { WriteSideResult } from "./writeside.ts";
+import type { ClaimResult } from "./claim.ts";
 
 export interface Measured {
   peakRssBytes: number;
@@ -44,6 +45,8 @@ export interface SizeResult {
 export interface RunResult {
   startedAt: string;
   durationMs: number;
+  /** (h) a FluxClaim in place, with the real Flux controllers. */
+  claim?: ClaimResult;
   machine: { cpus: number; memoryGiB: number; node: string; git: string };
   config: BenchConfig;
   sizes: SizeResult[];

@@ -8,7 +8,8 @@
 //  (e) the same files written with the native git CLI, one commit and one push: the reference.
 //  (g) a restart with Git matching live, and the first edit after it;
 //  (p) the operator as its own process: its peak RSS (VmHWM) through a snapshot and a restart;
-//  (l) on the first size, (p) again in a repository holding 50,000 other files.
+//  (l) on the first size, (p) again in a repository holding 50,000 other files;
+//  (h) with the real Flux controllers, a FluxClaim in place: push notice → applied, edit → push.
 // Prints tables and writes bench-results/<timestamp>.json. A benchmark, not a test: it asserts
 // nothing about time. See bench/README.md.
 import { cpus, totalmem } from "node:os";
@@ -21,6 +22,8 @@ import { readConfig } from "./config.ts";
 import { measureSize, type Harness } from "./size.ts";
 import { resultTable, workerTable, writeResult, type RunResult, type SizeResult } from "./report.ts";
 import { progress } from "./sampler.ts";
+import { claimSummary, measureClaim } from "./claim.ts";
+import { fluxBuilt } from "../test/support/flux.ts";
 
 const config = readConfig();
 const started = Date.now();
@@ -83,6 +86,15 @@ try {
       skip = `the snapshot of ${size} did not complete within ${config.snapshotTimeoutMs / 1000} s`;
     }
   }
+  if (config.claimRounds > 0 && fluxBuilt()) {
+    result.claim = await measureClaim(plane, kc, git, user, workerRoot, {
+      objects: config.claimObjects,
+      rounds: config.claimRounds,
+      batch: config.createBatch,
+    });
+  } else if (config.claimRounds > 0) {
+    progress("(h) skipped: the Flux controllers are not built (make flux builds them)");
+  }
 } catch (err) {
   result.error = err instanceof Error ? (err.stack ?? err.message) : String(err);
   progress(`the run failed: ${result.error}`);
@@ -99,6 +111,7 @@ try {
   process.stdout.write(
     `\n${resultTable(result)}\n\nWhere the branch worker's time went:\n${workerTable(result)}\n\n`,
   );
+  if (result.claim) process.stdout.write(`${claimSummary(result.claim)}\n\n`);
   for (const note of result.notes) process.stdout.write(`* ${note}\n`);
   process.stdout.write(`\nWrote ${file} (run took ${Math.round(result.durationMs / 1000)} s)\n`);
 } finally {

@@ -9,21 +9,10 @@ import { kustomizationType, type Kustomization } from "../../internal/applier/fl
 import { ResourceClient } from "../../internal/kube/resourceclient.ts";
 import type { ControlPlane } from "../../test/support/controlplane.ts";
 import type { GitServer } from "../../test/support/gitserver.ts";
-import { fluxBinary, fluxSource, kustomization, startFlux, type Flux } from "../../test/support/flux.ts";
+import { fluxSource, kustomization, startFlux, type Flux } from "../../test/support/flux.ts";
 import { mirrorFieldManager, mirrorGitTarget, type MirrorTarget } from "../../test/support/mirror.ts";
 import type { MirrorEnvironment } from "../../test/support/mirrorenv.ts";
 import { eventually } from "../../test/support/wait.ts";
-
-/** Whether `make flux` has built both controllers. */
-export function fluxBuilt(): boolean {
-  try {
-    fluxBinary("source-controller");
-    fluxBinary("kustomize-controller");
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Starts Flux, has it apply the folder, names a FluxClaim from `target`, and prints the hold. */
 export async function demoFluxClaim(

@@ -56,6 +56,17 @@ export function fluxBinary(tool: FluxTool): string {
   return path;
 }
 
+/** Whether `make flux` built both controllers. */
+export function fluxBuilt(): boolean {
+  try {
+    fluxBinary("source-controller");
+    fluxBinary("kustomize-controller");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The CRD files of the module the binary was built from. */
 export async function fluxCrdFiles(tool: FluxTool): Promise<string[]> {
   const dir = join(dirname(fluxBinary(tool)), "crds");

@@ -39,6 +39,13 @@ export type ApplyStep =
   | { kind: "send"; tip: string }
   | undefined;
 
+/**
+ * The refusals of an edit to a document the folder holds: a plaintext sensitive document the
+ * operator never rewrites, and a document the folder only reads (an overlay's base) that its
+ * overrides cannot express. Any other (a new object with nowhere to land) has nothing to revert.
+ */
+const reappliable = new Set(["plaintext_sensitive", "read_only_context"]);
+
 export class WorkerApplies {
   private readonly due = new ApplyDue(() => `gitops-reverser-${randomBytes(8).toString("hex")}`);
   /** The tip last observed; null before the first observation (the baseline). */
@@ -84,8 +91,12 @@ export class WorkerApplies {
     this.raise(targetKey, "CatchUp");
   }
 
-  /** An edit refused at the write boundary: a Refusal, where the target opted in with Reapply. */
-  refused(targetKey: string): void {
+  /**
+   * A write refused at the boundary: a Refusal, where the target opted in with Reapply and the
+   * refusal was of an edit to a document the folder holds (reapplying the tip reverts it).
+   */
+  refused(targetKey: string, reason: string): void {
+    if (!reappliable.has(reason)) return;
     this.raise(targetKey, "Refusal", (onRefusal) => onRefusal === "Reapply");
   }
 

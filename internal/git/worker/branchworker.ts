@@ -126,7 +126,8 @@ export class BranchWorker {
         ...options.materialize,
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);
-          applies?.refused(write.target.key);
+          // A snapshot's refusal is no edit: it recurs whenever the collection replays.
+          if (write.reason === "live") applies?.refused(write.target.key, reason);
         },
       },
       folders: this.folders,

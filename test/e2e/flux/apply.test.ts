@@ -5,13 +5,20 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EventsV1Api } from "@kubernetes/client-node";
-import { fluxClaims, type ApplyOperation } from "../../../generated/v1alpha3/index.ts";
+import {
+  fluxClaims,
+  gitTargets,
+  watchRules,
+  type ApplyOperation,
+} from "../../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
 import { fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
-import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
+import { applyMirror, mirrorFieldManager, mirrorGitTarget } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { ageIdentity } from "../../support/sops.ts";
 
 const namespace = "shop";
 const branchKey = `${namespace}/main`;
@@ -46,6 +53,14 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
       (e) => e.regarding?.kind === "FluxClaim" && e.regarding.name === name && e.reason === reason,
     );
+  const appsTarget = (idleTimeout?: string) =>
+    mirrorGitTarget(namespace, {
+      name: "apps",
+      path: "clusters/apps",
+      rules: rules("apps"),
+      ...(idleTimeout ? { idleTimeout, maxDuration: "60s" } : {}),
+      applierClaimRef: { kind: "FluxClaim", name: "apps" },
+    });
   const applyClaim = (name: string) =>
     fluxClaims(env.kc).apply(
       {
@@ -125,6 +140,43 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     assert.ok((await eventsFor("apps", "ApplyRequested")).length > 0);
     // Every applier on the branch applies a foreign commit, whichever folder it touched.
     await eventually(() => appliedAtTip("infra"), { timeoutMs: 30_000, description: "infra at the tip too" });
+  });
+
+  it("a foreign commit is applied after the pending writes are replayed onto it", async () => {
+    // A long window keeps the live edit pending while somebody pushes.
+    const applied = await gitTargets(env.kc).apply(appsTarget("30s"), mirrorFieldManager);
+    await eventually(
+      async () =>
+        (await gitTargets(env.kc).get(namespace, "apps"))?.status?.observedGeneration ===
+        applied.metadata.generation,
+      { timeoutMs: 30_000, description: "the long window observed" },
+    );
+    await env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "apps-settings",
+      body: [{ op: "replace", path: "/data/mode", value: "pending" }],
+    });
+    const foreign = await env.git.pushForeignCommit("state", {
+      files: { "clusters/infra/settings.yaml": settingsFile("infra", "foreign") },
+      message: "Somebody pushes while an edit is pending",
+    });
+    env.operator.workers.notice(branchKey);
+    const operation = await eventually(() => appliedAtTip("apps"), {
+      timeoutMs: 60_000,
+      description: "apps applied",
+    });
+    assert.equal(operation.reason, "ForeignCommit");
+    const [, parent] = (await env.git.gitIn("state", ["log", "--format=%H", "-2", operation.commit!]))
+      .trim()
+      .split("\n");
+    assert.equal(parent, foreign, "the applied commit is the pending edit replayed onto the foreign one");
+    assert.equal(await modeOf("apps-settings"), "pending");
+    await eventually(async () => (await modeOf("infra-settings")) === "foreign", {
+      timeoutMs: 30_000,
+      description: "infra applied the foreign commit",
+    });
+    // Back to the default window for the tests after this one.
+    await gitTargets(env.kc).apply(appsTarget(), mirrorFieldManager);
   });
 
   it("two live edits seconds apart never ping-pong: Git and the cluster both end at the second", async () => {
@@ -252,5 +304,67 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     assert.ok(a[1] <= b[0] || b[1] <= a[0], `the operations overlap: ${JSON.stringify([apps, infra])}`);
     assert.equal(await modeOf("apps-settings"), "turns");
     assert.equal(await modeOf("infra-settings"), "turns");
+  });
+
+  it("a refusal with Reapply reverts the refused edit on the cluster", async () => {
+    // A Secret Git holds in plaintext: the operator never rewrites it, so a live edit is refused.
+    const secret = `apiVersion: v1\nkind: Secret\nmetadata:\n  name: apps-token\n  namespace: ${namespace}\n  labels:\n    app: apps\ndata:\n  token: ${Buffer.from("from-git").toString("base64")}\n`;
+    await env.git.pushForeignCommit("state", {
+      files: { "clusters/apps/token.yaml": secret },
+      message: "A token",
+    });
+    env.operator.workers.notice(branchKey);
+    const token = async () =>
+      (await env.core.readNamespacedSecret({ namespace, name: "apps-token" }).catch(() => undefined))?.data
+        ?.token;
+    await eventually(async () => (await token()) === Buffer.from("from-git").toString("base64"), {
+      timeoutMs: 30_000,
+      description: "the Secret applied",
+    });
+    await watchRules(env.kc).apply(
+      {
+        apiVersion: "configbutler.ai/v1alpha3",
+        kind: "WatchRule",
+        metadata: { name: "apps", namespace },
+        spec: {
+          gitTargetRef: { name: "apps" },
+          rules: [
+            {
+              apiGroups: [""],
+              resources: ["configmaps", "secrets"],
+              objectSelector: { matchLabels: { app: "apps" } },
+            },
+          ],
+        },
+      },
+      mirrorFieldManager,
+    );
+    // With encryption, a sensitive object the folder holds in plaintext is never rewritten.
+    const keys = makeOwnedTempDir("apply-keys");
+    const { recipient } = await ageIdentity(keys, "flux");
+    removeOwnedTempDir(keys);
+    await gitTargets(env.kc).jsonPatch((await gitTargets(env.kc).get(namespace, "apps"))!, [
+      { op: "add", path: "/spec/onRefusal", value: "Reapply" },
+      { op: "add", path: "/spec/encryption", value: { age: { recipients: [recipient] } } },
+    ]);
+    await eventually(() => appliedAtTip("apps"), { timeoutMs: 30_000, description: "apps settled" });
+    await env.core.patchNamespacedSecret({
+      namespace,
+      name: "apps-token",
+      body: [{ op: "replace", path: "/data/token", value: Buffer.from("edited-live").toString("base64") }],
+    });
+    const reverted = await eventually(
+      async () => {
+        const operation = await operationOf("apps");
+        return (
+          operation?.reason === "Refusal" &&
+          operation.phase === "Succeeded" &&
+          (await token()) === Buffer.from("from-git").toString("base64") &&
+          operation
+        );
+      },
+      { timeoutMs: 60_000, description: "the refused edit reverted by a Refusal apply" },
+    );
+    assert.equal(reverted.commit, await tip());
   });
 });
