@@ -5,6 +5,7 @@
 import { hostname } from "node:os";
 import { fluxClaims, gitTargets, resourceTypes, type FluxClaim } from "../generated/v1alpha3/index.ts";
 import { FluxDispatcher, type DispatchReport } from "../internal/applier/fluxdispatch.ts";
+import { holdsApplier } from "../internal/applier/fluxclaim.ts";
 import type { ProcessApplies } from "../internal/git/workermanager.ts";
 import type { Following } from "../internal/applier/following.ts";
 import { informerSource } from "../internal/kube/sources.ts";
@@ -101,10 +102,16 @@ export function setupApplies(
       );
     },
   });
+  manager.addRunnable(dispatcher);
   const claimOf = (ref: { namespace: string; name: string }) => claimInformer.get(ref.name, ref.namespace);
   return {
     dispatch: (branch, attempt, current) => dispatcher.dispatch(branch, attempt, current),
     snapshotsSettled: (target) => sourceContexts.snapshotsSettled(target),
+    // A claim still adopting, releasing or refused is asked for nothing: it does not hold its applier.
+    holds: (ref) => {
+      const claim = claimOf(ref);
+      return claim !== undefined && holdsApplier(claim);
+    },
     sourceOf: (ref) => {
       const claim = claimOf(ref);
       const source = claim?.status?.source;

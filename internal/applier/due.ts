@@ -30,6 +30,11 @@ export interface Applier {
   claim: NamespacedName;
   /** The source it reads (cluster and GitRepository): appliers sharing one take turns. */
   source: string;
+  /**
+   * Whether its claim holds it (InControl) now; false while the claim adopts it or waits for a
+   * suspend to be handled: its reasons stay pending, and it is asked once it is held.
+   */
+  holds?: boolean;
   targets: readonly Covered[];
 }
 
@@ -150,6 +155,8 @@ export class ApplyDue {
     for (const applier of appliers) {
       const state = this.appliers.get(keyOf(applier.claim));
       if (!state || state.out || state.pending.size === 0) continue;
+      // Not held yet: looked at again in a second, since nothing on the branch says when it is.
+      if (applier.holds === false) later(now + 1_000);
       later(state.notBefore);
       for (const uid of state.pending.keys())
         later((state.refusalSentAt.get(uid) ?? -Infinity) + refusalSpacingMs);
@@ -200,7 +207,7 @@ export class ApplyDue {
 
   private ready(applier: Applier, tip: string, now: number): boolean {
     const state = this.state(applier);
-    if (state.out || now < state.notBefore) return false;
+    if (state.out || now < state.notBefore || applier.holds === false) return false;
     if (!applier.targets.every((t) => t.published)) return false;
     // A converge of the commit last applied asks nothing, and is answered.
     if (state.lastApplied === tip) {

@@ -115,6 +115,18 @@ function configuredCondition(world: FluxClaimWorld): ConditionUpdate {
   return at("True", R.Succeeded, `Kustomization ${keyOf(k.ref)} applies what GitTarget ${names} writes.`);
 }
 
+/**
+ * Whether the claim holds its Kustomization, so a branch worker may ask it to apply: it carries
+ * its finalizer and is InControl as Suspended or Applying, or Suspending while Flux handles the
+ * suspend after an apply (a transient state of the claim's own operations, not a hand-back).
+ */
+export function holdsApplier(claim: FluxClaim): boolean {
+  if (!claim.metadata.finalizers?.includes(fluxClaimFinalizer) || claim.metadata.deletionTimestamp)
+    return false;
+  const inControl = claim.status?.conditions?.find((c) => c.type === C.InControl);
+  return ([R.Suspended, R.Applying, R.Suspending] as string[]).includes(inControl?.reason ?? "");
+}
+
 export function claimedRef(claim: FluxClaim): NamespacedName {
   return {
     namespace: claim.spec.kustomizationRef.namespace ?? claim.metadata.namespace!,

@@ -9,11 +9,12 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import type { ApplyOperation, FluxClaim, GitTarget } from "../../generated/v1alpha3/index.ts";
 import { statusCodeOf, type ResourceClient } from "../kube/resourceclient.ts";
-import { sleep } from "../timing/sleep.ts";
+import { sleep, untilAborted } from "../timing/sleep.ts";
+import type { Runnable } from "../operator/manager.ts";
 import { normalizeRepositoryUrl } from "../types/repourl.ts";
 import { keyOf } from "../types/names.ts";
 import { precedence, type Attempt, type Outcome, type Reason } from "./due.ts";
-import { claimedRef } from "./fluxclaim.ts";
+import { claimedRef, holdsApplier } from "./fluxclaim.ts";
 import { inFlight } from "./operation.ts";
 import type { Following } from "./following.ts";
 import { FluxClient, newToken } from "./flux/client.ts";
@@ -123,8 +124,24 @@ export function handled(k: KustomizationView, token: string, stampedBefore: stri
   return k.requestedAt !== token && k.requestedAt !== stampedBefore && k.lastHandled === k.requestedAt;
 }
 
-export class FluxDispatcher {
+export class FluxDispatcher implements Runnable {
+  readonly name = "flux-dispatcher";
+  readonly needLeaderElection = true;
+  private readonly stopping = new AbortController();
+  private readonly runs = new Set<Promise<unknown>>();
+
   constructor(private readonly options: FluxDispatcherOptions) {}
+
+  /**
+   * Runs until the process stops; then every attempt in flight stops following, and a
+   * Kustomization one of them resumed is suspended once, without waiting for Flux to handle it:
+   * the next process finds the operation unfollowed and ends it (applier-claims.md, "What it costs").
+   */
+  async start(signal: AbortSignal): Promise<void> {
+    await untilAborted(signal);
+    this.stopping.abort();
+    await Promise.allSettled([...this.runs]);
+  }
 
   /** Carries out one attempt for a branch; `current` says whether its commit is still the tip. */
   async dispatch(
@@ -134,8 +151,11 @@ export class FluxDispatcher {
   ): Promise<Outcome> {
     const claim = await this.options.claims.get(attempt.claim.namespace, attempt.claim.name);
     if (!claim || claim.metadata.deletionTimestamp) return { kind: "dropped" };
-    const run = new Run(this.options, claim, attempt, branch, current);
-    const report = await run.carryOut().finally(() => run.unfollow());
+    if (this.stopping.signal.aborted) return { kind: "failed" };
+    const run = new Run(this.options, claim, attempt, branch, current, this.stopping.signal);
+    const carried = run.carryOut().finally(() => run.unfollow());
+    this.runs.add(carried);
+    const report = await carried.finally(() => this.runs.delete(carried));
     this.options.onEnded?.(report);
     const kind = outcomeOf[report.ended];
     return kind === "succeeded" ? { kind, commit: attempt.commit } : { kind };
@@ -148,6 +168,8 @@ class Run {
   private reason: Reason | undefined;
   private operation: ApplyOperation | undefined;
   private recordedAt = 0;
+  /** What status.operation held before this attempt's record. */
+  private previous: ApplyOperation | undefined;
   /** The request token this process follows, from just before its record is written. */
   private followed: string | undefined;
 
@@ -157,6 +179,7 @@ class Run {
     private readonly attempt: Attempt,
     private readonly branch: { url: string; branch: string },
     private readonly current: () => boolean,
+    private readonly stop: AbortSignal,
   ) {
     const kubeConfig = options.clusterOf(claim);
     this.flux = kubeConfig && new FluxClient(kubeConfig, options.fieldManager);
@@ -178,8 +201,9 @@ class Run {
       return this.report(ended, message, outcome.kind === "succeeded" && outcome.mismatch);
     } catch (err) {
       const ending = err instanceof Ending ? err : new Ending("Failed", String(err));
+      if (this.stop.aborted) await this.suspendOnStop();
       // Recorded and never started (Stale, a refused resume): put back what the status held.
-      if (this.operation?.phase === "Requested") await this.complete("Failed", ending.message);
+      if (this.operation?.phase === "Requested") await this.withdraw(ending.message);
       return this.report(ending.ended, ending.message);
     }
   }
@@ -198,17 +222,19 @@ class Run {
 
   private async steps(): Promise<FluxOutcome> {
     await this.recheckTargets();
-    const inControl = this.claim.status?.conditions?.find((c) => c.type === "InControl");
-    if (inControl?.status !== "True")
+    if (!holdsApplier(this.claim)) {
+      const inControl = this.claim.status?.conditions?.find((c) => c.type === "InControl");
       throw new Ending(
         "RequestFailed",
-        `The claim is not in control (${inControl?.reason ?? "no InControl"}).`,
+        `The claim does not hold its Kustomization (${inControl?.reason ?? "no InControl"}).`,
       );
+    }
     if (this.claim.status?.operation && inFlight(this.claim.status.operation))
       throw new Ending("RequestFailed", "Another operation is in flight on the claim.");
     if (!this.flux) throw new Ending("RequestFailed", "The claim's KubeProvider is not connected.");
     await this.artifactHolds();
     const k = await this.recheckApplier();
+    this.previous = this.claim.status?.operation;
     await this.record({
       phase: "Requested",
       requestToken: newToken(new Date()),
@@ -240,6 +266,27 @@ class Run {
       outcome.kind === "succeeded" ? `Applied ${outcome.revision}.` : `${outcome.reason}: ${outcome.message}`,
     );
     return outcome;
+  }
+
+  /**
+   * The process stops mid-operation: a Kustomization this attempt resumed is suspended once,
+   * recorded Unresolved with that token, and left for the next process, which ends it.
+   */
+  private async suspendOnStop(): Promise<void> {
+    const phase = this.operation?.phase;
+    if (phase !== "Running" && phase !== "Unresolved") return;
+    try {
+      const token = newToken(new Date());
+      await this.flux!.suspend(await this.kustomization(), token);
+      await this.record({
+        ...this.operation!,
+        phase: "Unresolved",
+        suspendToken: token,
+        message: "The operator stopped while this apply ran; the Kustomization was suspended as it stopped.",
+      });
+    } catch {
+      // Best effort: the next process's claim finds the operation unfollowed and suspends it.
+    }
   }
 
   /** Re-reads each target; with none still holding the attempt's reason, nothing is asked. */
@@ -278,7 +325,8 @@ class Run {
           "RequestFailed",
           `GitRepository ${keyOf(k.source)} did not fetch within the deadline.`,
         );
-      await sleep(this.options.pollMs ?? 250);
+      await sleep(this.options.pollMs ?? 250, this.stop);
+      this.stopped();
     }
   }
 
@@ -321,14 +369,30 @@ class Run {
     await this.record({ ...this.operation!, phase, suspendToken: token });
   }
 
-  /** Reads the Kustomization until `done` holds, or `deadline` passes (undefined then). */
+  /**
+   * Reads the Kustomization until `done` holds, or `deadline` passes (undefined then). Past the
+   * budget (Unresolved) the reads slow down, doubling to a minute, and a claim being deleted
+   * ends the follow Failed.
+   */
   private async waitFor(done: (k: KustomizationView) => boolean, deadline: number) {
+    let interval = this.options.pollMs ?? 250;
     for (;;) {
+      this.stopped();
       const k = await this.kustomization();
       if (done(k)) return k;
       if (Date.now() > deadline) return undefined;
-      await sleep(this.options.pollMs ?? 250);
+      if (this.operation?.phase === "Unresolved") {
+        interval = Math.min(interval * 2, 60_000);
+        const claim = await this.options.claims.get(this.claim.metadata.namespace, this.claim.metadata.name!);
+        if (!claim || claim.metadata.deletionTimestamp)
+          throw new Ending("Failed", "The claim was deleted while its apply was followed.");
+      }
+      await sleep(interval, this.stop);
     }
+  }
+
+  private stopped(): void {
+    if (this.stop.aborted) throw new Ending("Failed", "The operator stopped while this apply ran.");
   }
 
   private async kustomization(): Promise<KustomizationView> {
@@ -341,6 +405,17 @@ class Run {
     if (k.source.kind !== "GitRepository") return undefined;
     const raw = await this.flux!.repository(k.source);
     return raw && viewGitRepository(raw);
+  }
+
+  /**
+   * A record that started nothing is withdrawn: the status holds again what it held before, so
+   * the claim never shows an operation nothing could have applied; with nothing before, it ends
+   * Failed saying why.
+   */
+  private async withdraw(message: string): Promise<void> {
+    const before = this.previous;
+    if (before) await this.record(before).catch(() => undefined);
+    else await this.complete("Failed", `Withdrawn before the resume: ${message}`).catch(() => undefined);
   }
 
   private async complete(phase: "Succeeded" | "Failed", message: string): Promise<void> {

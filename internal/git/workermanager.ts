@@ -92,6 +92,8 @@ export interface ProcessApplies {
     attempt: Attempt,
     current: () => boolean,
   ): Promise<Outcome>;
+  /** Whether a claim holds its applier (InControl): only then is it asked for anything. */
+  holds(claim: NamespacedName): boolean;
   /** Whether every collection of a target has a settled snapshot. */
   snapshotsSettled(target: TargetRef): boolean;
   /** The source a claim's applier reads, as its claim last reported it: appliers sharing one take turns. */
@@ -363,7 +365,12 @@ export class WorkerManager implements Runnable {
       const claimKey = targetKey(ref);
       let applier = byClaim.get(claimKey);
       if (!applier) {
-        applier = { claim: ref, source: applies.sourceOf(ref) ?? claimKey, targets: [] };
+        applier = {
+          claim: ref,
+          source: applies.sourceOf(ref) ?? claimKey,
+          holds: applies.holds(ref),
+          targets: [],
+        };
         byClaim.set(claimKey, applier);
       }
       const target = parseKey(key);

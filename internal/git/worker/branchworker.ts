@@ -100,6 +100,8 @@ export class BranchWorker {
   private readonly looks = new DeliveryLooks();
   /** What is due to be applied, when a GitTarget on the branch names an applier claim. */
   private readonly applies: WorkerApplies | undefined;
+  /** When a flush may next prove where the remote is, after one that could not. */
+  private proveNotBefore = 0;
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
@@ -327,6 +329,9 @@ export class BranchWorker {
       return true;
     }
     if (step.kind === "prove") {
+      // A remote that cannot be proved is asked again in 5 s, not on every wake.
+      if (now < this.proveNotBefore) return false;
+      this.proveNotBefore = now + 5_000;
       await proveBranch(this.refreshing());
       return true;
     }
@@ -467,6 +472,7 @@ export class BranchWorker {
         this.folders.dueAt(),
         this.saves.dueAt(),
         this.applies?.dueAt(Date.now()),
+        this.applies?.flushing ? this.proveNotBefore : undefined,
         this.looks.due,
         this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
       ],

@@ -264,7 +264,10 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       timeoutMs: 60_000,
       description: "the apply failed",
     });
-    assert.ok((await eventsFor("apps", "ApplyFailed")).length > 0);
+    await eventually(async () => (await eventsFor("apps", "ApplyFailed")).length > 0, {
+      timeoutMs: 30_000,
+      description: "an ApplyFailed Event",
+    });
     const k = await eventually(
       async () => {
         const found = await kustomizations.get(namespace, "apps");

@@ -206,3 +206,15 @@ describe("the worker flushes only for an apply that would be sent", () => {
     assert.equal(due.wakeAt([apps], 10_000), undefined);
   });
 });
+
+describe("an applier its claim does not hold yet", () => {
+  it("keeps its reasons pending, is looked at again in a second, and is asked once it is held", () => {
+    const due = worker();
+    const adopting = { ...applier("apps"), holds: false };
+    due.observe([adopting], false);
+    assert.equal(due.wants([adopting], "c1", 0), false);
+    assert.equal(due.wakeAt([adopting], 0), 1_000);
+    const held = { ...adopting, holds: true };
+    assert.deepEqual(reasons(due.due([held], "c1", 1_000)), ["apps:CatchUp"]);
+  });
+});

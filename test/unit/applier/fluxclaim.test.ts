@@ -5,6 +5,7 @@ import type { Verdict } from "../../../internal/applier/eligibility.ts";
 import type { KustomizationView } from "../../../internal/applier/flux/view.ts";
 import {
   decideFluxClaim,
+  holdsApplier,
   fluxClaimFinalizer,
   releaseBudgetMs,
   type FluxClaimWorld,
@@ -358,5 +359,25 @@ describe("FluxClaim: an operation nobody follows", () => {
       }),
     );
     assert.equal(settled.operation?.phase, "Failed");
+  });
+});
+
+describe("FluxClaim: when a branch worker may ask it to apply", () => {
+  const withInControl = (reason: string, holding = true) =>
+    claim({
+      holding,
+      status: {
+        conditions: [
+          { type: "InControl", status: "True", reason, message: "", lastTransitionTime: now.toISOString() },
+        ],
+      },
+    });
+
+  it("it holds its Kustomization while Suspended, Applying, or Suspending after an apply, with its finalizer", () => {
+    for (const reason of ["Suspended", "Applying", "Suspending"])
+      assert.equal(holdsApplier(withInControl(reason)), true);
+    for (const reason of ["Releasing", "NotConfigured", "NotReferenced", "Released"])
+      assert.equal(holdsApplier(withInControl(reason)), false, reason);
+    assert.equal(holdsApplier(withInControl("Suspended", false)), false, "no finalizer: never adopted");
   });
 });
