@@ -8,7 +8,7 @@ import { fluxClaims } from "../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../internal/applier/flux/view.ts";
 import { ResourceClient } from "../internal/kube/resourceclient.ts";
 import type { ControlPlane } from "../test/support/controlplane.ts";
-import { fluxSource, kustomization, startFlux } from "../test/support/flux.ts";
+import { fluxClaim, fluxSource, kustomization, startFlux } from "../test/support/flux.ts";
 import type { GitServer } from "../test/support/gitserver.ts";
 import { applyMirror } from "../test/support/mirror.ts";
 import { startOperator } from "../test/support/operator.ts";
@@ -88,15 +88,7 @@ export async function measureClaim(
     await fluxSource(env, namespace, user);
     const kustomizations = new ResourceClient<Kustomization>(kc, kustomizationType);
     await kustomizations.apply(kustomization(namespace, "bench", `./${folder}`), "kubectl");
-    await fluxClaims(kc).apply(
-      {
-        apiVersion: "configbutler.ai/v1alpha3",
-        kind: "FluxClaim",
-        metadata: { name: "bench", namespace },
-        spec: { kubeProviderRef: { name: "self" }, kustomizationRef: { name: "bench" } },
-      },
-      "bench",
-    );
+    await fluxClaims(kc).apply(fluxClaim(namespace, "bench"), "bench");
     const applied = async (commit: string) => {
       const k = await kustomizations.get(namespace, "bench");
       const ready = k?.status?.conditions?.find((c) => c.type === "Ready");

@@ -9,7 +9,7 @@ import { kustomizationType, type Kustomization } from "../../internal/applier/fl
 import { ResourceClient } from "../../internal/kube/resourceclient.ts";
 import type { ControlPlane } from "../../test/support/controlplane.ts";
 import type { GitServer } from "../../test/support/gitserver.ts";
-import { fluxSource, kustomization, startFlux, type Flux } from "../../test/support/flux.ts";
+import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../test/support/flux.ts";
 import { mirrorFieldManager, mirrorGitTarget, type MirrorTarget } from "../../test/support/mirror.ts";
 import type { MirrorEnvironment } from "../../test/support/mirrorenv.ts";
 import { eventually } from "../../test/support/wait.ts";
@@ -37,15 +37,7 @@ export async function demoFluxClaim(
     timeoutMs: 60_000,
     description: "Flux to apply the folder once",
   });
-  await fluxClaims(kc).apply(
-    {
-      apiVersion: "configbutler.ai/v1alpha3",
-      kind: "FluxClaim",
-      metadata: { name: "demo", namespace },
-      spec: { kubeProviderRef: { name: "self" }, kustomizationRef: { name: "demo" } },
-    },
-    "demo",
-  );
+  await fluxClaims(kc).apply(fluxClaim(namespace, "demo"), "demo");
   await gitTargets(kc).apply(
     mirrorGitTarget(namespace, { ...target, applierClaimRef: { kind: "FluxClaim", name: "demo" } }),
     mirrorFieldManager,

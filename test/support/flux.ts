@@ -21,6 +21,7 @@ import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { eventually } from "./wait.ts";
+import type { FluxClaim } from "../../generated/v1alpha3/index.ts";
 
 export type FluxTool = "source-controller" | "kustomize-controller";
 
@@ -303,4 +304,14 @@ export function kustomization(
     metadata: { name, namespace },
     spec: { path, prune: true, interval: "10m", sourceRef },
   } as Kustomization;
+}
+
+/** A FluxClaim holding Kustomization `kustomizationName` through the namespace's KubeProvider "self". */
+export function fluxClaim(namespace: string, name: string, kustomizationName = name): FluxClaim {
+  return {
+    apiVersion: "configbutler.ai/v1alpha3",
+    kind: "FluxClaim",
+    metadata: { name, namespace },
+    spec: { kubeProviderRef: { name: "self" }, kustomizationRef: { name: kustomizationName } },
+  };
 }

@@ -13,10 +13,11 @@ import {
 } from "../../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
-import { fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
+import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
 import { applyMirror, mirrorFieldManager, mirrorGitTarget } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
+import { startOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { ageIdentity } from "../../support/sops.ts";
 
@@ -62,15 +63,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       applierClaimRef: { kind: "FluxClaim", name: "apps" },
     });
   const applyClaim = (name: string) =>
-    fluxClaims(env.kc).apply(
-      {
-        apiVersion: "configbutler.ai/v1alpha3",
-        kind: "FluxClaim",
-        metadata: { name, namespace },
-        spec: { kubeProviderRef: { name: "self" }, kustomizationRef: { name } },
-      },
-      mirrorFieldManager,
-    );
+    fluxClaims(env.kc).apply(fluxClaim(namespace, name), mirrorFieldManager);
 
   before(async () => {
     env = await startMirrorEnvironment([namespace]);
@@ -350,6 +343,14 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       { op: "add", path: "/spec/onRefusal", value: "Reapply" },
       { op: "add", path: "/spec/encryption", value: { age: { recipients: [recipient] } } },
     ]);
+    // The branch worker writes with the target's new settings once the target observed them.
+    await eventually(
+      async () => {
+        const t = await gitTargets(env.kc).get(namespace, "apps");
+        return t?.status?.observedGeneration === t?.metadata.generation;
+      },
+      { timeoutMs: 30_000, description: "the GitTarget observed Reapply and its encryption" },
+    );
     await eventually(() => appliedAtTip("apps"), { timeoutMs: 30_000, description: "apps settled" });
     await env.core.patchNamespacedSecret({
       namespace,
@@ -369,5 +370,42 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       { timeoutMs: 60_000, description: "the refused edit reverted by a Refusal apply" },
     );
     assert.equal(reverted.commit, await tip());
+  });
+
+  it("after a restart, the edits made while the operator was down reach Git before anything is applied", async () => {
+    await env.operator.stop();
+    await env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "apps-settings",
+      body: [{ op: "replace", path: "/data/mode", value: "while-down" }],
+    });
+    const workerRoot = makeOwnedTempDir("apply-restart");
+    const restarted = startOperator(env.kc, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    try {
+      await eventually(
+        async () =>
+          (await env.git.fileAt("state", "main", "clusters/apps/settings.yaml"))?.includes(
+            "mode: while-down",
+          ),
+        { timeoutMs: 60_000, description: "the edit made while down in Git" },
+      );
+      // The converge at start applies a commit that already holds the edit: the cluster keeps it.
+      const operation = await eventually(() => appliedAtTip("apps"), {
+        timeoutMs: 60_000,
+        description: "the converge at start",
+      });
+      assert.match(
+        (await env.git.fileAt("state", operation.commit!, "clusters/apps/settings.yaml")) ?? "",
+        /mode: while-down/,
+      );
+      assert.equal(await modeOf("apps-settings"), "while-down");
+    } finally {
+      await restarted.stop();
+      removeOwnedTempDir(workerRoot);
+    }
   });
 });

@@ -8,7 +8,7 @@ import { EventsV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import { fluxClaims, gitTargets } from "../../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
-import { fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
+import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
@@ -29,15 +29,7 @@ describe("FluxClaim holds a Kustomization with the real Flux controllers", () =>
   const conditionOf = async (name: string, type: string) =>
     (await claimOf(name))?.status?.conditions?.find((c) => c.type === type);
   const applyClaim = (name: string, kustomizationName = name) =>
-    fluxClaims(env.kc).apply(
-      {
-        apiVersion: "configbutler.ai/v1alpha3",
-        kind: "FluxClaim",
-        metadata: { name, namespace },
-        spec: { kubeProviderRef: { name: "self" }, kustomizationRef: { name: kustomizationName } },
-      },
-      mirrorFieldManager,
-    );
+    fluxClaims(env.kc).apply(fluxClaim(namespace, name, kustomizationName), mirrorFieldManager);
   const eventsFor = async (name: string, reason: string) =>
     (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
       (e) => e.regarding?.kind === "FluxClaim" && e.regarding.name === name && e.reason === reason,
