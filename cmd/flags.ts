@@ -4,7 +4,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { parseDuration, parseQuantity } from "../internal/types/units.ts";
 import type { LogFormat, LogLevel } from "../internal/telemetry/logger.ts";
-import { defaultWorkerRoot } from "../internal/git/workerdirs.ts";
+import { defaultWorkerRoot } from "../internal/git/index.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttributionSettings } from "../internal/attribution/attribution.ts";

@@ -6,7 +6,7 @@ import { hostname } from "node:os";
 import { fluxClaims, gitTargets, resourceTypes, type FluxClaim } from "../generated/v1alpha3/index.ts";
 import { FluxDispatcher, type DispatchReport } from "../internal/applier/fluxdispatch.ts";
 import { holdsApplier } from "../internal/applier/fluxclaim.ts";
-import type { ProcessApplies } from "../internal/git/workermanager.ts";
+import type { ProcessApplies } from "../internal/git/index.ts";
 import type { Following } from "../internal/applier/following.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import { EventRecorder } from "../internal/operator/events.ts";

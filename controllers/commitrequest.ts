@@ -12,7 +12,7 @@ import {
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
 import { CommitRequestCore, type CoreDeps, type Path, type Saves } from "../internal/commitrequest/core.ts";
-import type { SaveRoutes } from "../internal/git/saveroutes.ts";
+import type { SaveRoutes } from "../internal/git/index.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";

@@ -6,7 +6,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { commitRequests, resourceTypes, type CommitRequest } from "../generated/v1alpha3/index.ts";
 import type { CommitRequestCore, Path } from "../internal/commitrequest/core.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import type { SaveRoutes } from "../internal/git/saveroutes.ts";
+import type { SaveRoutes } from "../internal/git/index.ts";
 import { Controller } from "../internal/operator/controller.ts";
 import { SharedInformer } from "../internal/operator/informer.ts";
 import type { Logger } from "../internal/telemetry/logger.ts";

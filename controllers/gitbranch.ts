@@ -17,7 +17,7 @@ import {
   type GitTarget,
 } from "../generated/v1alpha3/index.ts";
 import type { BranchClaims, BranchKey, Candidate } from "../internal/gitbranch/branchclaim.ts";
-import type { WorkerManager } from "../internal/git/workermanager.ts";
+import type { WorkerManager } from "../internal/git/index.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { admitBranch, providerRefOf } from "../internal/gitbranch/admission.ts";
 import {

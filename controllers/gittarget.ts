@@ -14,10 +14,13 @@ import {
 import { claimedApplier, targetWrites, type ClaimFacts } from "../internal/gittarget/claim.ts";
 import type { BranchClaims } from "../internal/gitbranch/branchclaim.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
-import { contentionFacts } from "../internal/git/worker/contention.ts";
-import { outageFacts } from "../internal/git/worker/outage.ts";
-import type { FolderReport } from "../internal/git/folder/targetfolders.ts";
-import type { TargetWriteState, WorkerManager } from "../internal/git/workermanager.ts";
+import {
+  contentionFacts,
+  outageFacts,
+  type FolderReport,
+  type TargetWriteState,
+  type WorkerManager,
+} from "../internal/git/index.ts";
 import { loadCredential, loadSigning } from "../internal/gitprovider/secrets.ts";
 import { workerSpec, type WorkerSpecOutcome } from "../internal/gitbranch/workerspec.ts";
 import { targetSettings } from "../internal/gittarget/worker.ts";

@@ -14,7 +14,7 @@ import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/gitbranch/branchclaim.ts";
 import { RemoteStatusPublisher } from "../internal/gitbranch/remotestatus.ts";
-import { Exclusions } from "../internal/git/folder/coordinated.ts";
+import { Exclusions, WorkerManager, defaultWorkerRoot } from "../internal/git/index.ts";
 import {
   applyOwnershipConflicts,
   commitWindows,
@@ -28,7 +28,6 @@ import {
   retainedWrites,
   writesDropped,
 } from "../internal/telemetry/instruments.ts";
-import { WorkerManager, defaultWorkerRoot } from "../internal/git/workermanager.ts";
 import { setupAttribution } from "./attribution.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";

@@ -3,8 +3,8 @@
 // before it looks, so a fact landing between the look and the wait still wakes it, and it
 // never polls. It takes the strongest evidence there is; the tier is what it reports.
 import type { Actor, Fact } from "./fact.ts";
-import { selectorMatches } from "../grants/namespaces.ts";
-import { parseLabelSelector } from "../watch/selector.ts";
+import { selectorMatches } from "../kube/labels.ts";
+import { parseLabelSelector } from "../kube/labels.ts";
 import type { LiveChange } from "../watch/attributor.ts";
 import type { FactIndex, FactKey, Scope } from "./factindex.ts";
 

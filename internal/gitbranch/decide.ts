@@ -3,9 +3,13 @@
 // its worker's report make of its conditions.
 import { GitBranchCondition, GitBranchReason } from "../../generated/v1alpha3/index.ts";
 import type { Candidate } from "./branchclaim.ts";
-import type { BranchState } from "../git/worker/report.ts";
-import { contentionFacts, contentionMessage } from "../git/worker/contention.ts";
-import { outageFacts, outageMessage } from "../git/worker/outage.ts";
+import {
+  type BranchState,
+  contentionFacts,
+  contentionMessage,
+  outageFacts,
+  outageMessage,
+} from "../git/index.ts";
 import { describeCheck, recheckOf, type CheckContext, type Recheck } from "../gitprovider/describe.ts";
 import type { RemoteCheck } from "../gitprovider/remotecheck.ts";
 import {

@@ -6,7 +6,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { gitBranches, type GitBranch } from "../../generated/v1alpha3/index.ts";
 import type { Logger } from "../telemetry/logger.ts";
-import type { Outage } from "../git/worker/report.ts";
+import type { Outage } from "../git/index.ts";
 import { parseKey } from "../types/names.ts";
 
 /** The branch worker's own field manager, so its fields never collide with the GitBranch controller's. */

@@ -5,7 +5,7 @@
 // GitProvider's and GitBranch's conditions tell the user what to fix.
 import type { GitBranch, GitProvider } from "../../generated/v1alpha3/index.ts";
 import { basicAuthFor } from "../gitauth/credentials.ts";
-import type { WorkerSpec } from "../git/workermanager.ts";
+import type { WorkerSpec } from "../git/index.ts";
 import type { CredentialProblem, LoadedCredential } from "../gitprovider/secrets.ts";
 import type { SigningRead } from "../gitprovider/signing.ts";
 import { readSigningKey, type SigningKey } from "../signing/sshkey.ts";

@@ -3,7 +3,7 @@
 import type { CoreV1Api } from "@kubernetes/client-node";
 import type { GitProvider } from "../../generated/v1alpha3/index.ts";
 import type { GitCredential } from "../gitauth/credentials.ts";
-import { probeRemote, type ProbeOutcome } from "../git/engine/probe.ts";
+import { probeRemote, type ProbeOutcome } from "../git/index.ts";
 import { loadCredential, type CredentialProblem } from "./secrets.ts";
 
 /** What proving a provider's credential found: a problem before the remote, or its answer. */

@@ -12,9 +12,13 @@ import {
   type Condition,
   type ConditionUpdate,
 } from "../operator/conditions.ts";
-import { contentionMessage, type ContentionFacts } from "../git/worker/contention.ts";
-import { outageMessage, type OutageFacts } from "../git/worker/outage.ts";
-import { unwrittenMessage } from "../git/folder/refusedwrites.ts";
+import {
+  contentionMessage,
+  type ContentionFacts,
+  outageMessage,
+  type OutageFacts,
+  unwrittenMessage,
+} from "../git/index.ts";
 import { grantsAdmit } from "../grants/namespaces.ts";
 import type { StreamSummary } from "../watch/manager.ts";
 import { applierClaimCondition, type ClaimFacts } from "./claim.ts";

@@ -1,7 +1,7 @@
 // What a GitTarget tells its branch worker: the target's own settings, from its spec. (The
 // worker's spec, from the GitBranch and its GitProvider, is internal/gitbranch/workerspec.ts.)
 import type { GitTarget } from "../../generated/v1alpha3/index.ts";
-import type { TargetSettings } from "../git/folder/writes.ts";
+import type { TargetSettings } from "../git/index.ts";
 import type { AppliedBy } from "../applier/owner.ts";
 import { parseDuration } from "../types/units.ts";
 import { objectKeyOf } from "../types/names.ts";

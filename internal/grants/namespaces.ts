@@ -1,29 +1,8 @@
 // Which namespaces a grant admits. Every grant in the API has the same shape
 // (NamespaceSelection), so one evaluator serves KubeProvider, GitProvider, GitBranch and
 // GitTarget grants alike. Pure: the caller passes the namespace's labels.
-import type {
-  LabelSelector,
-  NamespaceSelection,
-  SourceNamespaceSelection,
-} from "../../generated/v1alpha3/index.ts";
-
-export function selectorMatches(selector: LabelSelector, labels: Record<string, string>): boolean {
-  for (const [key, value] of Object.entries(selector.matchLabels ?? {}))
-    if (labels[key] !== value) return false;
-  for (const { key, operator, values = [] } of selector.matchExpressions ?? []) {
-    const present = Object.hasOwn(labels, key);
-    const ok =
-      operator === "In"
-        ? present && values.includes(labels[key]!)
-        : operator === "NotIn"
-          ? !present || !values.includes(labels[key]!)
-          : operator === "Exists"
-            ? present
-            : !present;
-    if (!ok) return false;
-  }
-  return true;
-}
+import { selectorMatches } from "../kube/labels.ts";
+import type { NamespaceSelection, SourceNamespaceSelection } from "../../generated/v1alpha3/index.ts";
 
 /**
  * Whether `selection`, written on an object in `ownerNamespace`, admits `namespace`. An omitted

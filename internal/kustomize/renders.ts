@@ -4,7 +4,7 @@
 // for a second pass over the folder.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { join } from "node:path";
-import { identityOfObject } from "../manifest/document/tree.ts";
+import { identityOfObject } from "../manifest/index.ts";
 import { kustomizeBuild, type BuildResult, type KustomizeSettings } from "./build.ts";
 
 /** A folder as kustomize renders it: its objects by identity key, or why it cannot be rendered. */

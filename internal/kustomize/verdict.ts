@@ -2,8 +2,7 @@
 // `kustomize build` renders it, and one that kustomize cannot build is refused with kustomize's
 // own message, as the acceptance gate refuses content it cannot manage.
 import { posix } from "node:path";
-import { refusalOf as refusalOfProblems, type Refusal } from "../manifest/inventory/acceptance.ts";
-import type { FolderInventory } from "../manifest/inventory/inventory.ts";
+import { refusalOf as refusalOfProblems, type Refusal, type FolderInventory } from "../manifest/index.ts";
 import type { FolderRenders } from "./renders.ts";
 
 export interface RenderVerdict {

@@ -5,7 +5,7 @@
 import type { CompiledRule } from "../rulestore/compile.ts";
 import type { TypeRecord } from "../typeset/registry.ts";
 import type { Collection } from "../stream/collection.ts";
-import { labelSelectorString } from "./selector.ts";
+import { labelSelectorString } from "../kube/labels.ts";
 
 export interface WatchPlan {
   collections: Collection[];

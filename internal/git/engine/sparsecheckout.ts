@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { fileFacts, isKustomizationPath } from "../../manifest/inventory/facts.ts";
+import { fileFacts, isKustomizationPath } from "../../manifest/index.ts";
 import { coverOf, covers, uncoveredReferences } from "./sparse.ts";
 import { readFileAt } from "./worktreefiles.ts";
 

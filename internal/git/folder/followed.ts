@@ -1,7 +1,7 @@
 // What a target's collections hold, by name, for the writer to tell which object a namespace-less
 // document describes. Built at most once per write, and only when a write asks: a folder whose
 // documents all name their namespace never pays for it.
-import type { FollowedObjects } from "../../manifest/document/identity.ts";
+import type { FollowedObjects } from "../../manifest/index.ts";
 import type { CollectionView } from "./prune.ts";
 
 const none: ReadonlySet<string> = new Set();

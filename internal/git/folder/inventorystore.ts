@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { SavedInventory } from "../../manifest/inventory/inventory.ts";
+import type { SavedInventory } from "../../manifest/index.ts";
 
 export class InventoryStore {
   constructor(private readonly cloneDir: string) {}

@@ -4,18 +4,26 @@
 // also measures the folder's ${...} tokens against live, for the render-vs-live gate, and under
 // prune Always sweeps what it observed absent. Every removal asks the prune mode the target has
 // now, a replay's included (prune.ts).
-import { bootstrapFiles, replacesBootstrap } from "../../manifest/bootstrap.ts";
-import type { Refusal } from "../../manifest/inventory/acceptance.ts";
-import type { DocumentLocation, FileTree } from "../../manifest/document/tree.ts";
-import type { FolderInventory, VersionedTree } from "../../manifest/inventory/inventory.ts";
-import type { PlacementSource } from "../../manifest/placement/ladder.ts";
-import { formatPath, measureRender } from "../../manifest/document/rendermeasure.ts";
+import {
+  bootstrapFiles,
+  replacesBootstrap,
+  type Refusal,
+  type DocumentLocation,
+  type FileTree,
+  type FolderInventory,
+  type VersionedTree,
+  type PlacementSource,
+  formatPath,
+  measureRender,
+  acceptFollowed,
+  sweptNamespace,
+  FolderWriter,
+  describe,
+  isSensitive,
+} from "../../manifest/index.ts";
 import type { FolderRenders } from "../../kustomize/renders.ts";
 import { renderVerdict } from "../../kustomize/verdict.ts";
-import { acceptFollowed, sweptNamespace } from "../../manifest/lookup.ts";
-import { FolderWriter, describe } from "../../manifest/writer.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
-import { isSensitive } from "../../manifest/placement/builtin.ts";
 import type { Clone } from "../engine/clone.ts";
 import type { Signature } from "../../types/signature.ts";
 import { followedObjects } from "./followed.ts";

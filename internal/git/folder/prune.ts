@@ -3,9 +3,8 @@
 // reaches: a snapshot establishes absence only inside what was observed, and an object that
 // left one collection by its labels may be held by another. Pure: the worker's folders pass in
 // what they know of the target's collections.
-import type { DocumentFacts } from "../../manifest/inventory/facts.ts";
-import { groupOf } from "../../manifest/document/tree.ts";
-import { selects } from "../../watch/selector.ts";
+import { type DocumentFacts, groupOf } from "../../manifest/index.ts";
+import { selects } from "../../kube/labels.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import type { Collection } from "../../stream/collection.ts";
 import type { PruneMode } from "./writes.ts";

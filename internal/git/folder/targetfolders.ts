@@ -2,11 +2,8 @@
 // the acceptance gate's last verdict, the render-vs-live gate that holds, releases or drops live
 // events, and where new documents were last placed. The worker asks it what to do with each
 // live item and tells it what each write found; it reports every change to the target's status.
-import type { Refusal } from "../../manifest/inventory/acceptance.ts";
-import { FolderInventory } from "../../manifest/inventory/inventory.ts";
+import { type Refusal, FolderInventory, acceptFollowed, type PlacementSource } from "../../manifest/index.ts";
 import type { InventoryStore } from "./inventorystore.ts";
-import { acceptFollowed } from "../../manifest/lookup.ts";
-import type { PlacementSource } from "../../manifest/placement/ladder.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import { TargetCollections } from "./collections.ts";
 import { followedObjects } from "./followed.ts";

@@ -5,7 +5,7 @@ import type { DesiredObject, StreamItem } from "../../stream/stream.ts";
 import type { ResourceIdentity } from "../../types/identity.ts";
 import type { Author } from "../../types/signature.ts";
 import type { MessageTemplates } from "../../commitmessage/messages.ts";
-import type { PlacementPolicy } from "../../manifest/placement/ladder.ts";
+import type { PlacementPolicy } from "../../manifest/index.ts";
 import { keyOf } from "../../types/names.ts";
 import type { AppliedBy } from "../../applier/owner.ts";
 

@@ -105,7 +105,15 @@ describe("FluxClaim holds a Kustomization with the real Flux controllers", () =>
       timeoutMs: 30_000,
       description: "FluxClaim apps Ready",
     });
-    assert.equal((await conditionOf("apps", "InControl"))?.reason, "Suspended");
+    // The branch worker's converge at start applies once the claim holds it; then it is idle.
+    await eventually(async () => (await claimOf("apps"))?.status?.operation?.phase === "Succeeded", {
+      timeoutMs: 60_000,
+      description: "the converge at start applied",
+    });
+    await eventually(async () => (await conditionOf("apps", "InControl"))?.reason === "Suspended", {
+      timeoutMs: 30_000,
+      description: "FluxClaim apps Suspended after the converge",
+    });
     const claim = await claimOf("apps");
     assert.equal(claim?.status?.previousSuspendState, "Active");
     assert.equal(claim?.status?.source?.branch, "main");

@@ -68,8 +68,11 @@ describe("the push cooldown of a branch worker", () => {
   });
 
   it("the push cooldown batches two windows into one push", async () => {
+    const initial = pushes();
     upsert("first");
     await eventually(() => show("first"), { description: "the first window's push" });
+    // The ref can show the push before the server has logged the request that made it.
+    await eventually(() => pushes() > initial, { description: "the first push logged" });
     const before = { pushes: pushes(), head: (await git.branchHead("cluster-state", "main"))! };
 
     // The second window closes inside the cooldown the first push started, and waits for it.

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  admitsNamespace,
-  admitsSourceNamespace,
-  grantsAdmit,
-  selectorMatches,
-} from "../../../internal/grants/namespaces.ts";
+import { admitsNamespace, admitsSourceNamespace, grantsAdmit } from "../../../internal/grants/namespaces.ts";
+import { selectorMatches } from "../../../internal/kube/labels.ts";
 
 describe("namespace grants", () => {
   it("Same admits the owner's namespace only, and is the default", () => {

@@ -9,8 +9,8 @@ import {
   type ServedType,
 } from "../../../internal/typeset/followability.ts";
 import { removalGraceMs, TypeRegistry, type Scan } from "../../../internal/typeset/registry.ts";
-import { labelSelectorString, parseLabelSelector } from "../../../internal/watch/selector.ts";
-import { selectorMatches } from "../../../internal/grants/namespaces.ts";
+import { labelSelectorString, parseLabelSelector } from "../../../internal/kube/labels.ts";
+import { selectorMatches } from "../../../internal/kube/labels.ts";
 import { GitTargetEventStream } from "../../../internal/stream/stream.ts";
 import { planCollections } from "../../../internal/watch/watchedtypes.ts";
 

@@ -1,5 +1,6 @@
+// Label selectors: the string form list and watch requests take, read back, and matched against
+// an object's labels as the API server matches them. One home, below every room that selects.
 import type { LabelSelector } from "../../generated/v1alpha3/index.ts";
-import { selectorMatches } from "../grants/namespaces.ts";
 
 /** A LabelSelector in the string form list and watch requests take, with a stable order. */
 export function labelSelectorString(selector: LabelSelector | undefined): string {
@@ -53,3 +54,21 @@ export function parseLabelSelector(text: string): LabelSelector | undefined {
 const keyPattern = String.raw`(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?`;
 /** A label value, which may be empty. */
 const valuePattern = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/;
+
+export function selectorMatches(selector: LabelSelector, labels: Record<string, string>): boolean {
+  for (const [key, value] of Object.entries(selector.matchLabels ?? {}))
+    if (labels[key] !== value) return false;
+  for (const { key, operator, values = [] } of selector.matchExpressions ?? []) {
+    const present = Object.hasOwn(labels, key);
+    const ok =
+      operator === "In"
+        ? present && values.includes(labels[key]!)
+        : operator === "NotIn"
+          ? !present || !values.includes(labels[key]!)
+          : operator === "Exists"
+            ? present
+            : !present;
+    if (!ok) return false;
+  }
+  return true;
+}

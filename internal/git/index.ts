@@ -1,0 +1,22 @@
+// The write path's face: what the rest of the operator uses of internal/git. The process-wide
+// manager and what it reports, a target's settings and folder report, the shared exclusions
+// of coordinated folders, the messages a status says of a worker's outage and contention, and
+// the one remote probe the GitProvider's check makes. The rooms below (engine/, worker/,
+// folder/) are reached through here from outside; the benchmark, which times their insides,
+// is the exception.
+export {
+  WorkerManager,
+  defaultWorkerRoot,
+  type ProcessApplies,
+  type TargetWriteState,
+  type WorkerSpec,
+} from "./workermanager.ts";
+export type { SaveRoutes } from "./saveroutes.ts";
+export type { BranchState, Outage } from "./worker/report.ts";
+export { outageFacts, outageMessage, type OutageFacts } from "./worker/outage.ts";
+export { contentionFacts, contentionMessage, type ContentionFacts } from "./worker/contention.ts";
+export type { TargetSettings } from "./folder/writes.ts";
+export type { FolderReport } from "./folder/targetfolders.ts";
+export { unwrittenMessage } from "./folder/refusedwrites.ts";
+export { Exclusions } from "./folder/coordinated.ts";
+export { probeRemote, type ProbeOutcome } from "./engine/probe.ts";
