@@ -13,6 +13,8 @@ import { EventRecorder } from "../internal/operator/events.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import {
   applyDuration,
+  applyEchoes,
+  applyWindowCollisions,
   applyOperationsUnresolved,
   applyRequests,
   applyRevisionMismatches,
@@ -118,6 +120,22 @@ export function setupApplies(
       if (!claim || !source?.name) return undefined;
       const provider = keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!));
       return `${provider}|${source.namespace}/${source.name}`;
+    },
+    judged: (ref, verdict, object) => {
+      const labels = { claim_kind: "FluxClaim", claim_namespace: ref.namespace, claim_name: ref.name };
+      if (verdict === "echo") applyEchoes.inc({ ...labels, outcome: "not_mirrored" });
+      if (verdict === "late") applyEchoes.inc({ ...labels, outcome: "late" });
+      if (verdict === "withheld" || verdict === "ambiguous") {
+        applyWindowCollisions.inc({ ...labels, outcome: verdict });
+        manager.logger.info("an apply met a newer edit in its window", {
+          claim: keyOf(ref),
+          object,
+          outcome:
+            verdict === "withheld"
+              ? "withheld: Git keeps the edit, and a Repair is due"
+              : "ambiguous: mirrored",
+        });
+      }
     },
     lastApplied: (ref) => {
       const operation = claimOf(ref)?.status?.operation;

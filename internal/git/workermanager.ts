@@ -26,6 +26,7 @@ import type { FolderReport, TargetFolderCallbacks } from "./folder/targetfolders
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./folder/writes.ts";
 import type { Applier, Attempt, Covered, Outcome } from "../applier/due.ts";
+import type { WriteVerdict } from "../applier/window.ts";
 import type { CloseReason } from "./worker/window.ts";
 import type { NamespacedName } from "../types/names.ts";
 import { untilAborted } from "../timing/sleep.ts";
@@ -100,6 +101,8 @@ export interface ProcessApplies {
   sourceOf(claim: NamespacedName): string | undefined;
   /** The commit a claim's last succeeded operation applied. */
   lastApplied(claim: NamespacedName): string | undefined;
+  /** How the apply window judged a live write to a claim's folder (internal/applier/window.ts). */
+  judged?(claim: NamespacedName, verdict: WriteVerdict, object: string): void;
 }
 
 /** What the write side knows of one GitTarget, for its status. */
@@ -291,6 +294,7 @@ export class WorkerManager implements Runnable {
               dispatch: (attempt, current) =>
                 applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
               lastApplied: (claim) => applies.lastApplied(claim),
+              judged: (claim, verdict, object) => applies.judged?.(claim, verdict, object),
             },
           }
         : {}),

@@ -1,5 +1,6 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { AppliedBy } from "../applier/owner.ts";
+import type { FieldsEntry } from "../applier/window.ts";
 import type { Defaulted } from "../sanitize/owned.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import type { Author } from "../types/signature.ts";
@@ -36,7 +37,13 @@ export type StreamItem =
       /** Keys of objects observed but kept out (another applier's): present, so never swept. */
       kept?: string[];
     }
-  | ({ type: "upsert"; collection: Collection; author?: Author } & DesiredObject)
+  | ({
+      type: "upsert";
+      collection: Collection;
+      author?: Author;
+      /** Who wrote the live object and when (its managedFields), for the apply window. */
+      writers?: FieldsEntry[];
+    } & DesiredObject)
   | {
       type: "delete";
       collection: Collection;

@@ -230,6 +230,25 @@ export const applyRevisionMismatches = new Counter({
   registers: [],
 });
 
+/**
+ * Live writes by an applier during or after an apply window: its echo, not mirrored, or a write
+ * with no window open (an echo after the grace, or an apply somebody else started), mirrored.
+ */
+export const applyEchoes = new Counter({
+  name: `${metricPrefix}apply_echoes_total`,
+  help: "Live writes by an applier's field managers: not_mirrored (the apply's echo) or late (no window open).",
+  labelNames: [...claimLabels, "outcome"] as const,
+  registers: [],
+});
+
+/** An applier's write over an API edit in the window: withheld (a Repair made due) or ambiguous (mirrored). */
+export const applyWindowCollisions = new Counter({
+  name: `${metricPrefix}apply_window_collisions_total`,
+  help: "An applier's write meeting an API edit in the apply window: withheld, or ambiguous (a tie, mirrored).",
+  labelNames: [...claimLabels, "outcome"] as const,
+  registers: [],
+});
+
 /** Commit windows closed, by why: idle, max_duration, buffer_full, other_owner, resync, request, delivery, apply_due, shutdown. */
 export const commitWindows = new Counter({
   name: `${metricPrefix}git_commit_windows_total`,
@@ -245,6 +264,8 @@ export function registerInstruments(registry: Registry): void {
     applyDuration,
     applyOperationsUnresolved,
     applyRevisionMismatches,
+    applyEchoes,
+    applyWindowCollisions,
     commitWindows,
     placementRefusals,
     secretEncryptions,

@@ -3,6 +3,7 @@
 // worker keeps another applier's objects out of a folder a claim applies (git/coordinated.ts).
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { appliedBy, type AppliedBy } from "../applier/owner.ts";
+import type { FieldsEntry } from "../applier/window.ts";
 import type { StreamItem } from "../stream/stream.ts";
 
 /** `{ appliedBy }` when an applier marked the object, else nothing: for spreading into an item. */
@@ -20,4 +21,20 @@ export function stampDelete(
   if (!stamp.appliedBy) return item;
   const stamped = (i: StreamItem): StreamItem => (i.type === "delete" ? { ...i, ...stamp } : i);
   return item instanceof Promise ? item.then(stamped) : stamped(item);
+}
+
+/**
+ * Who wrote a live object, and when, from its managedFields (sanitize strips them): what the
+ * apply window judges a write by. Only for a live upsert; a snapshot is no write.
+ */
+export function writersOf(object: KubernetesObject): { writers?: FieldsEntry[] } {
+  const entries = object.metadata?.managedFields;
+  if (!entries?.length) return {};
+  return {
+    writers: entries.map((e) => ({
+      ...(e.manager ? { manager: e.manager } : {}),
+      ...(e.time ? { time: new Date(e.time).toISOString() } : {}),
+      ...(e.subresource ? { subresource: e.subresource } : {}),
+    })),
+  };
 }

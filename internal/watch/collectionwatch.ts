@@ -27,7 +27,7 @@ import { pathOf, type Collection } from "../stream/collection.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
-import { appliedByOf, stampDelete } from "./appliedby.ts";
+import { appliedByOf, stampDelete, writersOf } from "./appliedby.ts";
 import { watchSessions } from "../telemetry/instruments.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
 import { objectKeyOf } from "../types/names.ts";
@@ -406,6 +406,7 @@ export class CollectionWatch {
       ...projection,
       ...digestOf(pending, digest),
       ...appliedByOf(object),
+      ...writersOf(object),
     });
     // The author is asked now, whether or not the projection waits for its proof.
     const projection = this.project(pending);

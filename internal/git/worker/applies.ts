@@ -5,6 +5,8 @@
 // feeds it what the worker sees and carries its answers out.
 import { randomBytes } from "node:crypto";
 import { ApplyDue, type Applier, type Attempt, type Outcome, type Reason } from "../../applier/due.ts";
+import { applierManagers, judgeWrite, type FieldsEntry, type WriteVerdict } from "../../applier/window.ts";
+import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
 import type { NamespacedName } from "../../types/names.ts";
 
@@ -19,6 +21,24 @@ export interface ApplyHooks {
   dispatch(attempt: Attempt, current: () => boolean): Promise<Outcome>;
   /** The commit an applier's last succeeded operation applied, as its claim's status records it. */
   lastApplied?(claim: NamespacedName): string | undefined;
+  /** How the apply window judged a live write to an applier's folder, for its metrics and log. */
+  judged?(claim: NamespacedName, verdict: WriteVerdict, object: string): void;
+}
+
+/** How long a window stays open after its operation completed: the applier's writes reach the watch late. */
+export const windowGraceMs = 10_000;
+
+/** An applier's apply windows: the attempts out, by token, and those in their grace. */
+interface Windows {
+  open: Map<string, number>;
+  carried: { sentAt: number; until: number }[];
+  /** API edits seen in the window since the last flush began, by object: when each was written. */
+  edited: Map<string, number>;
+  /**
+   * Edits from before the last flush: that flush published them, so the apply it made holds
+   * them; they guard only against an applier write made before that apply was sent.
+   */
+  carriedEdits: Map<string, number>;
 }
 
 /** An attempt's end, as the worker's queue carries it back to the loop. */
@@ -53,6 +73,10 @@ export class WorkerApplies {
   /** Retained writes of the flush mark still to publish; undefined while no flush is under way. */
   private mark: number | undefined;
   private readonly restored = new Set<string>();
+  /** Per claim (namespace/name): its apply windows. */
+  private readonly windows = new Map<string, Windows>();
+  /** When the flush under way began: edits from then on are recorded for the apply it makes. */
+  private flushedAt: number | undefined;
 
   constructor(
     private readonly hooks: ApplyHooks,
@@ -93,9 +117,16 @@ export class WorkerApplies {
 
   /**
    * A write refused at the boundary: a Refusal, where the target opted in with Reapply and the
-   * refusal was of an edit to a document the folder holds (reapplying the tip reverts it).
+   * refusal was of an edit to a document the folder holds (reapplying the tip reverts it). Git
+   * never took the edit, so it guards nothing in the window: the apply that reverts it is meant.
    */
-  refused(targetKey: string, reason: string): void {
+  refused(targetKey: string, identity: ResourceIdentity, reason: string): void {
+    const claim = this.claimOf(targetKey);
+    if (claim) {
+      const windows = this.windowsOf(claim);
+      windows.edited.delete(identityKeyOf(identity));
+      windows.carriedEdits.delete(identityKeyOf(identity));
+    }
     if (!reappliable.has(reason)) return;
     this.raise(targetKey, "Refusal", (onRefusal) => onRefusal === "Reapply");
   }
@@ -107,18 +138,25 @@ export class WorkerApplies {
     if (this.mark === undefined) {
       if (!this.due.wants(appliers, this.known, now)) return undefined;
       this.mark = Infinity;
+      this.flushedAt = now;
+      for (const windows of this.windows.values()) {
+        for (const [key, at] of windows.edited) windows.carriedEdits.set(key, at);
+        windows.edited.clear();
+      }
       return { kind: "flush" } as const;
     }
     if (this.mark === Infinity) this.mark = facts.pending;
     if (this.mark > 0 && facts.pending > 0) return { kind: "publish" } as const;
     if (!facts.trusted) return { kind: "prove" } as const;
     this.mark = undefined;
+    this.flushedAt = undefined;
     return facts.tip === undefined ? undefined : ({ kind: "send", tip: facts.tip } as const);
   }
 
   /** Sends every attempt due at `tip`; each report comes back through `report`. */
   send(tip: string, now: number, current: (commit: string) => boolean, report: (r: AttemptReport) => void) {
     for (const attempt of this.due.due(this.appliers(), tip, now)) {
+      this.windowsOf(attempt.claim).open.set(attempt.token, now);
       this.logger.info("asking an applier to apply", {
         claim: `${attempt.claim.namespace}/${attempt.claim.name}`,
         commit: attempt.commit,
@@ -137,6 +175,51 @@ export class WorkerApplies {
   /** An attempt's end, handled on the worker's loop. */
   reported({ attempt, outcome }: AttemptReport, now: number): void {
     this.due.report(attempt.claim, attempt.token, outcome, now);
+    const windows = this.windowsOf(attempt.claim);
+    const sentAt = windows.open.get(attempt.token);
+    windows.open.delete(attempt.token);
+    if (sentAt !== undefined) windows.carried.push({ sentAt, until: now + windowGraceMs });
+  }
+
+  /**
+   * The apply window (applier-claims.md): whether a live write to a target's folder is mirrored.
+   * The applier's own write of what it applies (its echo) is not, and neither is its late write
+   * over a newer API edit, which makes a Repair due instead; everything that could be the edit
+   * itself is. A DELETE carries nothing about its deleter and is always an edit.
+   */
+  admits(
+    targetKey: string,
+    identity: ResourceIdentity,
+    writers: readonly FieldsEntry[] | undefined,
+    now: number,
+  ) {
+    const claim = this.claimOf(targetKey);
+    if (!claim) return true;
+    const windows = this.windowsOf(claim);
+    windows.carried = windows.carried.filter((w) => w.until > now);
+    const sends = [...windows.open.values(), ...windows.carried.map((w) => w.sentAt)];
+    const open = sends.length > 0 || this.flushedAt !== undefined;
+    if (!open) {
+      windows.edited.clear();
+      windows.carriedEdits.clear();
+    }
+    const key = identityKeyOf(identity);
+    // A carried edit is in the commit the latest attempt applies: a write since that send is
+    // this attempt's own apply, never a late one over the edit.
+    const carried = windows.carriedEdits.get(key);
+    const latestSend = windows.open.size > 0 ? Math.max(...windows.open.values()) : undefined;
+    const beforeSend = latestSend === undefined || seconds(newestWrite(writers, now)) < seconds(latestSend);
+    const editedAt = windows.edited.get(key) ?? (beforeSend ? carried : undefined);
+    const verdict = judgeWrite(writers ?? [], {
+      managers: applierManagers.Flux,
+      ...(sends.length > 0 ? { earliestSend: new Date(Math.min(...sends)) } : {}),
+      ...(editedAt !== undefined ? { editedAt: new Date(editedAt) } : {}),
+    });
+    if (verdict !== "edit") this.hooks.judged?.(claim, verdict, key);
+    if ((verdict === "edit" || verdict === "ambiguous") && open)
+      windows.edited.set(key, newestWrite(writers, now));
+    if (verdict === "withheld") this.raise(targetKey, "Repair");
+    return verdict !== "echo" && verdict !== "withheld";
   }
 
   /** When a backoff or the refusal spacing next lets an applier be due. */
@@ -147,6 +230,32 @@ export class WorkerApplies {
   /** Whether an applier of `claim` has an attempt out or a reason other than an adopt pending. */
   ahead(claim: NamespacedName): boolean {
     return this.due.ahead(claim);
+  }
+
+  /** A live delete in an applier's folder: always an edit, remembered while a window is open. */
+  deleted(targetKey: string, identity: ResourceIdentity, now: number): void {
+    const claim = this.claimOf(targetKey);
+    if (!claim) return;
+    const windows = this.windowsOf(claim);
+    const open =
+      windows.open.size > 0 || windows.carried.some((w) => w.until > now) || this.flushedAt !== undefined;
+    if (open) windows.edited.set(identityKeyOf(identity), now);
+  }
+
+  private claimOf(targetKey: string): NamespacedName | undefined {
+    return this.appliers().find((a) =>
+      a.targets.some((t) => `${t.ref.namespace}/${t.ref.name}` === targetKey),
+    )?.claim;
+  }
+
+  private windowsOf(claim: NamespacedName): Windows {
+    const key = `${claim.namespace}/${claim.name}`;
+    let windows = this.windows.get(key);
+    if (!windows) {
+      windows = { open: new Map(), carried: [], edited: new Map(), carriedEdits: new Map() };
+      this.windows.set(key, windows);
+    }
+    return windows;
   }
 
   private appliers(): Applier[] {
@@ -171,3 +280,13 @@ export class WorkerApplies {
     }
   }
 }
+
+/** When a write was made: its newest timed managedFields entry (status aside), else now. */
+function newestWrite(writers: readonly FieldsEntry[] | undefined, now: number): number {
+  const times = (writers ?? [])
+    .filter((w) => w.time && w.subresource !== "status")
+    .map((w) => Date.parse(w.time!));
+  return times.length > 0 ? Math.max(...times) : now;
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000);

@@ -129,7 +129,7 @@ export class BranchWorker {
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);
           // A snapshot's refusal is no edit: it recurs whenever the collection replays.
-          if (write.reason === "live") applies?.refused(write.target.key, reason);
+          if (write.reason === "live") applies?.refused(write.target.key, identity, reason);
         },
       },
       folders: this.folders,
@@ -270,6 +270,14 @@ export class BranchWorker {
     const bytes = intake.bytes ?? bytesOf(item);
     this.saves.saw(target);
     if (this.suspensions.take(intake)) return;
+    // The apply window: an applier's echo, or its late write over a newer edit, is not mirrored.
+    if (
+      item.type === "upsert" &&
+      this.applies &&
+      !this.applies.admits(target.key, item.identity, item.writers, Date.now())
+    )
+      return;
+    if (item.type === "delete") this.applies?.deleted(target.key, item.identity, Date.now());
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
     this.events.items(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;

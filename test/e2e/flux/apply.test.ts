@@ -372,6 +372,51 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     assert.equal(reverted.commit, await tip());
   });
 
+  it("a late apply over a newer edit is withheld and repaired: the cluster and Git both end at the edit", async () => {
+    // An apply, so a window is open (and stays open 10 s after it ends).
+    await env.git.pushForeignCommit("state", {
+      files: { "clusters/infra/settings.yaml": settingsFile("infra", "window") },
+      message: "Open a window",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(() => appliedAtTip("apps"), { timeoutMs: 30_000, description: "apps applied" });
+    // A person edits; then kustomize-controller writes the old value over it, as a late apply does.
+    await env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "apps-settings",
+      body: [{ op: "replace", path: "/data/mode", value: "edited-in-window" }],
+    });
+    // managedFields times resolve to the second: a write in the edit's second could be the edit
+    // itself and is mirrored (a tie). The late apply lands in the next second, as most do.
+    await new Promise((resolve) => setTimeout(resolve, 1_050 - (Date.now() % 1_000)));
+    await env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "apps-settings",
+      fieldManager: "kustomize-controller",
+      body: [{ op: "replace", path: "/data/mode", value: "reverted-by-apply" }],
+    });
+    const repaired = await eventually(
+      async () => {
+        const operation = await operationOf("apps");
+        return operation?.reason === "Repair" && operation.phase === "Succeeded" && operation;
+      },
+      { timeoutMs: 60_000, description: "a Repair applied" },
+    );
+    assert.match(
+      (await env.git.fileAt("state", repaired.commit!, "clusters/apps/settings.yaml")) ?? "",
+      /mode: edited-in-window/,
+      "Git kept the edit",
+    );
+    await eventually(async () => (await modeOf("apps-settings")) === "edited-in-window", {
+      timeoutMs: 30_000,
+      description: "the cluster back at the edit",
+    });
+    assert.doesNotMatch(
+      (await env.git.fileAt("state", "main", "clusters/apps/settings.yaml")) ?? "",
+      /reverted-by-apply/,
+    );
+  });
+
   it("after a restart, the edits made while the operator was down reach Git before anything is applied", async () => {
     await env.operator.stop();
     await env.core.patchNamespacedConfigMap({
