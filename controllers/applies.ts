@@ -9,6 +9,7 @@ import { holdsApplier } from "../internal/applier/fluxclaim.ts";
 import type { ProcessApplies } from "../internal/git/index.ts";
 import type { Following } from "../internal/applier/following.ts";
 import { informerSource } from "../internal/kube/sources.ts";
+import { statusCodeOf } from "../internal/kube/resourceclient.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import {
@@ -25,6 +26,8 @@ import { fieldManager } from "./fieldmanager.ts";
 
 /** The field manager status.operation is written under, apart from the claim reconciler's own. */
 export const operationFieldManager = `${fieldManager}-applies`;
+/** The field manager status.repairPending is written under: its own, so neither write drops the other's field. */
+export const repairFieldManager = `${fieldManager}-repairs`;
 
 const failureEvents: Partial<Record<DispatchReport["ended"], string>> = {
   Failed: "ApplyFailed",
@@ -105,6 +108,25 @@ export function setupApplies(
     },
   });
   manager.addRunnable(dispatcher);
+  const claimsClient = fluxClaims(kc);
+  /** status.repairPending onto the claim's version; a conflict reads it again, three times. */
+  const writeRepairPending = async (ref: { namespace: string; name: string }, pending: boolean) => {
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const claim = await claimsClient.get(ref.namespace, ref.name).catch(() => undefined);
+      if (!claim || claim.metadata.deletionTimestamp) return;
+      const { namespace, name, resourceVersion } = claim.metadata;
+      try {
+        await claimsClient.applyStatus(
+          { metadata: { namespace, name, resourceVersion }, status: { repairPending: pending } } as FluxClaim,
+          repairFieldManager,
+        );
+        return;
+      } catch (err) {
+        if (statusCodeOf(err) !== 409 || attempt === 3)
+          manager.logger.error("writing repairPending failed", { claim: keyOf(ref), error: String(err) });
+      }
+    }
+  };
   const claimOf = (ref: { namespace: string; name: string }) => claimInformer.get(ref.name, ref.namespace);
   return {
     dispatch: (branch, attempt, current) => dispatcher.dispatch(branch, attempt, current),
@@ -137,6 +159,8 @@ export function setupApplies(
         });
       }
     },
+    repairPendingAtStart: (ref) => claimOf(ref)?.status?.repairPending === true,
+    repairPending: (ref, pending) => void writeRepairPending(ref, pending),
     lastApplied: (ref) => {
       const operation = claimOf(ref)?.status?.operation;
       return operation?.phase === "Succeeded" ? operation.commit : undefined;

@@ -191,6 +191,14 @@ export class ApplyDue {
     state.notBefore = now + (outcome.kind === "rejected" ? Math.max(afterRejectionMs, delay) : delay);
   }
 
+  /** Whether a Repair is pending for an applier, or out with its attempt: the claim's repairPending. */
+  repairPending(claim: NamespacedName): boolean {
+    const state = this.appliers.get(keyOf(claim));
+    if (!state) return false;
+    const holds = (pends: Map<string, Set<Pend>>) => [...pends.values()].some((p) => p.has("Repair"));
+    return holds(state.pending) || (state.out !== undefined && holds(state.out.carried));
+  }
+
   /** Whether an applier has an attempt out or a reason pending other than an adopt. */
   ahead(claim: NamespacedName): boolean {
     const state = this.appliers.get(keyOf(claim));

@@ -103,6 +103,10 @@ export interface ProcessApplies {
   lastApplied(claim: NamespacedName): string | undefined;
   /** How the apply window judged a live write to a claim's folder (internal/applier/window.ts). */
   judged?(claim: NamespacedName, verdict: WriteVerdict, object: string): void;
+  /** Whether a claim's status says a Repair is pending. */
+  repairPendingAtStart?(claim: NamespacedName): boolean;
+  /** Writes a claim's status.repairPending. */
+  repairPending?(claim: NamespacedName, pending: boolean): void;
 }
 
 /** What the write side knows of one GitTarget, for its status. */
@@ -295,6 +299,8 @@ export class WorkerManager implements Runnable {
                 applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
               lastApplied: (claim) => applies.lastApplied(claim),
               judged: (claim, verdict, object) => applies.judged?.(claim, verdict, object),
+              repairPendingAtStart: (claim) => applies.repairPendingAtStart?.(claim) ?? false,
+              repairPending: (claim, pending) => applies.repairPending?.(claim, pending),
             },
           }
         : {}),

@@ -21,6 +21,10 @@ export interface ApplyHooks {
   dispatch(attempt: Attempt, current: () => boolean): Promise<Outcome>;
   /** The commit an applier's last succeeded operation applied, as its claim's status records it. */
   lastApplied?(claim: NamespacedName): string | undefined;
+  /** Whether a claim's status says a Repair is pending, read back once when a worker starts. */
+  repairPendingAtStart?(claim: NamespacedName): boolean;
+  /** A Repair became pending for a claim, or was answered: its status.repairPending. */
+  repairPending?(claim: NamespacedName, pending: boolean): void;
   /** How the apply window judged a live write to an applier's folder, for its metrics and log. */
   judged?(claim: NamespacedName, verdict: WriteVerdict, object: string): void;
 }
@@ -73,6 +77,8 @@ export class WorkerApplies {
   /** Retained writes of the flush mark still to publish; undefined while no flush is under way. */
   private mark: number | undefined;
   private readonly restored = new Set<string>();
+  /** Per claim (namespace/name): the repairPending last published. */
+  private readonly repairs = new Map<string, boolean>();
   /** Per claim (namespace/name): its apply windows. */
   private readonly windows = new Map<string, Windows>();
   /** When the flush under way began: edits from then on are recorded for the apply it makes. */
@@ -175,6 +181,7 @@ export class WorkerApplies {
   /** An attempt's end, handled on the worker's loop. */
   reported({ attempt, outcome }: AttemptReport, now: number): void {
     this.due.report(attempt.claim, attempt.token, outcome, now);
+    this.publishRepair(attempt.claim);
     const windows = this.windowsOf(attempt.claim);
     const sentAt = windows.open.get(attempt.token);
     windows.open.delete(attempt.token);
@@ -218,7 +225,10 @@ export class WorkerApplies {
     if (verdict !== "edit") this.hooks.judged?.(claim, verdict, key);
     if ((verdict === "edit" || verdict === "ambiguous") && open)
       windows.edited.set(key, newestWrite(writers, now));
-    if (verdict === "withheld") this.raise(targetKey, "Repair");
+    if (verdict === "withheld") {
+      this.raise(targetKey, "Repair");
+      this.publishRepair(claim);
+    }
     return verdict !== "echo" && verdict !== "withheld";
   }
 
@@ -240,6 +250,15 @@ export class WorkerApplies {
     const open =
       windows.open.size > 0 || windows.carried.some((w) => w.until > now) || this.flushedAt !== undefined;
     if (open) windows.edited.set(identityKeyOf(identity), now);
+  }
+
+  /** Tells the claim's status when its Repair becomes pending or is answered. */
+  private publishRepair(claim: NamespacedName): void {
+    const key = `${claim.namespace}/${claim.name}`;
+    const pending = this.due.repairPending(claim);
+    if ((this.repairs.get(key) ?? false) === pending) return;
+    this.repairs.set(key, pending);
+    this.hooks.repairPending?.(claim, pending);
   }
 
   private claimOf(targetKey: string): NamespacedName | undefined {
@@ -267,6 +286,12 @@ export class WorkerApplies {
       this.restored.add(key);
       const last = this.hooks.lastApplied?.(applier.claim);
       if (last) this.due.restore(applier, last);
+      // A Repair pending when the last process stopped is due again: the cluster may still run the reverted value.
+      const target = applier.targets[0];
+      if (target && this.hooks.repairPendingAtStart?.(applier.claim)) {
+        this.due.raise(applier, target.uid, "Repair");
+        this.repairs.set(key, true);
+      }
     }
     return appliers;
   }

@@ -415,6 +415,13 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       (await env.git.fileAt("state", "main", "clusters/apps/settings.yaml")) ?? "",
       /reverted-by-apply/,
     );
+    await eventually(
+      async () => (await fluxClaims(env.kc).get(namespace, "apps"))?.status?.repairPending === false,
+      {
+        timeoutMs: 30_000,
+        description: "repairPending answered",
+      },
+    );
   });
 
   it("after a restart, the edits made while the operator was down reach Git before anything is applied", async () => {
@@ -450,6 +457,51 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       assert.equal(await modeOf("apps-settings"), "while-down");
     } finally {
       await restarted.stop();
+      removeOwnedTempDir(workerRoot);
+    }
+  });
+
+  it("a graceful stop leaves no Kustomization resumed", async () => {
+    const workerRoot = makeOwnedTempDir("apply-stop");
+    const operator = startOperator(env.kc, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    try {
+      await eventually(() => appliedAtTip("apps"), { timeoutMs: 60_000, description: "apps converged" });
+      // An apply that waits for a Deployment to be ready: with no kubelet it never is, so the
+      // apply runs until its timeout, and the operator stops in the middle of it.
+      await kustomizations.apply(
+        {
+          metadata: { name: "apps", namespace },
+          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "5m" },
+        } as Kustomization,
+        "kubectl",
+      );
+      const deployment = `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: never-ready\n  namespace: ${namespace}\nspec:\n  selector:\n    matchLabels: {app: never-ready}\n  template:\n    metadata:\n      labels: {app: never-ready}\n    spec:\n      containers:\n        - name: c\n          image: example.invalid/never:1\n`;
+      await env.git.pushForeignCommit("state", {
+        files: { "clusters/apps/never-ready.yaml": deployment },
+        message: "A Deployment that never gets ready",
+      });
+      operator.workers.notice(branchKey);
+      await eventually(async () => (await operationOf("apps"))?.phase === "Running", {
+        timeoutMs: 30_000,
+        description: "the apply running",
+      });
+      assert.equal(
+        (await kustomizations.get(namespace, "apps"))?.spec?.suspend,
+        false,
+        "resumed for the apply",
+      );
+      await operator.stop();
+      const stopped = await kustomizations.get(namespace, "apps");
+      assert.equal(stopped?.spec?.suspend, true, "suspended as the operator stopped");
+      const operation = await operationOf("apps");
+      assert.equal(operation?.phase, "Unresolved");
+      assert.match(operation?.message ?? "", /stopped/);
+    } finally {
+      await operator.stop();
       removeOwnedTempDir(workerRoot);
     }
   });

@@ -21,6 +21,7 @@ const settings = configMapIdentity("settings", "shop");
 function applies() {
   const sent: Attempt[] = [];
   const judged: WriteVerdict[] = [];
+  const repairs: boolean[] = [];
   const ends: ((outcome: Outcome) => void)[] = [];
   const worker = new WorkerApplies(
     {
@@ -30,6 +31,7 @@ function applies() {
         return new Promise((resolve) => ends.push(resolve));
       },
       judged: (_claim, verdict) => void judged.push(verdict),
+      repairPending: (_claim, pending) => void repairs.push(pending),
     },
     quiet,
   );
@@ -52,7 +54,7 @@ function applies() {
     );
     return reports;
   };
-  return { worker, sent, judged, ends, sendAt };
+  return { worker, sent, judged, repairs, ends, sendAt };
 }
 
 describe("the apply window judges the applier's writes to its folder", () => {
@@ -64,7 +66,7 @@ describe("the apply window judges the applier's writes to its folder", () => {
   });
 
   it("a late apply over a newer API edit is withheld, Git keeps the edit, and a Repair is due", () => {
-    const { worker, judged, sendAt, ends, sent } = applies();
+    const { worker, judged, repairs, sendAt, ends, sent } = applies();
     sendAt(10_000);
     assert.equal(worker.admits("shop/apps", settings, person(12_000), 12_000), true, "the edit is mirrored");
     assert.equal(worker.admits("shop/apps", settings, flux(13_000), 13_000), false, "the late apply is not");
@@ -89,6 +91,9 @@ describe("the apply window judges the applier's writes to its folder", () => {
     // The flush published the edit, so the Repair's own write of it is its echo, not withheld again.
     assert.equal(worker.admits("shop/apps", settings, flux(16_000), 16_000), false);
     assert.deepEqual(judged, ["withheld", "echo"]);
+    assert.deepEqual(repairs, [true], "the claim says repairPending while the Repair is due or out");
+    worker.reported({ attempt: sent.at(-1)!, outcome: { kind: "succeeded", commit: "c1" } }, 17_000);
+    assert.deepEqual(repairs, [true, false], "answered once the Repair succeeded");
   });
 
   it("a refused edit guards nothing: the apply that reverts it is meant", () => {
