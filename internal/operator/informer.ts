@@ -3,6 +3,7 @@ import type { InformerSource } from "../kube/sources.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import { storeKeyOf } from "../types/names.ts";
+import { statusCodeOf } from "../kube/resourceclient.ts";
 
 export interface InformerHandlers<T extends KubernetesObject> {
   added?: (object: T) => void;
@@ -27,6 +28,8 @@ export class SharedInformer<T extends KubernetesObject> {
   private readonly handlers: InformerHandlers<T>[] = [];
   private stopped = true;
   private restartTimer: NodeJS.Timeout | undefined;
+  /** An expected retry was logged once, and the informer has not listed since. */
+  private waiting = false;
   /** Restarts since the cache last held a complete list. */
   private restarts = 0;
   private syncedResolve!: () => void;
@@ -83,13 +86,23 @@ export class SharedInformer<T extends KubernetesObject> {
   private markSyncedIfListed(): void {
     if (this.informer.latestResourceVersion()) {
       this.restarts = 0;
+      this.waiting = false;
       this.syncedResolve();
     }
   }
 
   private scheduleRestart(err: unknown): void {
     if (this.stopped) return;
-    this.logger.error("informer stopped; restarting", { path: this.source.path, error: String(err) });
+    if (!expectedRetry(err)) {
+      this.logger.error("informer stopped; restarting", { path: this.source.path, error: String(err) });
+    } else if (!this.waiting) {
+      // The API server's normal state right after a CRD is installed: said once, not as a fault.
+      this.waiting = true;
+      this.logger.info("informer waiting for the API server to serve its kind", {
+        path: this.source.path,
+        error: String(err),
+      });
+    }
     clearTimeout(this.restartTimer);
     this.restartTimer = setTimeout(
       () => {
@@ -102,4 +115,14 @@ export class SharedInformer<T extends KubernetesObject> {
       backoffDelay(restartBackoff, this.restarts++),
     );
   }
+}
+
+/**
+ * An error the API server gives while it starts serving a kind (its watch cache initializing
+ * right after the CRD is installed, or a 429/503 it answers meanwhile): a retry the runtime
+ * expects, never a fault to report as one.
+ */
+export function expectedRetry(err: unknown): boolean {
+  const code = statusCodeOf(err);
+  return code === 429 || code === 503 || /storage is \(re\)initializing/.test(String(err));
 }
