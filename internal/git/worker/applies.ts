@@ -106,8 +106,9 @@ export class WorkerApplies {
 
   /** A push of the worker's own landed at `tip`: nothing is pending for it. */
   pushed(tip: string): void {
-    if (this.known === null) this.due.observe(this.appliers(), false);
-    this.due.observe(this.appliers(), true);
+    const appliers = this.appliers();
+    if (this.known === null) this.due.observe(appliers, false);
+    this.due.observe(appliers, true);
     this.known = tip;
   }
 
@@ -139,8 +140,8 @@ export class WorkerApplies {
 
   /** The next step of applying on this wake; `held` (a CommitRequest, an outage) holds every send. */
   next(now: number, facts: { tip: string | undefined; trusted: boolean; pending: number; held: boolean }) {
-    const appliers = this.appliers();
     if (this.known === null || facts.held) return undefined;
+    const appliers = this.appliers();
     if (this.mark === undefined) {
       if (!this.due.wants(appliers, this.known, now)) return undefined;
       this.mark = Infinity;

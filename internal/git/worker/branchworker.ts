@@ -129,7 +129,8 @@ export class BranchWorker {
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);
           // A snapshot's refusal is no edit: it recurs whenever the collection replays.
-          if (write.reason === "live") applies?.refused(write.target.key, identity, reason);
+          if (write.reason === "live" && write.target.claim)
+            applies?.refused(write.target.key, identity, reason);
         },
       },
       folders: this.folders,
@@ -271,13 +272,15 @@ export class BranchWorker {
     this.saves.saw(target);
     if (this.suspensions.take(intake)) return;
     // The apply window: an applier's echo, or its late write over a newer edit, is not mirrored.
+    // Only a folder a claim applies is judged, so every other live event costs nothing here.
+    const applies = target.claim && this.applies;
     if (
+      applies &&
       item.type === "upsert" &&
-      this.applies &&
-      !this.applies.admits(target.key, item.identity, item.writers, Date.now())
+      !applies.admits(target.key, item.identity, item.writers, Date.now())
     )
       return;
-    if (item.type === "delete") this.applies?.deleted(target.key, item.identity, Date.now());
+    if (applies && item.type === "delete") applies.deleted(target.key, item.identity, Date.now());
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
     this.events.items(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;

@@ -62,6 +62,16 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       ...(idleTimeout ? { idleTimeout, maxDuration: "60s" } : {}),
       applierClaimRef: { kind: "FluxClaim", name: "apps" },
     });
+  /** A new operator process on the environment's cluster, with a clone directory of its own, removed when it stops. */
+  const startAnotherOperator = (name: string) => {
+    const workerRoot = makeOwnedTempDir(name);
+    const operator = startOperator(env.kc, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    return { ...operator, stop: () => operator.stop().finally(() => removeOwnedTempDir(workerRoot)) };
+  };
   const applyClaim = (name: string) =>
     fluxClaims(env.kc).apply(fluxClaim(namespace, name), mirrorFieldManager);
 
@@ -431,12 +441,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       name: "apps-settings",
       body: [{ op: "replace", path: "/data/mode", value: "while-down" }],
     });
-    const workerRoot = makeOwnedTempDir("apply-restart");
-    const restarted = startOperator(env.kc, {
-      inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
-    });
+    const restarted = startAnotherOperator("apply-restart");
     try {
       await eventually(
         async () =>
@@ -457,17 +462,11 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       assert.equal(await modeOf("apps-settings"), "while-down");
     } finally {
       await restarted.stop();
-      removeOwnedTempDir(workerRoot);
     }
   });
 
   it("a graceful stop leaves no Kustomization resumed", async () => {
-    const workerRoot = makeOwnedTempDir("apply-stop");
-    const operator = startOperator(env.kc, {
-      inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
-    });
+    const operator = startAnotherOperator("apply-stop");
     try {
       await eventually(() => appliedAtTip("apps"), { timeoutMs: 60_000, description: "apps converged" });
       // An apply that waits for a Deployment to be ready: with no kubelet it never is, so the
@@ -502,7 +501,6 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       assert.match(operation?.message ?? "", /stopped/);
     } finally {
       await operator.stop();
-      removeOwnedTempDir(workerRoot);
     }
   });
 });
