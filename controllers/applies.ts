@@ -69,6 +69,7 @@ export function setupApplies(
       reason: report.reason,
       ended: report.ended,
       message: report.message,
+      ...(report.recovered ? { recovered: true } : {}),
     });
     const event = failureEvents[report.ended];
     if (report.ended === "Succeeded") failing.delete(key);
@@ -160,6 +161,11 @@ export function setupApplies(
       }
     },
     repairPendingAtStart: (ref) => claimOf(ref)?.status?.repairPending === true,
+    // An operation the last process left in flight, followed to its end before a live write to the claim's folders is judged.
+    recover: (ref) => {
+      const claim = claimOf(ref);
+      return claim && dispatcher.recover(claim);
+    },
     repairPending: (ref, pending) => void writeRepairPending(ref, pending),
     lastApplied: (ref) => {
       const operation = claimOf(ref)?.status?.operation;

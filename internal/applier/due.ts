@@ -45,8 +45,8 @@ type Pend = Reason | "Converge";
 interface ApplierState {
   /** Per target uid, what is pending for it. */
   pending: Map<string, Set<Pend>>;
-  /** The attempt out, with what it carried away. */
-  out?: { token: string; commit: string; carried: Map<string, Set<Pend>> };
+  /** The attempt out, with what it carried away; a recovered operation carries nothing. */
+  out?: { token: string; commit: string; carried: Map<string, Set<Pend>>; recovered?: boolean };
   failures: number;
   notBefore: number;
   lastApplied?: string;
@@ -68,6 +68,19 @@ export type Outcome =
   | { kind: "rejected" }
   /** No target still held the attempt's reason: nothing was asked, and nothing is given back. */
   | { kind: "dropped" };
+
+/**
+ * An operation a stopped process left in flight, followed by this one (applier-claims.md,
+ * "Restart recovery"): its apply window opens from when it was requested, and its outcome
+ * comes back like an attempt's, though it answers no reason of this process.
+ */
+export interface Recovery {
+  token: string;
+  commit: string;
+  /** When the operation was requested: its apply window opens from then. */
+  sentAt: number;
+  outcome: Promise<Outcome>;
+}
 
 export class ApplyDue {
   private readonly appliers = new Map<string, ApplierState>();
@@ -113,6 +126,16 @@ export class ApplyDue {
   /** The commit an applier last applied, as its claim's status recorded it before a restart. */
   restore(applier: Applier, lastApplied: string): void {
     this.state(applier).lastApplied = lastApplied;
+  }
+
+  /**
+   * An operation a stopped process left in flight, followed by this one: it is out like an
+   * attempt, so neither this applier nor another of its source is sent anything until it ends,
+   * but it answers no reason, and its failure starts no backoff (applier-claims.md, "Restart
+   * recovery": a recovered operation decides nothing about which apply is due).
+   */
+  recovering(applier: Applier, token: string, commit: string): void {
+    this.state(applier).out = { token, commit, carried: new Map(), recovered: true };
   }
 
   /**
@@ -173,8 +196,12 @@ export class ApplyDue {
   report(claim: NamespacedName, token: string, outcome: Outcome, now: number, refusalStands = true): void {
     const state = this.appliers.get(keyOf(claim));
     if (!state?.out || state.out.token !== token) return;
-    const { carried } = state.out;
+    const { carried, recovered } = state.out;
     delete state.out;
+    if (recovered) {
+      if (outcome.kind === "succeeded") state.lastApplied = outcome.commit;
+      return;
+    }
     if (outcome.kind === "succeeded") {
       state.lastApplied = outcome.commit;
       state.failures = 0;

@@ -25,7 +25,7 @@ import { SaveRoutes } from "./saveroutes.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./folder/targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./folder/writes.ts";
-import type { Applier, Attempt, Covered, Outcome } from "../applier/due.ts";
+import type { Applier, Attempt, Covered, Outcome, Recovery } from "../applier/due.ts";
 import type { WriteVerdict } from "../applier/window.ts";
 import type { CloseReason } from "./worker/window.ts";
 import type { NamespacedName } from "../types/names.ts";
@@ -101,6 +101,8 @@ export interface ProcessApplies {
   sourceOf(claim: NamespacedName): string | undefined;
   /** The commit a claim's last succeeded operation applied. */
   lastApplied(claim: NamespacedName): string | undefined;
+  /** Follows an operation a stopped process left in flight on a claim (internal/applier/fluxdispatch.ts). */
+  recover?(claim: NamespacedName): Recovery | undefined;
   /** How the apply window judged a live write to a claim's folder (internal/applier/window.ts). */
   judged?(claim: NamespacedName, verdict: WriteVerdict, object: string): void;
   /** Whether a claim's status says a Repair is pending. */
@@ -298,6 +300,7 @@ export class WorkerManager implements Runnable {
               dispatch: (attempt, current) =>
                 applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
               lastApplied: (claim) => applies.lastApplied(claim),
+              recover: (claim) => applies.recover?.(claim),
               judged: (claim, verdict, object) => applies.judged?.(claim, verdict, object),
               repairPendingAtStart: (claim) => applies.repairPendingAtStart?.(claim) ?? false,
               repairPending: (claim, pending) => applies.repairPending?.(claim, pending),

@@ -85,6 +85,13 @@ export class ManagedProcess {
     }
   }
 
+  /** SIGKILL at once, as a crash or an OOM kill ends a process: nothing of it runs after. */
+  async kill(): Promise<void> {
+    if (!this.running) return;
+    this.child.kill("SIGKILL");
+    await this.exited;
+  }
+
   /** SIGTERM, then SIGKILL after the grace period. Resolves once the process is gone. */
   async stop(graceMs = 10_000): Promise<void> {
     if (!this.running) return;

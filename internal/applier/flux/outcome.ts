@@ -12,6 +12,15 @@ export interface ResumeMark {
   historyTop?: string;
 }
 
+/**
+ * An operation recovered after a restart has no mark: the process that resumed it is gone. A
+ * reconcile ran since it was requested when Ready moved, or the top history entry was
+ * reconciled, in or after the second of its requestedAt (conditions keep whole seconds).
+ */
+export interface RecoveredMark {
+  requestedAt: string;
+}
+
 export type FluxOutcome =
   | { kind: "succeeded"; revision: string; mismatch: boolean }
   | { kind: "failed"; reason: string; message: string };
@@ -29,15 +38,12 @@ export function revisionHolds(revision: string | undefined, commit: string): boo
  * residual race) succeeded with a mismatch, and anything else failed.
  */
 export function fluxOutcome(
-  k: KustomizationView & { historyTop?: string },
-  mark: ResumeMark,
+  k: KustomizationView,
+  mark: ResumeMark | RecoveredMark,
   commit: string,
   sourceRevisionNow: string | undefined,
 ): FluxOutcome {
-  const ran =
-    (k.ready?.lastTransitionTime !== undefined && k.ready.lastTransitionTime !== mark.readyTransition) ||
-    (k.historyTop !== undefined && k.historyTop !== mark.historyTop);
-  if (!ran) {
+  if (!reconcileRan(k, mark)) {
     return { kind: "failed", reason: "NotApplied", message: "No reconcile ran since the resume." };
   }
   const ready = k.ready;
@@ -64,4 +70,17 @@ export function fluxOutcome(
     reason: ready?.reason ?? "NoReady",
     message: ready?.message ?? "The Kustomization reported no Ready condition.",
   };
+}
+
+/** Whether a reconcile ran since the resume `mark` was taken at, or since a recovered request. */
+export function reconcileRan(k: KustomizationView, mark: ResumeMark | RecoveredMark): boolean {
+  if ("requestedAt" in mark) {
+    const from = Math.floor(Date.parse(mark.requestedAt) / 1000) * 1000;
+    const since = (at: string | undefined) => at !== undefined && Date.parse(at) >= from;
+    return since(k.ready?.lastTransitionTime) || since(k.historyReconciledAt);
+  }
+  return (
+    (k.ready?.lastTransitionTime !== undefined && k.ready.lastTransitionTime !== mark.readyTransition) ||
+    (k.historyTop !== undefined && k.historyTop !== mark.historyTop)
+  );
 }

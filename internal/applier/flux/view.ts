@@ -79,6 +79,8 @@ export interface KustomizationView {
   lastAppliedRevision?: string;
   /** The newest status.history entry, as one string: it moves with every reconcile that applied. */
   historyTop?: string;
+  /** When the newest status.history entry was last reconciled. */
+  historyReconciledAt?: string;
 }
 
 const ownsSuspend = (entry: ManagedFieldsEntry) =>
@@ -108,6 +110,7 @@ export function viewKustomization(k: Kustomization, fieldManager: string): Kusto
     ),
     ...optional("lastAppliedRevision", k.status?.lastAppliedRevision),
     ...optional("historyTop", historyTopOf(k)),
+    ...optional("historyReconciledAt", k.status?.history?.[0]?.lastReconciled),
   };
 }
 

@@ -4,7 +4,14 @@
 // through the worker's queue. What is due is decided by internal/applier/due.ts; this file only
 // feeds it what the worker sees and carries its answers out.
 import { randomBytes } from "node:crypto";
-import { ApplyDue, type Applier, type Attempt, type Outcome, type Reason } from "../../applier/due.ts";
+import {
+  ApplyDue,
+  type Applier,
+  type Attempt,
+  type Outcome,
+  type Reason,
+  type Recovery,
+} from "../../applier/due.ts";
 import { applierManagers, judgeWrite, type FieldsEntry, type WriteVerdict } from "../../applier/window.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
@@ -19,6 +26,11 @@ export interface ApplyHooks {
    * whether the attempt's commit is still the tip the worker published.
    */
   dispatch(attempt: Attempt, current: () => boolean): Promise<Outcome>;
+  /**
+   * Follows an operation a stopped process left in flight on a claim, read back once when this
+   * worker first lists the claim; undefined when there is none.
+   */
+  recover?(claim: NamespacedName): Recovery | undefined;
   /** The commit an applier's last succeeded operation applied, as its claim's status records it. */
   lastApplied?(claim: NamespacedName): string | undefined;
   /** Whether a claim's status says a Repair is pending, read back once when a worker starts. */
@@ -87,6 +99,8 @@ export class WorkerApplies {
   constructor(
     private readonly hooks: ApplyHooks,
     private readonly logger: Logger,
+    /** Carries an attempt's end back to the worker's loop. */
+    private readonly report: (report: AttemptReport) => void,
   ) {}
 
   /** Whether a flush is under way. */
@@ -160,8 +174,8 @@ export class WorkerApplies {
     return facts.tip === undefined ? undefined : ({ kind: "send", tip: facts.tip } as const);
   }
 
-  /** Sends every attempt due at `tip`; each report comes back through `report`. */
-  send(tip: string, now: number, current: (commit: string) => boolean, report: (r: AttemptReport) => void) {
+  /** Sends every attempt due at `tip`; each report comes back through the worker's loop. */
+  send(tip: string, now: number, current: (commit: string) => boolean) {
     for (const attempt of this.due.due(this.appliers(), tip, now)) {
       this.windowsOf(attempt.claim).open.set(attempt.token, now);
       this.logger.info("asking an applier to apply", {
@@ -175,7 +189,7 @@ export class WorkerApplies {
           this.logger.error("an apply attempt failed", { error: String(err) });
           return { kind: "failed" };
         })
-        .then((outcome) => report({ attempt, outcome }));
+        .then((outcome) => this.report({ attempt, outcome }));
     }
   }
 
@@ -287,6 +301,7 @@ export class WorkerApplies {
       this.restored.add(key);
       const last = this.hooks.lastApplied?.(applier.claim);
       if (last) this.due.restore(applier, last);
+      this.recover(applier);
       // A Repair pending when the last process stopped is due again: the cluster may still run the reverted value.
       const target = applier.targets[0];
       if (target && this.hooks.repairPendingAtStart?.(applier.claim)) {
@@ -295,6 +310,31 @@ export class WorkerApplies {
       }
     }
     return appliers;
+  }
+
+  /**
+   * An operation the last process left in flight is followed before any live write to the
+   * claim's folders is judged: its window is open from its request, and the applier sends
+   * nothing until it ends (applier-claims.md, "Restart recovery").
+   */
+  private recover(applier: Applier): void {
+    const recovery = this.hooks.recover?.(applier.claim);
+    if (!recovery) return;
+    const { token, commit, sentAt } = recovery;
+    this.due.recovering(applier, token, commit);
+    this.windowsOf(applier.claim).open.set(token, sentAt);
+    this.logger.info("following an apply the last process left in flight", {
+      claim: `${applier.claim.namespace}/${applier.claim.name}`,
+      commit,
+      token,
+    });
+    const attempt: Attempt = { claim: applier.claim, commit, token, targets: [] };
+    void recovery.outcome
+      .catch((err: unknown): Outcome => {
+        this.logger.error("following a recovered apply failed", { error: String(err) });
+        return { kind: "failed" };
+      })
+      .then((outcome) => this.report({ attempt, outcome }));
   }
 
   private raise(targetKey: string, reason: Reason, consents: (onRefusal?: string) => boolean = () => true) {

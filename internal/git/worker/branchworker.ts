@@ -106,7 +106,9 @@ export class BranchWorker {
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
     this.suspensions = new Suspensions((key) => options.folders.onResyncRequested(key, undefined));
-    const applies = options.applies && new WorkerApplies(options.applies, options.logger);
+    const applies =
+      options.applies &&
+      new WorkerApplies(options.applies, options.logger, (report) => this.events.push({ applied: report }));
     this.applies = applies;
     const dir = options.clone.dir;
     this.folders = new TargetFolders(
@@ -346,12 +348,7 @@ export class BranchWorker {
       await proveBranch(this.refreshing());
       return true;
     }
-    applies.send(
-      step.tip,
-      now,
-      (commit) => this.publication.branchTip === commit,
-      (report) => this.events.push({ applied: report }),
-    );
+    applies.send(step.tip, now, (commit) => this.publication.branchTip === commit);
     return true;
   }
 

@@ -17,7 +17,8 @@ import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../.
 import { applyMirror, mirrorFieldManager, mirrorGitTarget } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
-import { startOperator } from "../../support/operator.ts";
+import { startOperator, startOperatorProcess } from "../../support/operator.ts";
+import { kustomizeBinary } from "../../support/binaries.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { ageIdentity } from "../../support/sops.ts";
 
@@ -28,6 +29,10 @@ const rules = (app: string) => [
 ];
 const settingsFile = (app: string, mode: string, name = `${app}-settings`) =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\n  labels:\n    app: ${app}\ndata:\n  mode: ${mode}\n`;
+
+/** A Deployment that never gets ready: no kubelet runs here. */
+const neverReady = (name: string) =>
+  `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ${name}\n  namespace: ${namespace}\nspec:\n  selector:\n    matchLabels: {app: ${name}}\n  template:\n    metadata:\n      labels: {app: ${name}}\n    spec:\n      containers:\n        - name: c\n          image: example.invalid/never:1\n`;
 
 describe("Flux applies when the branch worker decides, with the real Flux controllers", () => {
   let env: MirrorEnvironment;
@@ -465,6 +470,80 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     }
   });
 
+  it("the operator killed mid-apply recovers the operation from status and suspends the Kustomization", async () => {
+    await env.operator.stop();
+    await eventually(() => appliedAtTip("apps"), { timeoutMs: 60_000, description: "apps at the tip" });
+    const workerRoot = makeOwnedTempDir("apply-kill");
+    const logs = makeOwnedTempDir("apply-kill-log");
+    // The operator as its own process, so it can be killed: it sees a pushed commit by its refresh.
+    const { process: killed } = await startOperatorProcess(env.plane.kubeconfigPath, logs, [
+      `--in-cluster-kube-providers=${namespace}/self`,
+      `--worker-root=${workerRoot}`,
+      `--kustomize-path=${kustomizeBinary()}`,
+      "--git-refresh-interval=2s",
+    ]);
+    let recovering: ReturnType<typeof startAnotherOperator> | undefined;
+    try {
+      // An apply that waits 20 s for a Deployment that never gets ready (no kubelet runs here).
+      await kustomizations.apply(
+        {
+          metadata: { name: "apps", namespace },
+          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "20s" },
+        } as Kustomization,
+        "kubectl",
+      );
+      await env.git.pushForeignCommit("state", {
+        files: { "clusters/apps/slow.yaml": neverReady("slow") },
+        message: "A Deployment that never gets ready",
+      });
+      const running = await eventually(
+        async () => {
+          killed.assertRunning();
+          const [operation, k] = await Promise.all([
+            operationOf("apps"),
+            kustomizations.get(namespace, "apps"),
+          ]);
+          return operation?.phase === "Running" && k?.spec?.suspend === false && operation;
+        },
+        { timeoutMs: 60_000, description: "the apply running, the Kustomization resumed" },
+      );
+      await killed.kill();
+      const killedAt = new Date();
+      assert.equal((await kustomizations.get(namespace, "apps"))?.spec?.suspend, false, "left resumed");
+      // The next apply needs no wait: the recovered operation is the one that still waits.
+      await kustomizations.apply(kustomization(namespace, "apps", "./clusters/apps"), "kubectl");
+      recovering = startAnotherOperator("apply-recover");
+      const operator = recovering;
+      // Followed to its end by the recovering process, which ends it only once its suspend is
+      // handled (the converge at start may record its own operation over it at once, so the
+      // end is read from that process's report).
+      await eventually(
+        () =>
+          operator.logs.some((l) => l.startsWith("an apply attempt ended") && l.includes('"recovered":true')),
+        { timeoutMs: 90_000, description: "the killed process's operation followed to its end" },
+      );
+      assert.ok(
+        operator.logs.some(
+          (l) =>
+            l.includes("following an apply the last process left in flight") &&
+            l.includes(running.requestToken!),
+        ),
+        "the recorded operation was followed by its token",
+      );
+      const unfollowed = (await eventsFor("apps", "OperationUnfollowed")).filter(
+        (e) => new Date(e.eventTime ?? e.deprecatedLastTimestamp ?? 0) >= killedAt,
+      );
+      assert.deepEqual(unfollowed, [], "the claim never found it unfollowed");
+      // Then the converge at start applies the tip, so the apply the killed process ran is not lost.
+      await eventually(() => appliedAtTip("apps"), { timeoutMs: 60_000, description: "converged after" });
+    } finally {
+      await killed.kill();
+      await recovering?.stop();
+      removeOwnedTempDir(workerRoot);
+      removeOwnedTempDir(logs);
+    }
+  });
+
   it("a graceful stop leaves no Kustomization resumed", async () => {
     const operator = startAnotherOperator("apply-stop");
     try {
@@ -478,9 +557,8 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
         } as Kustomization,
         "kubectl",
       );
-      const deployment = `apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: never-ready\n  namespace: ${namespace}\nspec:\n  selector:\n    matchLabels: {app: never-ready}\n  template:\n    metadata:\n      labels: {app: never-ready}\n    spec:\n      containers:\n        - name: c\n          image: example.invalid/never:1\n`;
       await env.git.pushForeignCommit("state", {
-        files: { "clusters/apps/never-ready.yaml": deployment },
+        files: { "clusters/apps/never-ready.yaml": neverReady("never-ready") },
         message: "A Deployment that never gets ready",
       });
       operator.workers.notice(branchKey);

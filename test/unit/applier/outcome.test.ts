@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fluxOutcome, revisionHolds } from "../../../internal/applier/flux/outcome.ts";
+import { fluxOutcome, reconcileRan, revisionHolds } from "../../../internal/applier/flux/outcome.ts";
 import type { KustomizationView } from "../../../internal/applier/flux/view.ts";
 
 const commit = "0123456789abcdef0123456789abcdef01234567";
@@ -75,6 +75,21 @@ describe("the outcome of a Flux apply, read after the resume's token is handled"
     assert.equal(fluxOutcome(after(ready("False", "BuildFailed")), mark, commit, undefined).kind, "failed");
     const none = { ...after(undefined), historyTop: "h2" };
     assert.equal(fluxOutcome(none, { historyTop: "h1" }, commit, undefined).kind, "failed");
+  });
+
+  it("recovered after a restart, with no mark: a reconcile ran if Ready moved in or after the second of the request", () => {
+    const k = after(ready("True", undefined, "2026-12-02T10:00:05Z"), `main@sha1:${commit}`);
+    assert.ok(reconcileRan(k, { requestedAt: "2026-12-02T10:00:05.700Z" }), "the same second");
+    assert.ok(!reconcileRan(k, { requestedAt: "2026-12-02T10:00:06.100Z" }), "before the request");
+    assert.equal(
+      fluxOutcome(k, { requestedAt: "2026-12-02T10:00:04.000Z" }, commit, undefined).kind,
+      "succeeded",
+    );
+    const history = {
+      ...after(ready("True", undefined, "2026-12-02T09:00:00Z")),
+      historyReconciledAt: "2026-12-02T10:00:09Z",
+    };
+    assert.ok(reconcileRan(history, { requestedAt: "2026-12-02T10:00:08.000Z" }), "or the top history entry");
   });
 
   it("a revision names a commit by its sha", () => {

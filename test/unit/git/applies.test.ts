@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Applier, Attempt, Outcome } from "../../../internal/applier/due.ts";
 import type { WriteVerdict } from "../../../internal/applier/window.ts";
-import { WorkerApplies, windowGraceMs, type AttemptReport } from "../../../internal/git/worker/applies.ts";
+import {
+  WorkerApplies,
+  windowGraceMs,
+  type ApplyHooks,
+  type AttemptReport,
+} from "../../../internal/git/worker/applies.ts";
 import { configMapIdentity } from "../../support/streams.ts";
 import { quiet } from "../../support/worker.ts";
 
@@ -18,8 +23,9 @@ const person = (ms: number) => [{ manager: "kubectl-edit", time: at(ms) }];
 const settings = configMapIdentity("settings", "shop");
 
 /** A worker's applies with one applier, whose attempts wait until the test ends them. */
-function applies() {
+function applies(recover?: ApplyHooks["recover"]) {
   const sent: Attempt[] = [];
+  const reports: AttemptReport[] = [];
   const judged: WriteVerdict[] = [];
   const repairs: boolean[] = [];
   const ends: ((outcome: Outcome) => void)[] = [];
@@ -32,8 +38,10 @@ function applies() {
       },
       judged: (_claim, verdict) => void judged.push(verdict),
       repairPending: (_claim, pending) => void repairs.push(pending),
+      ...(recover ? { recover } : {}),
     },
     quiet,
+    (r) => reports.push(r),
   );
   /** Observes the tip and sends the converge it makes due, at `now`. */
   const sendAt = (now: number) => {
@@ -45,16 +53,9 @@ function applies() {
       kind: "send",
       tip: "c1",
     });
-    const reports: AttemptReport[] = [];
-    worker.send(
-      "c1",
-      now,
-      () => true,
-      (r) => reports.push(r),
-    );
-    return reports;
+    worker.send("c1", now, () => true);
   };
-  return { worker, sent, judged, repairs, ends, sendAt };
+  return { worker, sent, judged, repairs, ends, sendAt, reports };
 }
 
 describe("the apply window judges the applier's writes to its folder", () => {
@@ -81,12 +82,7 @@ describe("the apply window judges the applier's writes to its folder", () => {
       kind: "send",
       tip: "c1",
     });
-    worker.send(
-      "c1",
-      15_000,
-      () => true,
-      () => undefined,
-    );
+    worker.send("c1", 15_000, () => true);
     assert.equal(sent.at(-1)?.targets[0]?.reason, "Repair");
     // The flush published the edit, so the Repair's own write of it is its echo, not withheld again.
     assert.equal(worker.admits("shop/apps", settings, flux(16_000), 16_000), false);
@@ -133,5 +129,69 @@ describe("the apply window judges the applier's writes to its folder", () => {
     assert.equal(worker.admits("shop/other", settings, flux(11_000), 11_000), true);
     assert.equal(worker.admits("shop/apps", configMapIdentity("x", "shop"), person(11_000), 11_000), true);
     assert.deepEqual(judged, []);
+  });
+});
+
+describe("restart recovery: an operation the last process left in flight", () => {
+  /** A recovery of the claim's operation requested at 9 s, which ends when the test says. */
+  function recovering() {
+    let end!: (outcome: Outcome) => void;
+    const asked: string[] = [];
+    const recover: ApplyHooks["recover"] = (claim) => {
+      asked.push(claim.name);
+      return {
+        token: "recovered-token",
+        commit: "c0",
+        sentAt: 9_000,
+        outcome: new Promise<Outcome>((resolve) => (end = resolve)),
+      };
+    };
+    return { recover, asked, end: (outcome: Outcome) => end(outcome) };
+  }
+
+  it("is read back once, when the worker first lists the claim, with its window open from its request", () => {
+    const recovery = recovering();
+    const { worker, judged } = applies(recovery.recover);
+    // The first live write judged lists the claim: the kustomize-controller write after the
+    // recovered request is that operation's echo.
+    assert.equal(worker.admits("shop/apps", settings, flux(10_000), 10_000), false);
+    assert.deepEqual(judged, ["echo"]);
+    worker.fetched("c1");
+    assert.deepEqual(recovery.asked, ["apps"], "read back once");
+  });
+
+  it("asks the applier for nothing until it ends; the converge at start follows, and its end reaches the loop", async () => {
+    const recovery = recovering();
+    const { worker, sent, reports } = applies(recovery.recover);
+    worker.fetched("c1");
+    assert.equal(worker.next(10_000, { tip: "c1", trusted: true, pending: 0, held: false }), undefined);
+    recovery.end({ kind: "failed" });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(reports.length, 1, "the recovered operation's end comes back through the loop");
+    worker.reported(reports[0]!, 11_000);
+    // Its failure starts no backoff: the converge at start is sent at once.
+    assert.deepEqual(worker.next(11_000, { tip: "c1", trusted: true, pending: 0, held: false }), {
+      kind: "flush",
+    });
+    assert.deepEqual(worker.next(11_000, { tip: "c1", trusted: true, pending: 0, held: false }), {
+      kind: "send",
+      tip: "c1",
+    });
+    worker.send("c1", 11_000, () => true);
+    assert.equal(sent.length, 1);
+    assert.equal(sent[0]!.targets[0]?.reason, "CatchUp");
+  });
+
+  it("one that applied the tip answers the converge at start: nothing more is asked", async () => {
+    const recovery = recovering();
+    const { worker, reports } = applies((claim) => {
+      const r = recovery.recover(claim);
+      return r && { ...r, commit: "c1" };
+    });
+    worker.fetched("c1");
+    recovery.end({ kind: "succeeded", commit: "c1" });
+    await new Promise((resolve) => setImmediate(resolve));
+    worker.reported(reports[0]!, 11_000);
+    assert.equal(worker.next(11_000, { tip: "c1", trusted: true, pending: 0, held: false }), undefined);
   });
 });
