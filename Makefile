@@ -96,12 +96,16 @@ flux: prerequisites ## Build the pinned Flux source-controller and kustomize-con
 	bash hack/tools/flux.sh source-controller
 	bash hack/tools/flux.sh kustomize-controller
 
+.PHONY: argocd
+argocd: prerequisites ## Fetch Argo CD's Application CRD at the pinned versions (the tests play the application-controller's part), or reuse the cached copy.
+	bash hack/tools/argocd.sh
+
 .PHONY: sops
 sops: prerequisites ## Build the pinned sops the tests read encrypted Secrets back with, or reuse the cached build.
 	bash hack/tools/gotool.sh sops
 
 .PHONY: test
-test: node_modules testenv kustomize sops flux ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
+test: node_modules testenv kustomize sops flux argocd ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
 	$(NODE_TEST) $(if $(FILES),$(FILES),$(UNIT_TESTS) $(E2E_TESTS))
 
 .PHONY: test-unit
@@ -109,7 +113,7 @@ test-unit: node_modules ## Run the unit tests.
 	$(NODE_TEST) $(UNIT_TESTS)
 
 .PHONY: test-e2e
-test-e2e: node_modules testenv kustomize sops flux ## Run the end-to-end tests against a real control plane, Git server and Redis.
+test-e2e: node_modules testenv kustomize sops flux argocd ## Run the end-to-end tests against a real control plane, Git server and Redis.
 	$(NODE_TEST) $(E2E_TESTS)
 
 .PHONY: demo

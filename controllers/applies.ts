@@ -1,16 +1,29 @@
 // How the branch workers' applies are carried out in this process: a FluxClaim's attempt by the
-// Flux dispatcher, through the claim's KubeProvider, with the Events and metrics the seeds name.
-// The first failure of a run is an Event; the retries the worker decides after it are not, until
-// an attempt succeeds again.
+// Flux dispatcher, an ArgoCDClaim's by the Argo CD dispatcher, each through the claim's
+// KubeProvider, with the Events and metrics the seeds name. The first failure of a run is an
+// Event; the retries the worker decides after it are not, until an attempt succeeds again.
 import { hostname } from "node:os";
-import { fluxClaims, gitTargets, resourceTypes, type FluxClaim } from "../generated/v1alpha3/index.ts";
-import { FluxDispatcher, type DispatchReport } from "../internal/applier/fluxdispatch.ts";
+import type { KubeConfig } from "@kubernetes/client-node";
+import {
+  argoCDClaims,
+  fluxClaims,
+  gitTargets,
+  resourceTypes,
+  type ApplyOperation,
+  type ArgoCDClaim,
+  type FluxClaim,
+} from "../generated/v1alpha3/index.ts";
+import { ArgoCDDispatcher } from "../internal/applier/argocddispatch.ts";
+import { holdsApplication } from "../internal/applier/argocdclaim.ts";
+import type { AnyClaim, DispatchReport } from "../internal/applier/dispatch.ts";
+import { FluxDispatcher } from "../internal/applier/fluxdispatch.ts";
 import { holdsApplier } from "../internal/applier/fluxclaim.ts";
-import type { ProcessApplies } from "../internal/git/index.ts";
 import type { Following } from "../internal/applier/following.ts";
+import type { ProcessApplies } from "../internal/git/index.ts";
+import { statusCodeOf, type ResourceClient } from "../internal/kube/resourceclient.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import { statusCodeOf } from "../internal/kube/resourceclient.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
+import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import {
   applyDuration,
@@ -20,6 +33,7 @@ import {
   applyRequests,
   applyRevisionMismatches,
 } from "../internal/telemetry/instruments.ts";
+import { claimKey, type ClaimKind, type ClaimRef } from "../internal/types/claims.ts";
 import { keyOf, refOf } from "../internal/types/names.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
@@ -35,11 +49,19 @@ const failureEvents: Partial<Record<DispatchReport["ended"], string>> = {
   Rejected: "ApplyRequestFailed",
 };
 
-const labelsOf = (claim: FluxClaim) => ({
-  claim_kind: "FluxClaim",
-  claim_namespace: claim.metadata.namespace ?? "",
-  claim_name: claim.metadata.name ?? "",
+const labelsOf = (ref: ClaimRef) => ({
+  claim_kind: ref.kind,
+  claim_namespace: ref.namespace,
+  claim_name: ref.name,
 });
+
+/** What this process reads and writes of one claim kind. */
+interface Kind<C extends AnyClaim> {
+  informer: SharedInformer<C>;
+  client: ResourceClient<C>;
+  /** Whether the claim holds its applier, so it may be asked. */
+  holds(claim: C): boolean;
+}
 
 export function setupApplies(
   manager: Manager,
@@ -48,15 +70,54 @@ export function setupApplies(
 ): ProcessApplies {
   const kc = manager.kubeConfig;
   const events = new EventRecorder(kc, hostname(), manager.logger);
-  const claimInformer = manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim));
+  const kinds: { FluxClaim: Kind<FluxClaim>; ArgoCDClaim: Kind<ArgoCDClaim> } = {
+    FluxClaim: {
+      informer: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
+      client: fluxClaims(kc),
+      holds: holdsApplier,
+    },
+    ArgoCDClaim: {
+      informer: manager.informer<ArgoCDClaim>(informerSource(kc, resourceTypes.ArgoCDClaim)),
+      client: argoCDClaims(kc),
+      holds: holdsApplication,
+    },
+  };
+  const kindOf = (ref: ClaimRef) => kinds[ref.kind] as Kind<AnyClaim>;
+  const claimOf = (ref: ClaimRef) => kindOf(ref).informer.get(ref.name, ref.namespace);
+  const refOfClaim = (kind: ClaimKind, claim: AnyClaim): ClaimRef => ({
+    kind,
+    namespace: claim.metadata.namespace ?? "",
+    name: claim.metadata.name ?? "",
+  });
   /** Claims whose last attempt failed: the next failure records no Event. */
   const failing = new Set<string>();
-  const record = (claim: FluxClaim, type: "Normal" | "Warning", reason: string, note: string) =>
+  const record = (claim: AnyClaim, type: "Normal" | "Warning", reason: string, note: string) =>
     events.record(claim, type, reason, "Apply", note).catch(() => undefined);
-  const ended = (report: DispatchReport) => {
-    const { claim } = report;
-    const labels = labelsOf(claim);
-    const key = keyOf(claim.metadata);
+
+  const callbacks = (kind: ClaimKind) => ({
+    onEnded: (report: DispatchReport) => ended(refOfClaim(kind, report.claim), report),
+    onRequested: (claim: AnyClaim, operation: ApplyOperation) =>
+      void record(
+        claim,
+        "Normal",
+        "ApplyRequested",
+        `Applying ${operation.commit} (${operation.reason ?? "CatchUp"}) with token ${operation.requestToken}.`,
+      ),
+    onUnresolved: (claim: AnyClaim, operation: ApplyOperation) => {
+      applyOperationsUnresolved.set(labelsOf(refOfClaim(kind, claim)), 1);
+      void record(
+        claim,
+        "Warning",
+        "ApplyUnresolved",
+        kind === "FluxClaim"
+          ? `The apply of ${operation.commit} ran past its 5-minute budget: the Kustomization is suspended again, and the apply is still followed.`
+          : `The sync of ${operation.commit} ran past its 5-minute budget: it is still followed.`,
+      );
+    },
+  });
+  const ended = (ref: ClaimRef, report: DispatchReport) => {
+    const labels = labelsOf(ref);
+    const key = claimKey(ref);
     applyRequests.inc({ ...labels, reason: report.reason ?? "", outcome: report.ended });
     if (report.durationMs !== undefined)
       applyDuration.observe({ ...labels, outcome: report.ended }, report.durationMs / 1000);
@@ -76,82 +137,75 @@ export function setupApplies(
     if (!event || failing.has(key)) return;
     failing.add(key);
     void record(
-      claim,
+      report.claim,
       "Warning",
       event,
       `The apply of ${report.commit} ended ${report.ended}: ${report.message}`,
     );
   };
-  const dispatcher = new FluxDispatcher({
-    claims: fluxClaims(kc),
+  const clusterOf = (claim: AnyClaim): KubeConfig | undefined =>
+    sourceContexts.get(keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!)))?.kubeConfig;
+  const shared = {
     targets: gitTargets(kc),
-    clusterOf: (claim) =>
-      sourceContexts.get(keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!)))?.kubeConfig,
+    clusterOf,
     fieldManager,
     operationManager: operationFieldManager,
     following,
-    onEnded: ended,
-    onRequested: (claim, operation) =>
-      void record(
-        claim,
-        "Normal",
-        "ApplyRequested",
-        `Applying ${operation.commit} (${operation.reason ?? "CatchUp"}) with token ${operation.requestToken}.`,
-      ),
-    onUnresolved: (claim, operation) => {
-      applyOperationsUnresolved.set(labelsOf(claim), 1);
-      void record(
-        claim,
-        "Warning",
-        "ApplyUnresolved",
-        `The apply of ${operation.commit} ran past its 5-minute budget: the Kustomization is suspended again, and the apply is still followed.`,
-      );
-    },
+  };
+  const flux = new FluxDispatcher({ ...shared, claims: kinds.FluxClaim.client, ...callbacks("FluxClaim") });
+  const argo = new ArgoCDDispatcher({
+    ...shared,
+    claims: kinds.ArgoCDClaim.client,
+    ...callbacks("ArgoCDClaim"),
   });
-  manager.addRunnable(dispatcher);
-  const claimsClient = fluxClaims(kc);
+  manager.addRunnable(flux);
+  manager.addRunnable(argo);
+
   /** status.repairPending onto the claim's version; a conflict reads it again, three times. */
-  const writeRepairPending = async (ref: { namespace: string; name: string }, pending: boolean) => {
+  const writeRepairPending = async (ref: ClaimRef, pending: boolean) => {
+    const client = kindOf(ref).client;
     for (let attempt = 1; attempt <= 3; attempt++) {
-      const claim = await claimsClient.get(ref.namespace, ref.name).catch(() => undefined);
+      const claim = await client.get(ref.namespace, ref.name).catch(() => undefined);
       if (!claim || claim.metadata.deletionTimestamp) return;
       const { namespace, name, resourceVersion } = claim.metadata;
       try {
-        await claimsClient.applyStatus(
-          { metadata: { namespace, name, resourceVersion }, status: { repairPending: pending } } as FluxClaim,
+        await client.applyStatus(
+          { metadata: { namespace, name, resourceVersion }, status: { repairPending: pending } } as AnyClaim,
           repairFieldManager,
         );
         return;
       } catch (err) {
         if (statusCodeOf(err) !== 409 || attempt === 3)
-          manager.logger.error("writing repairPending failed", { claim: keyOf(ref), error: String(err) });
+          manager.logger.error("writing repairPending failed", { claim: claimKey(ref), error: String(err) });
       }
     }
   };
-  const claimOf = (ref: { namespace: string; name: string }) => claimInformer.get(ref.name, ref.namespace);
   return {
-    dispatch: (branch, attempt, current) => dispatcher.dispatch(branch, attempt, current),
+    dispatch: (branch, attempt, current) =>
+      attempt.claim.kind === "FluxClaim"
+        ? flux.dispatch(branch, attempt, current)
+        : argo.dispatch(branch, attempt, current),
     snapshotsSettled: (target) => sourceContexts.snapshotsSettled(target),
     // A claim still adopting, releasing or refused is asked for nothing: it does not hold its applier.
     holds: (ref) => {
       const claim = claimOf(ref);
-      return claim !== undefined && holdsApplier(claim);
+      return claim !== undefined && kindOf(ref).holds(claim);
     },
     sourceOf: (ref) => {
       const claim = claimOf(ref);
       const source = claim?.status?.source;
       if (!claim || !source?.name) return undefined;
       const provider = keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!));
-      return `${provider}|${source.namespace}/${source.name}`;
+      return `${provider}|${source.kind}/${source.namespace}/${source.name}`;
     },
     judged: (ref, verdict, object) => {
-      const labels = { claim_kind: "FluxClaim", claim_namespace: ref.namespace, claim_name: ref.name };
+      const labels = labelsOf(ref);
       if (verdict === "echo") applyEchoes.inc({ ...labels, outcome: "not_mirrored" });
       if (verdict === "late") applyEchoes.inc({ ...labels, outcome: "late" });
       if (verdict === "withheld" || verdict === "ambiguous") {
         applyWindowCollisions.inc({ ...labels, outcome: verdict });
         manager.logger.info("an apply met a newer edit in its window", {
-          claim: keyOf(ref),
+          claim: claimKey(ref),
           object,
           outcome:
             verdict === "withheld"
@@ -161,15 +215,16 @@ export function setupApplies(
       }
     },
     repairPendingAtStart: (ref) => claimOf(ref)?.status?.repairPending === true,
-    // An operation the last process left in flight, followed to its end before a live write to the claim's folders is judged.
-    recover: (ref) => {
-      const claim = claimOf(ref);
-      return claim && dispatcher.recover(claim);
-    },
     repairPending: (ref, pending) => void writeRepairPending(ref, pending),
     lastApplied: (ref) => {
       const operation = claimOf(ref)?.status?.operation;
       return operation?.phase === "Succeeded" ? operation.commit : undefined;
+    },
+    // An operation the last process left in flight, followed to its end before a live write to the claim's folders is judged.
+    recover: (ref) => {
+      const claim = claimOf(ref);
+      if (!claim) return undefined;
+      return ref.kind === "FluxClaim" ? flux.recover(claim as FluxClaim) : argo.recover(claim as ArgoCDClaim);
     },
   };
 }

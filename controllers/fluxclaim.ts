@@ -3,24 +3,15 @@
 // the claim's KubeProvider on every pass (no informer on Flux's kinds, so a cluster without Flux
 // needs none), every minute while Ready, which bounds how long a resume by hand runs.
 import { hostname } from "node:os";
-import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import {
   fluxClaims,
   resourceTypes,
   type ApplierClaimStatus,
   type FluxClaim,
-  type GitBranch,
-  type GitProvider,
-  type GitTarget,
-  type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
-import {
-  judgeBinding,
-  judgeConfig,
-  type ReferringTarget,
-  type Verdict,
-} from "../internal/applier/eligibility.ts";
-import { FluxClient, newToken } from "../internal/applier/flux/client.ts";
+import { judgeBinding, judgeConfig, type Verdict } from "../internal/applier/eligibility.ts";
+import { FluxClient } from "../internal/applier/flux/client.ts";
+import { newToken } from "../internal/applier/operation.ts";
 import { otherConsumers } from "../internal/applier/flux/consumers.ts";
 import {
   viewGitRepository,
@@ -38,30 +29,32 @@ import { line } from "../internal/applier/line.ts";
 import { inFlight } from "../internal/applier/operation.ts";
 import type { Following } from "../internal/applier/following.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
-import { targetWrites } from "../internal/gittarget/claim.ts";
 import { refOf, keyOf, type NamespacedName } from "../internal/types/names.ts";
-import { informerSource, namespaceType } from "../internal/kube/sources.ts";
+import { informerSource } from "../internal/kube/sources.ts";
 import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
-import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
+import { generationChanged } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
+import {
+  ClaimClocks,
+  claimConfig,
+  claimInformers,
+  claimStatusFields,
+  watchClaimInputs,
+  type ClaimInformers,
+} from "./claims.ts";
 
 const steadyRecheckMs = 60_000;
 const soonRecheckMs = 1_000;
 
-interface Informers {
+interface Informers extends ClaimInformers {
   claims: SharedInformer<FluxClaim>;
-  targets: SharedInformer<GitTarget>;
-  branches: SharedInformer<GitBranch>;
-  gitProviders: SharedInformer<GitProvider>;
-  providers: SharedInformer<KubeProvider>;
-  namespaces: SharedInformer<V1Namespace>;
 }
 
 /** What was read in the Kustomization's cluster, when the claim's configuration let us read. */
@@ -76,24 +69,23 @@ interface Reading {
 
 export class FluxClaimReconciler implements Reconciler {
   private readonly status = new StatusWriter(fieldManager);
-  /** When each claim's hand-back started, for its 10-minute budget. */
-  private readonly releasingSince = new Map<string, Date>();
-  /** When each operation in flight was first seen unfollowed by this process, by request token. */
-  private readonly unfollowedSince = new Map<string, number>();
+  private readonly clocks: ClaimClocks;
 
   constructor(
     private readonly manager: Manager,
     private readonly informers: Informers,
     private readonly sourceContexts: SourceContexts,
     private readonly events: EventRecorder,
-    private readonly following: Following,
-  ) {}
+    following: Following,
+  ) {
+    this.clocks = new ClaimClocks(following);
+  }
 
   async reconcile(request: Request): Promise<Result> {
     const key = keyOf(request);
     const cached = this.informers.claims.get(request.name, request.namespace);
     if (!cached) {
-      this.releasingSince.delete(key);
+      this.clocks.forget(key);
       return {};
     }
     const reading = await this.read(cached);
@@ -108,7 +100,10 @@ export class FluxClaimReconciler implements Reconciler {
     const decision = decideFluxClaim(world);
     const stored = await this.act(claim, reading, decision);
     if (stored) await this.writeStatus(stored, reading, decision);
-    this.trackRelease(key, decision);
+    this.clocks.trackRelease(
+      key,
+      decision.conditions.some((c) => c.type === "InControl" && c.reason === "Releasing"),
+    );
     return { requeueAfterMs: decision.soon ? soonRecheckMs : steadyRecheckMs };
   }
 
@@ -126,23 +121,10 @@ export class FluxClaimReconciler implements Reconciler {
       applierMissing: reading.applierMissing,
       ...(first && keyOf(first) !== self && reading.verdict.kind === "bound" ? { heldBy: first } : {}),
       successor: queue.some((c) => keyOf(c.claim) !== self && c.eligible),
-      ...(this.releasingSince.has(self) ? { releasingSince: this.releasingSince.get(self)! } : {}),
+      ...(this.clocks.releasingSince(self) ? { releasingSince: this.clocks.releasingSince(self)! } : {}),
       token: newToken(now),
-      unfollowedMs: this.unfollowedMs(claim, now.getTime()),
+      unfollowedMs: this.clocks.unfollowedMs(claim.status?.operation, now.getTime()),
     };
-  }
-
-  /** How long the claim's worker operation in flight has gone unfollowed by this process's dispatcher. */
-  private unfollowedMs(claim: FluxClaim, now: number): number {
-    const operation = claim.status?.operation;
-    const token = operation && inFlight(operation) ? operation.requestToken : undefined;
-    if (!token || this.following.has(token)) {
-      if (token) this.unfollowedSince.delete(token);
-      return 0;
-    }
-    const since = this.unfollowedSince.get(token) ?? now;
-    this.unfollowedSince.set(token, since);
-    return now - since;
   }
 
   /** Judges the claim, reading the applier's cluster only when its configuration allows, or it holds. */
@@ -213,35 +195,7 @@ export class FluxClaimReconciler implements Reconciler {
   }
 
   private config(claim: FluxClaim) {
-    const namespace = claim.metadata.namespace!;
-    const providerRef = refOf(claim.spec.kubeProviderRef, namespace);
-    return {
-      claim: { namespace, name: claim.metadata.name! },
-      targets: this.referringTargets(claim),
-      providerRef,
-      provider: this.informers.providers.get(providerRef.name, providerRef.namespace),
-      namespaceLabels: this.informers.namespaces.get(namespace)?.metadata?.labels ?? {},
-      applier: claimedRef(claim),
-    };
-  }
-
-  /** The GitTargets naming the claim and not being deleted, with what each writes. */
-  private referringTargets(claim: FluxClaim): ReferringTarget[] {
-    return this.informers.targets
-      .list(claim.metadata.namespace)
-      .filter((t) => namesClaim(t, claim.metadata.name!) && !t.metadata.deletionTimestamp)
-      .map((t) => {
-        const writes = targetWrites(
-          t,
-          (b) => this.informers.branches.get(b.name, b.namespace),
-          (p) => this.informers.gitProviders.get(p.name, p.namespace),
-        );
-        return {
-          ref: { namespace: t.metadata.namespace!, name: t.metadata.name! },
-          uid: t.metadata.uid ?? "",
-          ...(writes ? { writes } : {}),
-        };
-      });
+    return claimConfig(this.informers, claim, "FluxClaim", claimedRef(claim));
   }
 
   /** The claims in line for the same Kustomization in the same cluster, first first. */
@@ -308,38 +262,17 @@ export class FluxClaimReconciler implements Reconciler {
   }
 
   private async writeStatus(claim: FluxClaim, reading: Reading, decision: FluxClaimDecision): Promise<void> {
-    const current = claim.status ?? {};
-    const previous =
-      decision.previousSuspendState === null
-        ? undefined
-        : (decision.previousSuspendState ?? current.previousSuspendState);
-    const operation = decision.operation ?? current.operation;
-    const source = reading.source ?? current.source;
     await this.status.write(
       fluxClaims(this.manager.kubeConfig),
       claim,
       {
         conditions: decision.conditions,
-        fields: {
-          ...(source ? { source } : {}),
-          ...(previous ? { previousSuspendState: previous } : {}),
-          ...(operation ? { operation } : {}),
-          ...(current.repairPending !== undefined ? { repairPending: current.repairPending } : {}),
-        },
+        fields: claimStatusFields(claim.status ?? {}, decision, reading.source),
       },
       true,
     );
   }
-
-  private trackRelease(key: string, decision: FluxClaimDecision): void {
-    const releasing = decision.conditions.some((c) => c.type === "InControl" && c.reason === "Releasing");
-    if (!releasing) this.releasingSince.delete(key);
-    else if (!this.releasingSince.has(key)) this.releasingSince.set(key, new Date());
-  }
 }
-
-const namesClaim = (target: GitTarget, name: string) =>
-  target.spec.applierClaimRef?.kind === "FluxClaim" && target.spec.applierClaimRef.name === name;
 
 export function setupFluxClaimController(
   manager: Manager,
@@ -350,34 +283,18 @@ export function setupFluxClaimController(
   const events = new EventRecorder(kc, hostname(), manager.logger);
   const informers: Informers = {
     claims: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
-    targets: manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget)),
-    branches: manager.informer<GitBranch>(informerSource(kc, resourceTypes.GitBranch)),
-    gitProviders: manager.informer<GitProvider>(informerSource(kc, resourceTypes.GitProvider)),
-    providers: manager.informer<KubeProvider>(informerSource(kc, resourceTypes.KubeProvider)),
-    namespaces: manager.informer<V1Namespace>(informerSource(kc, namespaceType)),
+    ...claimInformers(manager),
   };
-  const claimsIn = (namespace: string | undefined) =>
-    informers.claims
-      .list(namespace)
-      .map((c) => ({ namespace: c.metadata.namespace, name: c.metadata.name! }));
-  const everyClaim = () => claimsIn(undefined);
-  // A GitTarget that moves its reference re-runs both claims: the watch maps the target as it
-  // was before the update too.
-  const claimsOfTarget = (t: GitTarget) =>
-    t.spec.applierClaimRef?.kind === "FluxClaim"
-      ? [{ namespace: t.metadata.namespace, name: t.spec.applierClaimRef.name }]
-      : [];
-  const controller = new Controller(
-    "fluxclaim",
-    new FluxClaimReconciler(manager, informers, sourceContexts, events, following),
-    manager.logger,
-  )
-    .for(informers.claims, generationChanged)
-    .watches(informers.targets, claimsOfTarget, generationChanged)
-    .watches(informers.branches, everyClaim, generationChanged)
-    .watches(informers.gitProviders, everyClaim, generationChanged)
-    .watches(informers.providers, everyClaim, anyOf(generationChanged, readyTransition))
-    .watches(informers.namespaces, (ns: KubernetesObject) => claimsIn(ns.metadata?.name), labelsChanged);
+  const controller = watchClaimInputs(
+    new Controller(
+      "fluxclaim",
+      new FluxClaimReconciler(manager, informers, sourceContexts, events, following),
+      manager.logger,
+    ).for(informers.claims, generationChanged),
+    informers,
+    informers.claims,
+    "FluxClaim",
+  );
   manager.addController(controller);
   return controller;
 }

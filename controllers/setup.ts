@@ -34,6 +34,7 @@ import { setupGitBranchController } from "./gitbranch.ts";
 import { setupGitProviderController } from "./gitprovider.ts";
 import { setupGitTargetController } from "./gittarget.ts";
 import { setupFluxClaimController } from "./fluxclaim.ts";
+import { setupArgoCDClaimController } from "./argocdclaim.ts";
 import { setupApplies } from "./applies.ts";
 import { Following } from "../internal/applier/following.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
@@ -214,6 +215,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   });
   setupGitTargetController(manager, sourceContexts, { claims, workers });
   setupFluxClaimController(manager, sourceContexts, following);
+  setupArgoCDClaimController(manager, sourceContexts, following);
   setupWatchRuleController(manager, rules, sourceContexts);
   setupClusterWatchRuleController(manager, rules, sourceContexts);
   return {

@@ -3,7 +3,8 @@
 // and decides every retry the same way as a first attempt; the dispatcher only carries one
 // attempt out. Pure: the worker feeds it observations and reports, and asks it at the end of
 // every wake which attempts to send.
-import { keyOf, type NamespacedName } from "../types/names.ts";
+import { claimKey, type ClaimRef } from "../types/claims.ts";
+import type { NamespacedName } from "../types/names.ts";
 
 export type Reason = "ForeignCommit" | "Refusal" | "Repair" | "CatchUp";
 
@@ -27,7 +28,7 @@ export interface Covered {
 }
 
 export interface Applier {
-  claim: NamespacedName;
+  claim: ClaimRef;
   /** The source it reads (cluster and GitRepository): appliers sharing one take turns. */
   source: string;
   /**
@@ -55,7 +56,7 @@ interface ApplierState {
 }
 
 export interface Attempt {
-  claim: NamespacedName;
+  claim: ClaimRef;
   commit: string;
   token: string;
   targets: { uid: string; ref: NamespacedName; reason: Reason }[];
@@ -111,7 +112,7 @@ export class ApplyDue {
    */
   noticeNamed(applier: Applier): void {
     for (const t of applier.targets) {
-      const key = `${keyOf(applier.claim)}#${t.uid}`;
+      const key = `${claimKey(applier.claim)}#${t.uid}`;
       if (this.named.has(key)) continue;
       this.named.add(key);
       this.add(applier, t.uid, "Converge");
@@ -176,7 +177,7 @@ export class ApplyDue {
       if (t > now) at = Math.min(at ?? t, t);
     };
     for (const applier of appliers) {
-      const state = this.appliers.get(keyOf(applier.claim));
+      const state = this.appliers.get(claimKey(applier.claim));
       if (!state || state.out || state.pending.size === 0) continue;
       // Not held yet: looked at again in a second, since nothing on the branch says when it is.
       if (applier.holds === false) later(now + 1_000);
@@ -193,8 +194,8 @@ export class ApplyDue {
    * any other outcome starts the applier's backoff: 2 s doubling to 5 min, at least 15 s after
    * a rejection.
    */
-  report(claim: NamespacedName, token: string, outcome: Outcome, now: number, refusalStands = true): void {
-    const state = this.appliers.get(keyOf(claim));
+  report(claim: ClaimRef, token: string, outcome: Outcome, now: number, refusalStands = true): void {
+    const state = this.appliers.get(claimKey(claim));
     if (!state?.out || state.out.token !== token) return;
     const { carried, recovered } = state.out;
     delete state.out;
@@ -219,16 +220,16 @@ export class ApplyDue {
   }
 
   /** Whether a Repair is pending for an applier, or out with its attempt: the claim's repairPending. */
-  repairPending(claim: NamespacedName): boolean {
-    const state = this.appliers.get(keyOf(claim));
+  repairPending(claim: ClaimRef): boolean {
+    const state = this.appliers.get(claimKey(claim));
     if (!state) return false;
     const holds = (pends: Map<string, Set<Pend>>) => [...pends.values()].some((p) => p.has("Repair"));
     return holds(state.pending) || (state.out !== undefined && holds(state.out.carried));
   }
 
   /** Whether an applier has an attempt out or a reason pending other than an adopt. */
-  ahead(claim: NamespacedName): boolean {
-    const state = this.appliers.get(keyOf(claim));
+  ahead(claim: ClaimRef): boolean {
+    const state = this.appliers.get(claimKey(claim));
     if (!state) return false;
     return (
       state.out !== undefined || [...state.pending.values()].some((p) => [...p].some((r) => r !== "CatchUp"))
@@ -236,8 +237,8 @@ export class ApplyDue {
   }
 
   /** Forgets an applier no GitTarget on the branch names anymore. */
-  forget(claim: NamespacedName): void {
-    this.appliers.delete(keyOf(claim));
+  forget(claim: ClaimRef): void {
+    this.appliers.delete(claimKey(claim));
   }
 
   private ready(applier: Applier, tip: string, now: number): boolean {
@@ -289,7 +290,7 @@ export class ApplyDue {
   }
 
   private state(applier: Applier): ApplierState {
-    const key = keyOf(applier.claim);
+    const key = claimKey(applier.claim);
     let state = this.appliers.get(key);
     if (!state) {
       state = { pending: new Map(), failures: 0, notBefore: 0, lastTurnAt: 0, refusalSentAt: new Map() };

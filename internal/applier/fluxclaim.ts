@@ -11,6 +11,15 @@ import {
   stalledTrio,
   type ConditionUpdate,
 } from "../operator/conditions.ts";
+import {
+  conditionsOf,
+  configuredAt,
+  releasedTrio,
+  sharedConfigured,
+  boundNames,
+  type ClaimFacts,
+  type EventNote,
+} from "./claimstatus.ts";
 import { keyOf, type NamespacedName } from "../types/names.ts";
 import type { Verdict } from "./eligibility.ts";
 import { suspendHandled, type KustomizationView } from "./flux/view.ts";
@@ -41,8 +50,6 @@ export interface FluxClaimWorld {
   /** How long a branch worker's operation in flight has gone unfollowed by this process; 0 while followed. */
   unfollowedMs?: number;
 }
-
-export type EventNote = { type: "Normal" | "Warning"; reason: string; note: string };
 
 export type Step =
   | { kind: "none" }
@@ -78,32 +85,11 @@ export function decideFluxClaim(world: FluxClaimWorld): FluxClaimDecision {
 }
 
 function configuredCondition(world: FluxClaimWorld): ConditionUpdate {
-  const { verdict, kustomization: k, claim, heldBy } = world;
-  const generation = claim.metadata.generation;
-  const at = (status: ConditionUpdate["status"], reason: string, message: string) => ({
-    type: C.Configured,
-    status,
-    reason,
-    message,
-    observedGeneration: generation,
-  });
-  if (verdict.kind === "notReferenced")
-    return at("Unknown", R.NotReferenced, "No GitTarget names this claim.");
-  if (verdict.kind === "pending") return at("Unknown", verdict.reason, verdict.message);
-  if (verdict.kind === "refused") return at("False", verdict.reason, verdict.message);
-  if (world.applierMissing || !k) {
-    const ref = keyOf(claimedRef(claim));
-    return world.applierMissing
-      ? at("False", R.ApplierNotFound, `Kustomization ${ref} does not exist.`)
-      : at("Unknown", R.Progressing, `Kustomization ${ref} could not be read yet.`);
-  }
-  if (heldBy) {
-    return at(
-      "False",
-      R.HeldByAnotherClaim,
-      `FluxClaim ${keyOf(heldBy)} holds Kustomization ${keyOf(k.ref)}; this claim does nothing until it lets go.`,
-    );
-  }
+  const { kustomization: k, claim } = world;
+  const facts = factsOf(world);
+  const shared = sharedConfigured(facts, `Kustomization ${keyOf(claimedRef(claim))}`, "FluxClaim");
+  if (shared || !k) return shared!;
+  const at = configuredAt(facts);
   if (k.suspendAppliedBy.length > 0) {
     return at(
       "False",
@@ -111,8 +97,22 @@ function configuredCondition(world: FluxClaimWorld): ConditionUpdate {
       `Field manager ${k.suspendAppliedBy.join(", ")} applies spec.suspend of Kustomization ${keyOf(k.ref)}, and would take the hold back on its next apply. Remove suspend from the manifest that applies the Kustomization.`,
     );
   }
-  const names = verdict.targets.map((t) => keyOf(t.ref)).join(", ");
-  return at("True", R.Succeeded, `Kustomization ${keyOf(k.ref)} applies what GitTarget ${names} writes.`);
+  return at(
+    "True",
+    R.Succeeded,
+    `Kustomization ${keyOf(k.ref)} applies what GitTarget ${boundNames(world.verdict)} writes.`,
+  );
+}
+
+/** What the shared condition rules read of a FluxClaim's world. */
+function factsOf(world: FluxClaimWorld): ClaimFacts {
+  return {
+    claim: world.claim,
+    verdict: world.verdict,
+    applierMissing: world.applierMissing,
+    applierRead: world.kustomization !== undefined,
+    ...(world.heldBy ? { heldBy: world.heldBy } : {}),
+  };
 }
 
 /**
@@ -140,7 +140,7 @@ function idle(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     const message = "No GitTarget names this claim, so it holds nothing and reads nothing.";
     return {
       step: { kind: "none" },
-      conditions: conditionsOf(world, configured, "False", R.NotReferenced, message, readyTrio),
+      conditions: conditionsOf(factsOf(world), configured, "False", R.NotReferenced, message, readyTrio),
       soon: false,
     };
   }
@@ -148,7 +148,7 @@ function idle(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
   const trio = configured.status === "Unknown" ? progressingTrio : stalledTrio;
   return {
     step: { kind: "none" },
-    conditions: conditionsOf(world, configured, "False", R.NotConfigured, message, trio, configured),
+    conditions: conditionsOf(factsOf(world), configured, "False", R.NotConfigured, message, trio, configured),
     soon: configured.status === "Unknown",
   };
 }
@@ -159,7 +159,7 @@ function adopt(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDec
   const message = `Adopting Kustomization ${keyOf(k.ref)}.`;
   return {
     step: { kind: "addFinalizer" },
-    conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
+    conditions: conditionsOf(factsOf(world), configured, "Unknown", R.Suspending, message),
     previousSuspendState: k.suspended ? "Suspended" : "Active",
     soon: true,
   };
@@ -178,7 +178,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     return {
       step: { kind: "suspend", token },
       ...recorded,
-      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
+      conditions: conditionsOf(factsOf(world), configured, "Unknown", R.Suspending, message),
       event: {
         type: "Normal",
         reason: "Adopted",
@@ -194,7 +194,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     const message = `Nobody follows the apply of ${abandoned.commit ?? "the tip"} (token ${abandoned.requestToken}): its process stopped. The Kustomization is suspended again, and the operation ends Failed once Flux handles that.`;
     return {
       step: { kind: "suspend", token },
-      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
+      conditions: conditionsOf(factsOf(world), configured, "Unknown", R.Suspending, message),
       operation: { ...abandoned, phase: "Unresolved", suspendToken: token, message },
       event: { type: "Warning", reason: "OperationUnfollowed", note: message },
       soon: true,
@@ -205,7 +205,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
       const message = `A branch worker's apply of ${ours.commit ?? "the tip"} is in flight.`;
       return {
         step: { kind: "none" },
-        conditions: conditionsOf(world, configured, "True", R.Applying, message, readyTrio),
+        conditions: conditionsOf(factsOf(world), configured, "True", R.Applying, message, readyTrio),
         soon: true,
       };
     }
@@ -214,7 +214,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     const message = `Kustomization ${name} was resumed outside GitOps Reverser; suspending it again.`;
     return {
       step: { kind: "suspend", token },
-      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message, retryingTrio, {
+      conditions: conditionsOf(factsOf(world), configured, "Unknown", R.Suspending, message, retryingTrio, {
         reason: R.OperationUnresolved,
         message,
       }),
@@ -227,7 +227,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
     const message = `Waiting for Flux to handle the suspend of Kustomization ${name}.`;
     return {
       step: { kind: "none" },
-      conditions: conditionsOf(world, configured, "Unknown", R.Suspending, message),
+      conditions: conditionsOf(factsOf(world), configured, "Unknown", R.Suspending, message),
       soon: true,
     };
   }
@@ -244,7 +244,7 @@ function hold(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDeci
         : undefined;
   return {
     step: { kind: "none" },
-    conditions: conditionsOf(world, configured, "True", R.Suspended, message, readyTrio),
+    conditions: conditionsOf(factsOf(world), configured, "True", R.Suspended, message, readyTrio),
     ...(external ? { operation: external } : {}),
     // A worker's operation still in flight is looked at again, in case its process stops.
     soon: ours !== undefined && !abandoned,
@@ -278,7 +278,7 @@ function waitWhileHeld(world: FluxClaimWorld, configured: ConditionUpdate): Flux
   return {
     step: { kind: "none" },
     conditions: conditionsOf(
-      world,
+      factsOf(world),
       configured,
       "Unknown",
       R.NotConfigured,
@@ -307,7 +307,14 @@ function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaim
       : {};
   const done = (how: string, event?: EventNote): FluxClaimDecision => ({
     step: { kind: "removeFinalizer" },
-    conditions: conditionsOf(world, configured, "False", R.Released, how, releasedTrio(world)),
+    conditions: conditionsOf(
+      factsOf(world),
+      configured,
+      "False",
+      R.Released,
+      how,
+      releasedTrio(factsOf(world)),
+    ),
     previousSuspendState: null,
     ...abandoned,
     ...(event ? { event } : {}),
@@ -322,7 +329,7 @@ function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaim
   }
   const releasing = (message: string, step: Step = { kind: "none" }): FluxClaimDecision => ({
     step,
-    conditions: conditionsOf(world, configured, "False", R.Releasing, message),
+    conditions: conditionsOf(factsOf(world), configured, "False", R.Releasing, message),
     soon: true,
   });
   if (!k) return releasing(`Handing Kustomization ${name} back once its cluster can be read.`);
@@ -346,34 +353,4 @@ function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaim
     return done(`Kustomization ${name} is left suspended, as it was before this claim held it.`);
   }
   return releasing(`Handing Kustomization ${name} back to Flux.`, { kind: "release" });
-}
-
-type Trio = (reason: string, message: string, generation: number | undefined) => ConditionUpdate[];
-
-/**
- * Configured as judged, then InControl and the kstatus trio, which says what InControl says
- * unless `trioSays` gives it another reason and message.
- */
-function conditionsOf(
-  world: FluxClaimWorld,
-  configured: ConditionUpdate,
-  status: ConditionUpdate["status"],
-  reason: string,
-  message: string,
-  trio: Trio = progressingTrio,
-  trioSays: { reason: string; message: string } = { reason, message },
-): ConditionUpdate[] {
-  const generation = world.claim.metadata.generation;
-  return [
-    configured,
-    { type: C.InControl, status, reason, message, observedGeneration: generation },
-    ...trio(trioSays.reason, trioSays.message, generation),
-  ];
-}
-
-/** After a hand-back: Ready as NotReferenced is, or stalled on the refusal that caused it. */
-function releasedTrio(world: FluxClaimWorld): Trio {
-  return world.verdict.kind === "notReferenced" || world.claim.metadata.deletionTimestamp
-    ? readyTrio
-    : stalledTrio;
 }

@@ -6,18 +6,16 @@
 // that token handled and proof that a reconcile ran, reads the outcome table, suspends again
 // and completes once that suspend is handled. Each phase is written to the claim's
 // status.operation, so a person (and a later process) sees where it is.
-import type { KubeConfig } from "@kubernetes/client-node";
-import type { ApplyOperation, FluxClaim, GitTarget } from "../../generated/v1alpha3/index.ts";
-import { statusCodeOf, type ResourceClient } from "../kube/resourceclient.ts";
-import { sleep, untilAborted } from "../timing/sleep.ts";
-import type { Runnable } from "../operator/manager.ts";
+import type { ApplyOperation, FluxClaim } from "../../generated/v1alpha3/index.ts";
+import { statusCodeOf } from "../kube/resourceclient.ts";
+import { sleep } from "../timing/sleep.ts";
 import { normalizeRepositoryUrl } from "../types/repourl.ts";
 import { keyOf } from "../types/names.ts";
-import { precedence, type Attempt, type Outcome, type Reason, type Recovery } from "./due.ts";
+import { Dispatcher, Ending, Follow, type DispatcherOptions, type Proved } from "./dispatch.ts";
+import type { Attempt, Outcome } from "./due.ts";
 import { claimedRef, holdsApplier } from "./fluxclaim.ts";
-import { inFlight } from "./operation.ts";
-import type { Following } from "./following.ts";
-import { FluxClient, newToken } from "./flux/client.ts";
+import { FluxClient } from "./flux/client.ts";
+import { newToken } from "./operation.ts";
 import {
   fluxOutcome,
   revisionHolds,
@@ -32,78 +30,9 @@ import {
   type KustomizationView,
 } from "./flux/view.ts";
 
-/** How an attempt ended, as the claim's Events and the metrics name it. */
-export type Ended =
-  "Succeeded" | "Failed" | "RequestFailed" | "Rejected" | "Dropped" | "Stale" | "Unresolved";
-
-export interface DispatchReport {
-  claim: FluxClaim;
-  reason: Reason | undefined;
-  commit: string;
-  ended: Ended;
-  message: string;
-  /** Milliseconds from the record to the end, for an attempt that started an apply. */
-  durationMs?: number;
-  /** Applied, but the revision the source holds now and not the commit: the residual race. */
-  mismatch?: boolean;
-  /** An operation a stopped process left in flight, followed to its end by this one. */
-  recovered?: boolean;
-}
-
-export interface FluxDispatcherOptions {
-  claims: ResourceClient<FluxClaim>;
-  targets: ResourceClient<GitTarget>;
-  /** The connection to the claim's applier cluster: its KubeProvider's source context. */
-  clusterOf(claim: FluxClaim): KubeConfig | undefined;
-  /** The field manager that holds spec.suspend: the FluxClaim's. */
-  fieldManager: string;
-  /** The field manager status.operation is written under. */
-  operationManager: string;
-  /** Where the operations this dispatcher follows are known, for the claim's reconciler. */
-  following: Following;
-  /** Called once per attempt with how it ended. */
-  onEnded?: (report: DispatchReport) => void;
-  /** Called when an operation is recorded, just before the resume. */
-  onRequested?: (claim: FluxClaim, operation: ApplyOperation) => void;
-  /** Called when an operation runs past its budget and is suspended while still followed. */
-  onUnresolved?: (claim: FluxClaim, operation: ApplyOperation) => void;
-  /** How long an apply may run before it is Unresolved: 5 minutes. */
-  budgetMs?: number;
+export interface FluxDispatcherOptions extends DispatcherOptions<FluxClaim> {
   /** How long the source may take to fetch the commit: 2 minutes. */
   fetchTimeoutMs?: number;
-  /** How often Flux's objects are read while a token waits: 250 ms. */
-  pollMs?: number;
-}
-
-/** One attempt's decision no longer holds, or cannot be carried out: how it ends, and why. */
-class Ending extends Error {
-  constructor(
-    readonly ended: Ended,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const outcomeOf: Record<Ended, Outcome["kind"]> = {
-  Succeeded: "succeeded",
-  Failed: "failed",
-  RequestFailed: "failed",
-  Unresolved: "failed",
-  Rejected: "rejected",
-  Dropped: "dropped",
-  Stale: "stale",
-};
-
-/** The targets of an attempt that still hold its reason: the same incarnation, naming the claim, consenting. */
-export function stillAsking(attempt: Attempt, targets: (GitTarget | undefined)[]): Attempt["targets"] {
-  return attempt.targets.filter((t, i) => {
-    const target = targets[i];
-    if (!target || target.metadata.uid !== t.uid || target.metadata.deletionTimestamp) return false;
-    const ref = target.spec.applierClaimRef;
-    if (ref?.kind !== "FluxClaim" || ref.name !== attempt.claim.name) return false;
-    return t.reason !== "Refusal" || target.spec.onRefusal === "Reapply";
-  });
 }
 
 /** Why the Kustomization may not be resumed for this branch, if it may not. */
@@ -132,27 +61,12 @@ export function handled(k: KustomizationView, token: string, stampedBefore: stri
   return k.requestedAt !== token && k.requestedAt !== stampedBefore && k.lastHandled === k.requestedAt;
 }
 
-export class FluxDispatcher implements Runnable {
+export class FluxDispatcher extends Dispatcher<FluxClaim> {
   readonly name = "flux-dispatcher";
-  readonly needLeaderElection = true;
-  private readonly stopping = new AbortController();
-  private readonly runs = new Set<Promise<unknown>>();
-  private started!: () => void;
-  /** A recovered operation found before the dispatcher starts (leads) waits for it. */
-  private readonly whenStarted = new Promise<void>((resolve) => (this.started = resolve));
+  protected readonly kind = "FluxClaim";
 
-  constructor(private readonly options: FluxDispatcherOptions) {}
-
-  /**
-   * Runs until the process stops; then every attempt in flight stops following, and a
-   * Kustomization one of them resumed is suspended once, without waiting for Flux to handle it:
-   * the next process recovers the operation (applier-claims.md, "What it costs").
-   */
-  async start(signal: AbortSignal): Promise<void> {
-    this.started();
-    await untilAborted(signal);
-    this.stopping.abort();
-    await Promise.allSettled([...this.runs]);
+  constructor(protected override readonly options: FluxDispatcherOptions) {
+    super(options);
   }
 
   /** Carries out one attempt for a branch; `current` says whether its commit is still the tip. */
@@ -161,112 +75,35 @@ export class FluxDispatcher implements Runnable {
     attempt: Attempt,
     current: () => boolean,
   ): Promise<Outcome> {
-    const claim = await this.options.claims.get(attempt.claim.namespace, attempt.claim.name);
-    if (!claim || claim.metadata.deletionTimestamp) return { kind: "dropped" };
+    const claim = await this.claimFor(attempt);
+    if (!claim) return { kind: "dropped" };
     if (this.stopping.signal.aborted) return { kind: "failed" };
     return this.track(new Run(this.options, claim, attempt, this.stopping.signal, branch, current));
   }
 
-  /**
-   * Follows the operation a claim's status records in flight, when no attempt of this process
-   * follows it: one a stopped process left behind. It asks the applier for nothing.
-   */
-  recover(claim: FluxClaim): Recovery | undefined {
-    const operation = claim.status?.operation;
-    const token = operation?.requestToken;
-    if (!operation || !inFlight(operation) || !token || !operation.commit) return undefined;
-    if (this.options.following.has(token)) return undefined;
-    // Followed from now, so the claim's reconciler leaves it to this follow.
-    this.options.following.follow(token);
-    const { namespace, name } = claim.metadata;
-    const attempt = {
-      claim: { namespace: namespace!, name: name! },
-      commit: operation.commit,
-      token,
-      targets: [],
-    };
-    const recovered = new Recovered(this.options, claim, attempt, this.stopping.signal, operation);
-    const begin = Promise.race([this.whenStarted, untilAborted(this.stopping.signal)]);
-    return {
-      token,
-      commit: operation.commit,
-      sentAt: Date.parse(operation.requestedAt ?? "") || Date.now(),
-      outcome: begin.then(() => this.track(recovered)),
-    };
-  }
-
-  /** Carries a follow out, tracked so a stop waits for it, and reports how it ended. */
-  private async track(follow: Follow): Promise<Outcome> {
-    const carried = follow.carryOut().finally(() => follow.unfollow());
-    this.runs.add(carried);
-    const report = await carried.finally(() => this.runs.delete(carried));
-    this.options.onEnded?.(report);
-    const kind = outcomeOf[report.ended];
-    return kind === "succeeded" ? { kind, commit: report.commit } : { kind };
+  protected recovered(claim: FluxClaim, attempt: Attempt, operation: ApplyOperation): Follow<FluxClaim> {
+    return new Recovered(this.options, claim, attempt, this.stopping.signal, operation);
   }
 }
 
 /**
- * What following one operation takes, from the record to the suspend that ends it: the
- * reads of Flux's objects, the suspends, the records on the claim. An attempt (Run) starts
- * its operation; a recovery (Recovered) follows one a stopped process started.
+ * What following one Flux operation takes, to the suspend that ends it: the reads of Flux's
+ * objects and the suspends. An attempt (Run) starts its operation; a recovery (Recovered)
+ * follows one a stopped process started.
  */
-abstract class Follow {
+abstract class FluxFollow extends Follow<FluxClaim> {
   protected readonly flux: FluxClient | undefined;
-  protected reason: Reason | undefined;
-  protected operation: ApplyOperation | undefined;
-  protected recordedAt = 0;
-  /** What status.operation held before this attempt's record. */
-  protected previous: ApplyOperation | undefined;
-  /** The request token this process follows, from just before its record is written. */
-  protected followed: string | undefined;
 
   constructor(
-    protected readonly options: FluxDispatcherOptions,
-    protected claim: FluxClaim,
-    protected readonly attempt: Attempt,
-    protected readonly stop: AbortSignal,
+    protected override readonly options: FluxDispatcherOptions,
+    claim: FluxClaim,
+    attempt: Attempt,
+    stop: AbortSignal,
+    recovered?: ApplyOperation,
   ) {
+    super(options, claim, attempt, stop, recovered);
     const kubeConfig = options.clusterOf(claim);
     this.flux = kubeConfig && new FluxClient(kubeConfig, options.fieldManager);
-  }
-
-  protected abstract steps(): Promise<FluxOutcome>;
-
-  /** The operation is no longer this process's to follow. */
-  unfollow(): void {
-    if (this.followed) this.options.following.done(this.followed);
-  }
-
-  async carryOut(): Promise<DispatchReport> {
-    try {
-      const outcome = await this.steps();
-      const ended = outcome.kind === "succeeded" ? "Succeeded" : "Failed";
-      const message =
-        outcome.kind === "succeeded"
-          ? `Applied ${outcome.revision}${outcome.mismatch ? ` (asked for ${this.attempt.commit}: the source moved on)` : ""}.`
-          : `${outcome.reason}: ${outcome.message}`;
-      return this.report(ended, message, outcome.kind === "succeeded" && outcome.mismatch);
-    } catch (err) {
-      const ending = err instanceof Ending ? err : new Ending("Failed", String(err));
-      if (this.stop.aborted) await this.suspendOnStop();
-      // Recorded and never started (Stale, a refused resume): put back what the status held.
-      if (this.operation?.phase === "Requested") await this.withdraw(ending.message);
-      return this.report(ending.ended, ending.message);
-    }
-  }
-
-  private report(ended: Ended, message: string, mismatch = false): DispatchReport {
-    return {
-      claim: this.claim,
-      reason: this.reason,
-      commit: this.attempt.commit,
-      ended,
-      message,
-      ...(this.recordedAt ? { durationMs: Date.now() - this.recordedAt } : {}),
-      ...(mismatch ? { mismatch } : {}),
-      ...(this instanceof Recovered ? { recovered: true } : {}),
-    };
   }
 
   /**
@@ -279,7 +116,7 @@ abstract class Follow {
     token: string,
     stampedBefore: string | undefined,
     mark: ResumeMark | RecoveredMark,
-  ): Promise<FluxOutcome> {
+  ): Promise<Proved> {
     const budgetAt = this.recordedAt + (this.options.budgetMs ?? 5 * 60_000);
     let applied = await this.waitFor((v) => handled(v, token, stampedBefore), budgetAt);
     if (!applied) {
@@ -292,8 +129,7 @@ abstract class Follow {
     const outcome = fluxOutcome(applied!, mark, this.attempt.commit, repository?.revision);
     if (this.operation!.phase !== "Unresolved") await this.suspendAgain("Settling");
     await this.settled();
-    await this.completeWith(outcome);
-    return outcome;
+    return this.completeWith(proved(outcome, this.attempt.commit));
   }
 
   /** Waits until the operation's suspend is handled: the Kustomization suspended, every reconcile before it ended. */
@@ -302,18 +138,11 @@ abstract class Follow {
     await this.waitFor((v) => v.suspended && handled(v, suspendToken, undefined), Infinity);
   }
 
-  protected async completeWith(outcome: FluxOutcome): Promise<void> {
-    await this.complete(
-      outcome.kind === "succeeded" ? "Succeeded" : "Failed",
-      outcome.kind === "succeeded" ? `Applied ${outcome.revision}.` : `${outcome.reason}: ${outcome.message}`,
-    );
-  }
-
   /**
    * The process stops mid-operation: a Kustomization this attempt resumed is suspended once,
    * recorded Unresolved with that token, and left for the next process, which ends it.
    */
-  private async suspendOnStop(): Promise<void> {
+  protected override async onStop(): Promise<void> {
     const phase = this.operation?.phase;
     if (phase !== "Running" && phase !== "Unresolved") return;
     try {
@@ -352,16 +181,10 @@ abstract class Follow {
       if (Date.now() > deadline) return undefined;
       if (this.operation?.phase === "Unresolved") {
         interval = Math.min(interval * 2, 60_000);
-        const claim = await this.options.claims.get(this.claim.metadata.namespace, this.claim.metadata.name!);
-        if (!claim || claim.metadata.deletionTimestamp)
-          throw new Ending("Failed", "The claim was deleted while its apply was followed.");
+        await this.claimStillThere();
       }
       await sleep(interval, this.stop);
     }
-  }
-
-  protected stopped(): void {
-    if (this.stop.aborted) throw new Ending("Failed", "The operator stopped while this apply ran.");
   }
 
   protected async kustomization(): Promise<KustomizationView> {
@@ -375,65 +198,10 @@ abstract class Follow {
     const raw = await this.flux!.repository(k.source);
     return raw && viewGitRepository(raw);
   }
-
-  /**
-   * A record that started nothing is withdrawn: the status holds again what it held before, so
-   * the claim never shows an operation nothing could have applied; with nothing before, it ends
-   * Failed saying why.
-   */
-  private async withdraw(message: string): Promise<void> {
-    const before = this.previous;
-    if (before) await this.record(before).catch(() => undefined);
-    else await this.complete("Failed", `Withdrawn before the resume: ${message}`).catch(() => undefined);
-  }
-
-  protected async complete(phase: "Succeeded" | "Failed", message: string): Promise<void> {
-    await this.record({
-      ...this.operation!,
-      phase,
-      completedAt: new Date().toISOString(),
-      message: message.slice(0, 4096),
-    });
-  }
-
-  /**
-   * Writes the operation to the claim's status, onto the version read; a conflict reads the
-   * claim again and writes again, up to five times. The first record is refused while the claim
-   * is being deleted or holds another operation in flight.
-   */
-  protected async record(operation: ApplyOperation): Promise<void> {
-    const { claims, operationManager } = this.options;
-    for (let attempt = 1; ; attempt++) {
-      const { namespace, name, resourceVersion } = this.claim.metadata;
-      // Followed from before the record lands, so the claim's reconciler never finds it unfollowed.
-      if (operation.requestToken) {
-        this.followed = operation.requestToken;
-        this.options.following.follow(operation.requestToken);
-      }
-      try {
-        this.claim = await claims.applyStatus(
-          { metadata: { namespace, name, resourceVersion }, status: { operation } } as FluxClaim,
-          operationManager,
-        );
-        this.operation = operation;
-        if (!this.recordedAt) this.recordedAt = Date.now();
-        return;
-      } catch (err) {
-        if (statusCodeOf(err) !== 409 || attempt >= 5) throw err;
-        const fresh = await claims.get(namespace, name!);
-        if (!fresh || fresh.metadata.deletionTimestamp)
-          throw new Ending("Dropped", "The claim is being deleted.");
-        const theirs = fresh.status?.operation;
-        if (!this.operation && theirs && inFlight(theirs))
-          throw new Ending("RequestFailed", "Another operation is in flight on the claim.");
-        this.claim = fresh;
-      }
-    }
-  }
 }
 
 /** One attempt, step by step: it starts its operation with a resume. */
-class Run extends Follow {
+class Run extends FluxFollow {
   constructor(
     options: FluxDispatcherOptions,
     claim: FluxClaim,
@@ -445,17 +213,9 @@ class Run extends Follow {
     super(options, claim, attempt, stop);
   }
 
-  protected async steps(): Promise<FluxOutcome> {
+  protected async steps(): Promise<Proved> {
     await this.recheckTargets();
-    if (!holdsApplier(this.claim)) {
-      const inControl = this.claim.status?.conditions?.find((c) => c.type === "InControl");
-      throw new Ending(
-        "RequestFailed",
-        `The claim does not hold its Kustomization (${inControl?.reason ?? "no InControl"}).`,
-      );
-    }
-    if (this.claim.status?.operation && inFlight(this.claim.status.operation))
-      throw new Ending("RequestFailed", "Another operation is in flight on the claim.");
+    this.checkClaim(holdsApplier, "Kustomization");
     if (!this.flux) throw new Ending("RequestFailed", "The claim's KubeProvider is not connected.");
     await this.artifactHolds();
     const k = await this.recheckApplier();
@@ -474,16 +234,6 @@ class Run extends Follow {
     await this.resume(k, token);
     await this.record({ ...this.operation!, phase: "Running" });
     return this.followToEnd(token, k.requestedAt, mark);
-  }
-
-  /** Re-reads each target; with none still holding the attempt's reason, nothing is asked. */
-  private async recheckTargets(): Promise<void> {
-    const targets = await Promise.all(
-      this.attempt.targets.map((t) => this.options.targets.get(t.ref.namespace, t.ref.name)),
-    );
-    const still = stillAsking(this.attempt, targets);
-    if (still.length === 0) throw new Ending("Dropped", "No GitTarget still holds the request's reason.");
-    this.reason = precedence.find((r) => still.some((t) => t.reason === r));
   }
 
   /** Makes the GitRepository's artifact hold the commit: stamped, and its token waited for. */
@@ -557,7 +307,7 @@ class Run extends Follow {
  * since the request; one that is nowhere (the process stopped between the record and the
  * resume, or after a suspend it never recorded) is suspended and ends Failed.
  */
-class Recovered extends Follow {
+class Recovered extends FluxFollow {
   constructor(
     options: FluxDispatcherOptions,
     claim: FluxClaim,
@@ -565,14 +315,10 @@ class Recovered extends Follow {
     stop: AbortSignal,
     private readonly recorded: ApplyOperation,
   ) {
-    super(options, claim, attempt, stop);
-    this.operation = recorded;
-    this.reason = recorded.reason;
-    this.followed = recorded.requestToken;
-    this.recordedAt = Date.parse(recorded.requestedAt ?? "") || Date.now();
+    super(options, claim, attempt, stop, recorded);
   }
 
-  protected async steps(): Promise<FluxOutcome> {
+  protected async steps(): Promise<Proved> {
     if (!this.flux) throw new Ending("Failed", "The claim's KubeProvider is not connected.");
     const { requestToken, suspendToken, phase } = this.recorded;
     const mark = { requestedAt: new Date(this.recordedAt).toISOString() };
@@ -588,17 +334,23 @@ class Recovered extends Follow {
         phase === "Requested"
           ? "The operator stopped between recording this apply and resuming the Kustomization: nothing was applied."
           : "The operator stopped after a suspend it never recorded, or the Kustomization was reconciled over this apply's token: whether it applied is unknown.";
-      await this.complete("Failed", message);
-      return { kind: "failed", reason: "NotFollowed", message };
+      return this.completeWith({ kind: "failed", message });
     }
     const applied = await this.kustomization();
-    const outcome = fluxOutcome(
-      applied,
-      mark,
-      this.attempt.commit,
-      (await this.repository(applied))?.revision,
+    const revision = (await this.repository(applied))?.revision;
+    return this.completeWith(
+      proved(fluxOutcome(applied, mark, this.attempt.commit, revision), this.attempt.commit),
     );
-    await this.completeWith(outcome);
-    return outcome;
   }
+}
+
+/** The outcome table's answer, as the operation's end says it. */
+function proved(outcome: FluxOutcome, commit: string): Proved {
+  return outcome.kind === "succeeded"
+    ? {
+        kind: "succeeded",
+        message: `Applied ${outcome.revision}${outcome.mismatch ? ` (asked for ${commit}: the source moved on)` : ""}.`,
+        mismatch: outcome.mismatch,
+      }
+    : { kind: "failed", message: `${outcome.reason}: ${outcome.message}` };
 }

@@ -28,7 +28,7 @@ import type { TargetSettings } from "./folder/writes.ts";
 import type { Applier, Attempt, Covered, Outcome, Recovery } from "../applier/due.ts";
 import type { WriteVerdict } from "../applier/window.ts";
 import type { CloseReason } from "./worker/window.ts";
-import type { NamespacedName } from "../types/names.ts";
+import { claimKey, type ClaimRef } from "../types/claims.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keyOf as targetKey, parseKey } from "../types/names.ts";
 
@@ -94,21 +94,21 @@ export interface ProcessApplies {
     current: () => boolean,
   ): Promise<Outcome>;
   /** Whether a claim holds its applier (InControl): only then is it asked for anything. */
-  holds(claim: NamespacedName): boolean;
+  holds(claim: ClaimRef): boolean;
   /** Whether every collection of a target has a settled snapshot. */
   snapshotsSettled(target: TargetRef): boolean;
   /** The source a claim's applier reads, as its claim last reported it: appliers sharing one take turns. */
-  sourceOf(claim: NamespacedName): string | undefined;
+  sourceOf(claim: ClaimRef): string | undefined;
   /** The commit a claim's last succeeded operation applied. */
-  lastApplied(claim: NamespacedName): string | undefined;
+  lastApplied(claim: ClaimRef): string | undefined;
   /** Follows an operation a stopped process left in flight on a claim (internal/applier/fluxdispatch.ts). */
-  recover?(claim: NamespacedName): Recovery | undefined;
+  recover?(claim: ClaimRef): Recovery | undefined;
   /** How the apply window judged a live write to a claim's folder (internal/applier/window.ts). */
-  judged?(claim: NamespacedName, verdict: WriteVerdict, object: string): void;
+  judged?(claim: ClaimRef, verdict: WriteVerdict, object: string): void;
   /** Whether a claim's status says a Repair is pending. */
-  repairPendingAtStart?(claim: NamespacedName): boolean;
+  repairPendingAtStart?(claim: ClaimRef): boolean;
   /** Writes a claim's status.repairPending. */
-  repairPending?(claim: NamespacedName, pending: boolean): void;
+  repairPending?(claim: ClaimRef, pending: boolean): void;
 }
 
 /** What the write side knows of one GitTarget, for its status. */
@@ -365,26 +365,26 @@ export class WorkerManager implements Runnable {
   }
 
   /**
-   * The appliers on a branch: each FluxClaim its attached GitTargets name, with the targets it
-   * covers and whether each has settled its snapshots. (No ArgoCDClaim is dispatched yet.)
+   * The appliers on a branch: each FluxClaim and ArgoCDClaim its attached GitTargets name, with
+   * the targets it covers and whether each has settled its snapshots.
    */
   private appliersOf(branchKey: string): Applier[] {
     const applies = this.options.applies!;
     const byClaim = new Map<string, Applier & { targets: Covered[] }>();
     for (const [key, attachment] of this.attachments) {
       const claim = attachment.settings.current.claim;
-      if (attachment.branchKey !== branchKey || claim?.kind !== "FluxClaim") continue;
-      const ref = { namespace: claim.namespace, name: claim.name };
-      const claimKey = targetKey(ref);
-      let applier = byClaim.get(claimKey);
+      if (attachment.branchKey !== branchKey || !claim) continue;
+      const ref: ClaimRef = { kind: claim.kind, namespace: claim.namespace, name: claim.name };
+      const byKey = claimKey(ref);
+      let applier = byClaim.get(byKey);
       if (!applier) {
         applier = {
           claim: ref,
-          source: applies.sourceOf(ref) ?? claimKey,
+          source: applies.sourceOf(ref) ?? byKey,
           holds: applies.holds(ref),
           targets: [],
         };
-        byClaim.set(claimKey, applier);
+        byClaim.set(byKey, applier);
       }
       const target = parseKey(key);
       applier.targets.push({

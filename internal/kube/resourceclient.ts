@@ -123,10 +123,37 @@ export class ResourceClient<T extends KubernetesObject> {
     return this.serverSideApply("status", object, body, fieldManager, force);
   }
 
-  /** Applies an RFC 6902 JSON patch, such as one guarded by test operations, and returns the result. */
-  async jsonPatch(object: T, operations: object[]): Promise<T> {
+  /**
+   * Replaces the whole object (an update, PUT) onto its metadata.resourceVersion: a 409 Conflict
+   * when it changed since it was read. For a kind with no status subresource, the status too.
+   */
+  async replace(object: T): Promise<T> {
     const { group, version, plural } = this.type;
-    const request = { group, version, plural, name: this.nameOf(object), body: operations };
+    const body = { ...object, apiVersion: this.apiVersion, kind: this.type.kind };
+    const request = { group, version, plural, name: this.nameOf(object), body };
+    const result: unknown = this.type.namespaced
+      ? await this.api.replaceNamespacedCustomObject({
+          ...request,
+          namespace: this.ns(object.metadata?.namespace),
+        })
+      : await this.api.replaceClusterCustomObject(request);
+    return result as T;
+  }
+
+  /**
+   * Applies an RFC 6902 JSON patch, such as one guarded by test operations, and returns the
+   * result; `fieldManager` names the Update entry it leaves in managedFields.
+   */
+  async jsonPatch(object: T, operations: object[], fieldManager?: string): Promise<T> {
+    const { group, version, plural } = this.type;
+    const request = {
+      group,
+      version,
+      plural,
+      name: this.nameOf(object),
+      body: operations,
+      ...(fieldManager ? { fieldManager } : {}),
+    };
     const result: unknown = this.type.namespaced
       ? await this.api.patchNamespacedCustomObject(
           { ...request, namespace: this.ns(object.metadata?.namespace) },

@@ -70,15 +70,19 @@ export function find(objects: Manifest[], kind: string, name: string): Manifest 
   return found;
 }
 
-/** Every (group, resource, verb) a set of rules grants, as "group|resource|verb". */
+/**
+ * Every (group, resource, verb) a set of rules grants, as "group|resource|verb", and
+ * "group|resource|verb|name" for a rule limited to named objects.
+ */
 export function grants(rules: Rule[]): string[] {
   const out = new Set<string>();
   for (const rule of rules) {
-    assert.equal(rule.resourceNames, undefined, "no rule is limited by resource name");
     assert.equal(rule.nonResourceURLs, undefined, "no rule grants non-resource URLs");
+    const names = rule.resourceNames?.map((n) => `|${n}`) ?? [""];
     for (const group of rule.apiGroups ?? [])
       for (const resource of rule.resources ?? [])
-        for (const verb of rule.verbs) out.add(`${group}|${resource}|${verb}`);
+        for (const verb of rule.verbs)
+          for (const name of names) out.add(`${group}|${resource}|${verb}${name}`);
   }
   return [...out].sort();
 }

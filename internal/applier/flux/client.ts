@@ -96,8 +96,3 @@ export class FluxClient {
     };
   }
 }
-
-/** A token no other writer makes: the time, and a random suffix for two in one millisecond. */
-export function newToken(now: Date): string {
-  return `gitops-reverser-${now.toISOString()}-${Math.floor(Math.random() * 0xffffff).toString(16)}`;
-}

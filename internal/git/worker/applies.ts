@@ -15,7 +15,7 @@ import {
 import { applierManagers, judgeWrite, type FieldsEntry, type WriteVerdict } from "../../applier/window.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
-import type { NamespacedName } from "../../types/names.ts";
+import { claimKey, type ClaimRef } from "../../types/claims.ts";
 
 /** What the process provides a worker for applying: its appliers, and how an attempt is carried out. */
 export interface ApplyHooks {
@@ -30,15 +30,15 @@ export interface ApplyHooks {
    * Follows an operation a stopped process left in flight on a claim, read back once when this
    * worker first lists the claim; undefined when there is none.
    */
-  recover?(claim: NamespacedName): Recovery | undefined;
+  recover?(claim: ClaimRef): Recovery | undefined;
   /** The commit an applier's last succeeded operation applied, as its claim's status records it. */
-  lastApplied?(claim: NamespacedName): string | undefined;
+  lastApplied?(claim: ClaimRef): string | undefined;
   /** Whether a claim's status says a Repair is pending, read back once when a worker starts. */
-  repairPendingAtStart?(claim: NamespacedName): boolean;
+  repairPendingAtStart?(claim: ClaimRef): boolean;
   /** A Repair became pending for a claim, or was answered: its status.repairPending. */
-  repairPending?(claim: NamespacedName, pending: boolean): void;
+  repairPending?(claim: ClaimRef, pending: boolean): void;
   /** How the apply window judged a live write to an applier's folder, for its metrics and log. */
-  judged?(claim: NamespacedName, verdict: WriteVerdict, object: string): void;
+  judged?(claim: ClaimRef, verdict: WriteVerdict, object: string): void;
 }
 
 /** How long a window stays open after its operation completed: the applier's writes reach the watch late. */
@@ -89,9 +89,9 @@ export class WorkerApplies {
   /** Retained writes of the flush mark still to publish; undefined while no flush is under way. */
   private mark: number | undefined;
   private readonly restored = new Set<string>();
-  /** Per claim (namespace/name): the repairPending last published. */
+  /** Per claim (claimKey): the repairPending last published. */
   private readonly repairs = new Map<string, boolean>();
-  /** Per claim (namespace/name): its apply windows. */
+  /** Per claim (claimKey): its apply windows. */
   private readonly windows = new Map<string, Windows>();
   /** When the flush under way began: edits from then on are recorded for the apply it makes. */
   private flushedAt: number | undefined;
@@ -179,7 +179,7 @@ export class WorkerApplies {
     for (const attempt of this.due.due(this.appliers(), tip, now)) {
       this.windowsOf(attempt.claim).open.set(attempt.token, now);
       this.logger.info("asking an applier to apply", {
-        claim: `${attempt.claim.namespace}/${attempt.claim.name}`,
+        claim: claimKey(attempt.claim),
         commit: attempt.commit,
         reasons: attempt.targets.map((t) => t.reason),
       });
@@ -233,7 +233,7 @@ export class WorkerApplies {
     const beforeSend = latestSend === undefined || seconds(newestWrite(writers, now)) < seconds(latestSend);
     const editedAt = windows.edited.get(key) ?? (beforeSend ? carried : undefined);
     const verdict = judgeWrite(writers ?? [], {
-      managers: applierManagers.Flux,
+      managers: applierManagers[claim.kind === "FluxClaim" ? "Flux" : "ArgoCD"],
       ...(sends.length > 0 ? { earliestSend: new Date(Math.min(...sends)) } : {}),
       ...(editedAt !== undefined ? { editedAt: new Date(editedAt) } : {}),
     });
@@ -252,11 +252,6 @@ export class WorkerApplies {
     return this.known === null ? undefined : this.due.wakeAt(this.appliers(), now);
   }
 
-  /** Whether an applier of `claim` has an attempt out or a reason other than an adopt pending. */
-  ahead(claim: NamespacedName): boolean {
-    return this.due.ahead(claim);
-  }
-
   /** A live delete in an applier's folder: always an edit, remembered while a window is open. */
   deleted(targetKey: string, identity: ResourceIdentity, now: number): void {
     const claim = this.claimOf(targetKey);
@@ -268,22 +263,22 @@ export class WorkerApplies {
   }
 
   /** Tells the claim's status when its Repair becomes pending or is answered. */
-  private publishRepair(claim: NamespacedName): void {
-    const key = `${claim.namespace}/${claim.name}`;
+  private publishRepair(claim: ClaimRef): void {
+    const key = claimKey(claim);
     const pending = this.due.repairPending(claim);
     if ((this.repairs.get(key) ?? false) === pending) return;
     this.repairs.set(key, pending);
     this.hooks.repairPending?.(claim, pending);
   }
 
-  private claimOf(targetKey: string): NamespacedName | undefined {
+  private claimOf(targetKey: string): ClaimRef | undefined {
     return this.appliers().find((a) =>
       a.targets.some((t) => `${t.ref.namespace}/${t.ref.name}` === targetKey),
     )?.claim;
   }
 
-  private windowsOf(claim: NamespacedName): Windows {
-    const key = `${claim.namespace}/${claim.name}`;
+  private windowsOf(claim: ClaimRef): Windows {
+    const key = claimKey(claim);
     let windows = this.windows.get(key);
     if (!windows) {
       windows = { open: new Map(), carried: [], edited: new Map(), carriedEdits: new Map() };
@@ -296,7 +291,7 @@ export class WorkerApplies {
     const appliers = this.hooks.appliers();
     for (const applier of appliers) {
       this.due.noticeNamed(applier);
-      const key = `${applier.claim.namespace}/${applier.claim.name}`;
+      const key = claimKey(applier.claim);
       if (this.restored.has(key)) continue;
       this.restored.add(key);
       const last = this.hooks.lastApplied?.(applier.claim);
@@ -324,7 +319,7 @@ export class WorkerApplies {
     this.due.recovering(applier, token, commit);
     this.windowsOf(applier.claim).open.set(token, sentAt);
     this.logger.info("following an apply the last process left in flight", {
-      claim: `${applier.claim.namespace}/${applier.claim.name}`,
+      claim: claimKey(applier.claim),
       commit,
       token,
     });

@@ -112,6 +112,8 @@ describe("the install manifests in config/default", () => {
       ...product([""], ["namespaces"], ["list", "watch"]),
       ...product(["kustomize.toolkit.fluxcd.io"], ["kustomizations"], ["get", "list", "patch"]),
       ...product(["source.toolkit.fluxcd.io"], ["gitrepositories"], ["get", "patch"]),
+      ...product(["argoproj.io"], ["applications"], ["get", "patch", "update"]),
+      "apiextensions.k8s.io|customresourcedefinitions|get|applications.argoproj.io",
     ].sort();
     assert.deepEqual(granted, expected);
 
@@ -285,6 +287,8 @@ describe("the install manifests in config/default", () => {
       ["patch", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
       ["get", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
       ["patch", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
+      ["get", "argoproj.io", "applications", "team-a"],
+      ["update", "argoproj.io", "applications", "team-a"],
     ];
     const denied: [string, string, string, string?][] = [
       ["create", "configbutler.ai", "gittargets", "team-a"],
@@ -300,6 +304,8 @@ describe("the install manifests in config/default", () => {
       ["delete", "coordination.k8s.io", "leases", systemNamespace],
       ["delete", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
       ["delete", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
+      ["delete", "argoproj.io", "applications", "team-a"],
+      ["create", "argoproj.io", "applications", "team-a"],
     ];
     for (const check of allowed) assert.ok(await may(...check), `may ${check.join(" ")}`);
     for (const check of denied) assert.ok(!(await may(...check)), `may not ${check.join(" ")}`);

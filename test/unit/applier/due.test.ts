@@ -8,7 +8,7 @@ const applier = (
   published = true,
   uids = [`${name}-t`],
 ): Applier => ({
-  claim: { namespace: "shop", name },
+  claim: { kind: "FluxClaim", namespace: "shop", name },
   source,
   targets: uids.map((uid) => ({ uid, ref: { namespace: "shop", name: uid }, published })),
 });

@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 import type { GitTarget } from "../../../generated/v1alpha3/index.ts";
 import type { Attempt } from "../../../internal/applier/due.ts";
 import type { KustomizationView } from "../../../internal/applier/flux/view.ts";
-import { handled, rejection, stillAsking } from "../../../internal/applier/fluxdispatch.ts";
+import { stillAsking } from "../../../internal/applier/dispatch.ts";
+import { handled, rejection } from "../../../internal/applier/fluxdispatch.ts";
 
 const target = (uid: string, spec: Partial<GitTarget["spec"]> = {}, deleting = false): GitTarget =>
   ({
@@ -12,7 +13,7 @@ const target = (uid: string, spec: Partial<GitTarget["spec"]> = {}, deleting = f
   }) as GitTarget;
 
 const attempt: Attempt = {
-  claim: { namespace: "shop", name: "apps" },
+  claim: { kind: "FluxClaim", namespace: "shop", name: "apps" },
   commit: "c1",
   token: "w1",
   targets: [

@@ -12,7 +12,7 @@ import { configMapIdentity } from "../../support/streams.ts";
 import { quiet } from "../../support/worker.ts";
 
 const applier: Applier = {
-  claim: { namespace: "shop", name: "apps" },
+  claim: { kind: "FluxClaim", namespace: "shop", name: "apps" },
   source: "self|shop/state",
   holds: true,
   targets: [{ uid: "t1", ref: { namespace: "shop", name: "apps" }, published: true }],
@@ -23,7 +23,7 @@ const person = (ms: number) => [{ manager: "kubectl-edit", time: at(ms) }];
 const settings = configMapIdentity("settings", "shop");
 
 /** A worker's applies with one applier, whose attempts wait until the test ends them. */
-function applies(recover?: ApplyHooks["recover"]) {
+function applies(recover?: ApplyHooks["recover"], held: Applier = applier) {
   const sent: Attempt[] = [];
   const reports: AttemptReport[] = [];
   const judged: WriteVerdict[] = [];
@@ -31,7 +31,7 @@ function applies(recover?: ApplyHooks["recover"]) {
   const ends: ((outcome: Outcome) => void)[] = [];
   const worker = new WorkerApplies(
     {
-      appliers: () => [applier],
+      appliers: () => [held],
       dispatch: (attempt) => {
         sent.push(attempt);
         return new Promise((resolve) => ends.push(resolve));
@@ -59,6 +59,16 @@ function applies(recover?: ApplyHooks["recover"]) {
 }
 
 describe("the apply window judges the applier's writes to its folder", () => {
+  it("an Argo CD sync's echo is judged by Argo CD's own managers, not Flux's", () => {
+    const argo: Applier = { ...applier, claim: { kind: "ArgoCDClaim", namespace: "shop", name: "apps" } };
+    const { worker, judged, sendAt } = applies(undefined, argo);
+    sendAt(10_000);
+    const argocd = (ms: number) => [{ manager: "argocd-controller", time: at(ms) }];
+    assert.equal(worker.admits("shop/apps", settings, argocd(11_000), 11_000), false, "its echo");
+    assert.equal(worker.admits("shop/apps", settings, flux(11_000), 11_000), true, "Flux is not its applier");
+    assert.deepEqual(judged, ["echo"]);
+  });
+
   it("the apply's own write, with nobody's edit in the window, is its echo: not mirrored", () => {
     const { worker, judged, sendAt } = applies();
     sendAt(10_000);
