@@ -3,7 +3,6 @@
 // CD version, the Application CRD) through the claim's KubeProvider on every pass, with no
 // informer on Argo CD's kinds, every minute while Ready, which bounds how long automated sync
 // switched on by hand stays on.
-import { hostname } from "node:os";
 import {
   argoCDClaims,
   resourceTypes,
@@ -21,35 +20,15 @@ import {
 } from "../internal/applier/argocdclaim.ts";
 import { judgeBinding, judgeConfig, type Verdict } from "../internal/applier/eligibility.ts";
 import type { Following } from "../internal/applier/following.ts";
-import { line } from "../internal/applier/line.ts";
 import { unlessNotFound } from "../internal/kube/resourceclient.ts";
-import { informerSource } from "../internal/kube/sources.ts";
-import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
-import { EventRecorder } from "../internal/operator/events.ts";
+import type { Controller } from "../internal/operator/controller.ts";
 import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
-import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
-import { generationChanged } from "../internal/operator/predicates.ts";
-import { StatusWriter } from "../internal/operator/status.ts";
-import { keyOf, refOf, type NamespacedName } from "../internal/types/names.ts";
+import { keyOf } from "../internal/types/names.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import {
-  ClaimClocks,
-  claimConfig,
-  claimInformers,
-  claimStatusFields,
-  watchClaimInputs,
-  type ClaimInformers,
-} from "./claims.ts";
+import { ClaimReconciler, claimConfig, connect, placeInLine, setupClaimController } from "./claims.ts";
 import { fieldManager } from "./fieldmanager.ts";
-
-const steadyRecheckMs = 60_000;
-const soonRecheckMs = 1_000;
-
-interface Informers extends ClaimInformers {
-  claims: SharedInformer<ArgoCDClaim>;
-}
 
 /** What was read in the Application's cluster, when the claim's configuration let us read. */
 interface Reading {
@@ -62,44 +41,18 @@ interface Reading {
   source?: ApplierClaimStatus["source"];
 }
 
-export class ArgoCDClaimReconciler implements Reconciler {
-  private readonly status = new StatusWriter(fieldManager);
-  private readonly clocks: ClaimClocks;
-
-  constructor(
-    private readonly manager: Manager,
-    private readonly informers: Informers,
-    private readonly sourceContexts: SourceContexts,
-    private readonly events: EventRecorder,
-    following: Following,
-  ) {
-    this.clocks = new ClaimClocks(following);
+export class ArgoCDClaimReconciler extends ClaimReconciler<ArgoCDClaim, Reading, ArgoCDClaimDecision> {
+  protected client() {
+    return argoCDClaims(this.manager.kubeConfig);
   }
 
-  async reconcile(request: Request): Promise<Result> {
-    const key = keyOf(request);
-    const claim = this.informers.claims.get(request.name, request.namespace);
-    if (!claim) {
-      this.clocks.forget(key);
-      return {};
-    }
-    const reading = await this.read(claim);
-    const decision = decideArgoCDClaim(this.world(claim, reading));
-    const stored = await this.act(claim, reading, decision);
-    if (stored) await this.writeStatus(stored, reading, decision);
-    this.clocks.trackRelease(
-      key,
-      decision.conditions.some((c) => c.type === "InControl" && c.reason === "Releasing"),
-    );
-    return { requeueAfterMs: decision.soon ? soonRecheckMs : steadyRecheckMs };
+  protected decide(claim: ArgoCDClaim, reading: Reading): ArgoCDClaimDecision {
+    return decideArgoCDClaim(this.world(claim, reading));
   }
 
   private world(claim: ArgoCDClaim, reading: Reading): ArgoCDClaimWorld {
     const now = new Date();
-    const queue = reading.server ? this.line(applicationRefOf(claim), reading.server) : [];
-    const first = queue[0]?.claim;
-    const self = keyOf(claim.metadata);
-    const releasingSince = this.clocks.releasingSince(self);
+    const releasingSince = this.clocks.releasingSince(keyOf(claim.metadata));
     return {
       claim,
       now,
@@ -107,28 +60,23 @@ export class ArgoCDClaimReconciler implements Reconciler {
       ...(reading.application ? { application: reading.application } : {}),
       ...(reading.version ? { version: reading.version } : {}),
       applierMissing: reading.applierMissing,
-      ...(first && keyOf(first) !== self && reading.verdict.kind === "bound" ? { heldBy: first } : {}),
-      successor: queue.some((c) => keyOf(c.claim) !== self && c.eligible),
+      ...placeInLine(this.informers.claims.list(), claim, this.sourceContexts, applicationRefOf, {
+        server: reading.server,
+        verdict: reading.verdict,
+      }),
       ...(releasingSince ? { releasingSince } : {}),
       unfollowedMs: this.clocks.unfollowedMs(claim.status?.operation, now.getTime()),
     };
   }
 
   /** Judges the claim, reading the Application's cluster only when its configuration allows, or it holds. */
-  private async read(claim: ArgoCDClaim): Promise<Reading> {
+  protected async read(claim: ArgoCDClaim): Promise<Reading> {
     const config = claimConfig(this.informers, claim, "ArgoCDClaim", applicationRefOf(claim));
     const early = judgeConfig(config);
     const holding = claim.metadata.finalizers?.includes(argoCDClaimFinalizer) ?? false;
-    if (early && !holding) return { verdict: early, applierMissing: false };
-    const context = this.sourceContexts.get(keyOf(config.providerRef));
-    if (!context) {
-      const verdict = early ?? {
-        kind: "pending" as const,
-        reason: "NotBound",
-        message: `KubeProvider ${keyOf(config.providerRef)} is not connected yet.`,
-      };
-      return { verdict, applierMissing: false };
-    }
+    const connection = connect(this.sourceContexts, config, early, holding);
+    if ("settled" in connection) return { verdict: connection.settled, applierMissing: false };
+    const { context } = connection;
     const client = new ArgoCDClient(context.kubeConfig, fieldManager);
     const base = { client, server: context.server };
     const raw = await client.application(config.applier);
@@ -172,31 +120,7 @@ export class ArgoCDClaimReconciler implements Reconciler {
     };
   }
 
-  /**
-   * The claims in line for the same Application in the same cluster, first first. Argo CD's line
-   * has neither the in-flight nor the finalizer rule: a sync somebody started is never replaced,
-   * so the oldest eligible claim holds it.
-   */
-  private line(application: NamespacedName, server: string) {
-    const same = this.informers.claims.list().filter((c) => {
-      const context = this.sourceContexts.get(keyOf(refOf(c.spec.kubeProviderRef, c.metadata.namespace!)));
-      return context?.server === server && keyOf(applicationRefOf(c)) === keyOf(application);
-    });
-    return line(
-      same.map((c) => ({
-        claim: { namespace: c.metadata.namespace!, name: c.metadata.name! },
-        creationTimestamp: new Date(c.metadata.creationTimestamp ?? 0).toISOString(),
-        operationInFlight: false,
-        holdsFinalizer: false,
-        eligible: ["Succeeded", "HeldByAnotherClaim"].includes(
-          c.status?.conditions?.find((x) => x.type === "Configured")?.reason ?? "",
-        ),
-      })),
-    );
-  }
-
-  /** Carries the decision's step out; returns the claim as stored, or undefined once it is gone. */
-  private async act(
+  protected async act(
     claim: ArgoCDClaim,
     reading: Reading,
     decision: ArgoCDClaimDecision,
@@ -225,22 +149,6 @@ export class ArgoCDClaimReconciler implements Reconciler {
     }
     return stored;
   }
-
-  private async writeStatus(
-    claim: ArgoCDClaim,
-    reading: Reading,
-    decision: ArgoCDClaimDecision,
-  ): Promise<void> {
-    await this.status.write(
-      argoCDClaims(this.manager.kubeConfig),
-      claim,
-      {
-        conditions: decision.conditions,
-        fields: claimStatusFields(claim.status ?? {}, decision, reading.source),
-      },
-      true,
-    );
-  }
 }
 
 export function setupArgoCDClaimController(
@@ -248,22 +156,11 @@ export function setupArgoCDClaimController(
   sourceContexts: SourceContexts,
   following: Following,
 ): Controller {
-  const kc = manager.kubeConfig;
-  const events = new EventRecorder(kc, hostname(), manager.logger);
-  const informers: Informers = {
-    claims: manager.informer<ArgoCDClaim>(informerSource(kc, resourceTypes.ArgoCDClaim)),
-    ...claimInformers(manager),
-  };
-  const controller = watchClaimInputs(
-    new Controller(
-      "argocdclaim",
-      new ArgoCDClaimReconciler(manager, informers, sourceContexts, events, following),
-      manager.logger,
-    ).for(informers.claims, generationChanged),
-    informers,
-    informers.claims,
+  return setupClaimController<ArgoCDClaim>(
+    manager,
+    "argocdclaim",
     "ArgoCDClaim",
+    resourceTypes.ArgoCDClaim,
+    (informers, events) => new ArgoCDClaimReconciler(manager, informers, sourceContexts, events, following),
   );
-  manager.addController(controller);
-  return controller;
 }

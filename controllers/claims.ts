@@ -12,17 +12,26 @@ import {
   type GitTarget,
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
-import type { ClaimConfig, ReferringTarget } from "../internal/applier/eligibility.ts";
+import type { AnyClaim } from "../internal/applier/dispatch.ts";
+import type { ClaimConfig, ReferringTarget, Verdict } from "../internal/applier/eligibility.ts";
+import { line } from "../internal/applier/line.ts";
 import type { Following } from "../internal/applier/following.ts";
 import { inFlight } from "../internal/applier/operation.ts";
 import { targetWrites } from "../internal/gittarget/claim.ts";
-import type { Controller } from "../internal/operator/controller.ts";
+import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import { EventRecorder } from "../internal/operator/events.ts";
+import type { ResourceClient, ResourceType } from "../internal/kube/resourceclient.ts";
+import { StatusWriter } from "../internal/operator/status.ts";
+import type { ConditionUpdate } from "../internal/operator/conditions.ts";
+import type { SourceContext, SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { anyOf, generationChanged, labelsChanged, readyTransition } from "../internal/operator/predicates.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import type { ClaimKind } from "../internal/types/claims.ts";
-import { refOf, type NamespacedName } from "../internal/types/names.ts";
+import { keyOf, refOf, type NamespacedName } from "../internal/types/names.ts";
+import { hostname } from "node:os";
+import { fieldManager } from "./fieldmanager.ts";
 
 export interface ClaimInformers {
   targets: SharedInformer<GitTarget>;
@@ -30,11 +39,6 @@ export interface ClaimInformers {
   gitProviders: SharedInformer<GitProvider>;
   providers: SharedInformer<KubeProvider>;
   namespaces: SharedInformer<V1Namespace>;
-}
-
-interface AnyClaim {
-  metadata: { namespace?: string; name?: string };
-  spec: { kubeProviderRef: { name: string; namespace?: string } };
 }
 
 /** Whether a GitTarget names the claim `name` of `kind`. */
@@ -174,4 +178,190 @@ export function watchClaimInputs<T extends KubernetesObject>(
     .watches(informers.gitProviders, everyClaim, generationChanged)
     .watches(informers.providers, everyClaim, anyOf(generationChanged, readyTransition))
     .watches(informers.namespaces, (ns: KubernetesObject) => claimsIn(ns.metadata?.name), labelsChanged);
+}
+
+/**
+ * Where a claim stands in the line for its applier in one cluster (internal/applier/line.ts):
+ * the claim that holds the applier when it is another (only for a bound claim), and whether
+ * another eligible claim could take it over. A FluxClaim's line puts a claim with an operation in
+ * flight first, then one carrying its finalizer; an ArgoCDClaim's has neither rule (`finalizer`
+ * undefined), so the oldest eligible claim holds the Application.
+ */
+export function placeInLine<C extends AnyClaim>(
+  claims: readonly C[],
+  self: C,
+  sourceContexts: SourceContexts,
+  applierOf: (claim: C) => NamespacedName,
+  where: { server: string | undefined; verdict: Verdict; finalizer?: string },
+): { heldBy?: NamespacedName; successor: boolean } {
+  if (!where.server) return { successor: false };
+  const applier = keyOf(applierOf(self));
+  const same = claims.filter((c) => {
+    const context = sourceContexts.get(keyOf(refOf(c.spec.kubeProviderRef, c.metadata.namespace!)));
+    return context?.server === where.server && keyOf(applierOf(c)) === applier;
+  });
+  const queue = line(
+    same.map((c) => ({
+      claim: { namespace: c.metadata.namespace!, name: c.metadata.name! },
+      creationTimestamp: new Date(c.metadata.creationTimestamp ?? 0).toISOString(),
+      operationInFlight:
+        where.finalizer !== undefined && c.status?.operation !== undefined && inFlight(c.status.operation),
+      holdsFinalizer:
+        where.finalizer !== undefined && (c.metadata.finalizers?.includes(where.finalizer) ?? false),
+      // As the claim's own reconciler last judged it: Configured, or refused only for the line.
+      eligible: ["Succeeded", "HeldByAnotherClaim"].includes(
+        c.status?.conditions?.find((x) => x.type === "Configured")?.reason ?? "",
+      ),
+    })),
+  );
+  const key = keyOf(self.metadata);
+  const first = queue[0]?.claim;
+  return {
+    ...(first && keyOf(first) !== key && where.verdict.kind === "bound" ? { heldBy: first } : {}),
+    successor: queue.some((c) => keyOf(c.claim) !== key && c.eligible),
+  };
+}
+
+/**
+ * The connection to the claim's applier cluster, unless the claim's configuration settles it
+ * without one: a claim nothing names or its KubeProvider refuses reads nothing there unless it
+ * holds its applier (it must hand it back), and a KubeProvider not connected yet is pending.
+ */
+export function connect(
+  sourceContexts: SourceContexts,
+  config: ClaimConfig,
+  early: Verdict | undefined,
+  holding: boolean,
+): { settled: Verdict } | { context: SourceContext } {
+  if (early && !holding) return { settled: early };
+  const context = sourceContexts.get(keyOf(config.providerRef));
+  if (context) return { context };
+  return {
+    settled: early ?? {
+      kind: "pending",
+      reason: "NotBound",
+      message: `KubeProvider ${keyOf(config.providerRef)} is not connected yet.`,
+    },
+  };
+}
+
+/** Writes a claim's conditions and status fields, onto the version the decision was made from. */
+export async function writeClaimStatus<C extends AnyClaim>(
+  status: StatusWriter,
+  client: ResourceClient<C>,
+  claim: C,
+  decision: {
+    conditions: ConditionUpdate[];
+    previousSuspendState?: "Suspended" | "Active" | null;
+    operation?: ApplyOperation;
+  },
+  source: ApplierClaimStatus["source"] | undefined,
+): Promise<void> {
+  await status.write(
+    client,
+    claim,
+    { conditions: decision.conditions, fields: claimStatusFields(claim.status ?? {}, decision, source) },
+    true,
+  );
+}
+
+/**
+ * Registers a claim kind's controller: its reconciler over the kind's informer and the shared
+ * ones, watching what eligibility reads.
+ */
+export function setupClaimController<C extends AnyClaim>(
+  manager: Manager,
+  name: string,
+  kind: ClaimKind,
+  type: ResourceType,
+  reconciler: (
+    informers: ClaimInformers & { claims: SharedInformer<C> },
+    events: EventRecorder,
+  ) => Reconciler,
+): Controller {
+  const kc = manager.kubeConfig;
+  const events = new EventRecorder(kc, hostname(), manager.logger);
+  const informers = { claims: manager.informer<C>(informerSource(kc, type)), ...claimInformers(manager) };
+  const controller = watchClaimInputs(
+    new Controller(name, reconciler(informers, events), manager.logger).for(
+      informers.claims,
+      generationChanged,
+    ),
+    informers,
+    informers.claims,
+    kind,
+  );
+  manager.addController(controller);
+  return controller;
+}
+
+/** What a claim kind's pass decides: its conditions, status fields, and whether to look again soon. */
+export interface ClaimDecision {
+  conditions: ConditionUpdate[];
+  previousSuspendState?: "Suspended" | "Active" | null;
+  operation?: ApplyOperation;
+  soon: boolean;
+}
+
+const steadyRecheckMs = 60_000;
+const soonRecheckMs = 1_000;
+
+/**
+ * A claim kind's reconciler, read top to bottom: load the claim, read its applier, decide, act,
+ * write status. A claim Ready reads its applier every minute, which bounds how long a change to
+ * the applier made by hand (a resume, automated sync switched on) goes unanswered.
+ */
+export abstract class ClaimReconciler<
+  C extends AnyClaim,
+  R extends { source?: ApplierClaimStatus["source"] },
+  D extends ClaimDecision,
+> implements Reconciler {
+  protected readonly status = new StatusWriter(fieldManager);
+  protected readonly clocks: ClaimClocks;
+
+  constructor(
+    protected readonly manager: Manager,
+    protected readonly informers: ClaimInformers & { claims: SharedInformer<C> },
+    protected readonly sourceContexts: SourceContexts,
+    protected readonly events: EventRecorder,
+    following: Following,
+  ) {
+    this.clocks = new ClaimClocks(following);
+  }
+
+  async reconcile(request: Request): Promise<Result> {
+    const key = keyOf(request);
+    const cached = this.informers.claims.get(request.name, request.namespace);
+    if (!cached) {
+      this.clocks.forget(key);
+      return {};
+    }
+    const reading = await this.read(cached);
+    const claim = await this.judged(cached, reading);
+    if (!claim) return {};
+    const decision = this.decide(claim, reading);
+    const stored = await this.act(claim, reading, decision);
+    if (stored) await this.writeStatus(stored, reading, decision);
+    this.clocks.trackRelease(
+      key,
+      decision.conditions.some((c) => c.type === "InControl" && c.reason === "Releasing"),
+    );
+    return { requeueAfterMs: decision.soon ? soonRecheckMs : steadyRecheckMs };
+  }
+
+  /** What is read in the applier's cluster, when the claim's configuration lets it read. */
+  protected abstract read(claim: C): Promise<R>;
+  protected abstract decide(claim: C, reading: R): D;
+  /** Carries the decision's step out; returns the claim as stored, or undefined once it is gone. */
+  protected abstract act(claim: C, reading: R, decision: D): Promise<C | undefined>;
+  protected abstract client(): ResourceClient<C>;
+
+  /** The claim the decision is made on: the cached one, unless a kind needs it read uncached. */
+  protected judged(cached: C, _reading: R): Promise<C | undefined> {
+    return Promise.resolve(cached);
+  }
+
+  protected async writeStatus(claim: C, reading: R, decision: D): Promise<void> {
+    await writeClaimStatus(this.status, this.client(), claim, decision, reading.source);
+  }
 }

@@ -2,7 +2,6 @@
 // and hands it back when none does. It reads the Kustomization and its GitRepository through
 // the claim's KubeProvider on every pass (no informer on Flux's kinds, so a cluster without Flux
 // needs none), every minute while Ready, which bounds how long a resume by hand runs.
-import { hostname } from "node:os";
 import {
   fluxClaims,
   resourceTypes,
@@ -25,37 +24,16 @@ import {
   type FluxClaimDecision,
   type FluxClaimWorld,
 } from "../internal/applier/fluxclaim.ts";
-import { line } from "../internal/applier/line.ts";
-import { inFlight } from "../internal/applier/operation.ts";
 import type { Following } from "../internal/applier/following.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
-import { refOf, keyOf, type NamespacedName } from "../internal/types/names.ts";
-import { informerSource } from "../internal/kube/sources.ts";
+import { keyOf } from "../internal/types/names.ts";
 import { unlessNotFound } from "../internal/kube/resourceclient.ts";
-import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
-import { EventRecorder } from "../internal/operator/events.ts";
+import type { Controller } from "../internal/operator/controller.ts";
 import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
-import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
-import { generationChanged } from "../internal/operator/predicates.ts";
-import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
-import {
-  ClaimClocks,
-  claimConfig,
-  claimInformers,
-  claimStatusFields,
-  watchClaimInputs,
-  type ClaimInformers,
-} from "./claims.ts";
-
-const steadyRecheckMs = 60_000;
-const soonRecheckMs = 1_000;
-
-interface Informers extends ClaimInformers {
-  claims: SharedInformer<FluxClaim>;
-}
+import { ClaimReconciler, claimConfig, connect, placeInLine, setupClaimController } from "./claims.ts";
 
 /** What was read in the Kustomization's cluster, when the claim's configuration let us read. */
 interface Reading {
@@ -67,81 +45,52 @@ interface Reading {
   source?: ApplierClaimStatus["source"];
 }
 
-export class FluxClaimReconciler implements Reconciler {
-  private readonly status = new StatusWriter(fieldManager);
-  private readonly clocks: ClaimClocks;
-
-  constructor(
-    private readonly manager: Manager,
-    private readonly informers: Informers,
-    private readonly sourceContexts: SourceContexts,
-    private readonly events: EventRecorder,
-    following: Following,
-  ) {
-    this.clocks = new ClaimClocks(following);
+export class FluxClaimReconciler extends ClaimReconciler<FluxClaim, Reading, FluxClaimDecision> {
+  protected client() {
+    return fluxClaims(this.manager.kubeConfig);
   }
 
-  async reconcile(request: Request): Promise<Result> {
-    const key = keyOf(request);
-    const cached = this.informers.claims.get(request.name, request.namespace);
-    if (!cached) {
-      this.clocks.forget(key);
-      return {};
-    }
-    const reading = await this.read(cached);
-    // A resumed Kustomization is judged on the claim read uncached: a branch worker records its
-    // operation a moment before it resumes, and the cache may not hold that record yet.
+  /**
+   * A resumed Kustomization is judged on the claim read uncached: a branch worker records its
+   * operation a moment before it resumes, and the cache may not hold that record yet.
+   */
+  protected override async judged(cached: FluxClaim, reading: Reading) {
     const resumed = reading.kustomization && !reading.kustomization.suspended;
-    const claim = resumed
-      ? await fluxClaims(this.manager.kubeConfig).get(request.namespace, request.name)
-      : cached;
-    if (!claim) return {};
-    const world = this.world(claim, reading);
-    const decision = decideFluxClaim(world);
-    const stored = await this.act(claim, reading, decision);
-    if (stored) await this.writeStatus(stored, reading, decision);
-    this.clocks.trackRelease(
-      key,
-      decision.conditions.some((c) => c.type === "InControl" && c.reason === "Releasing"),
-    );
-    return { requeueAfterMs: decision.soon ? soonRecheckMs : steadyRecheckMs };
+    return resumed ? this.client().get(cached.metadata.namespace, cached.metadata.name!) : cached;
+  }
+
+  protected decide(claim: FluxClaim, reading: Reading): FluxClaimDecision {
+    return decideFluxClaim(this.world(claim, reading));
   }
 
   private world(claim: FluxClaim, reading: Reading): FluxClaimWorld {
     const now = new Date();
-    const applier = claimedRef(claim);
-    const queue = reading.server ? this.line(applier, reading.server) : [];
-    const first = queue[0]?.claim;
-    const self = keyOf(claim.metadata);
+    const releasingSince = this.clocks.releasingSince(keyOf(claim.metadata));
     return {
       claim,
       now,
       verdict: reading.verdict,
       ...(reading.kustomization ? { kustomization: reading.kustomization } : {}),
       applierMissing: reading.applierMissing,
-      ...(first && keyOf(first) !== self && reading.verdict.kind === "bound" ? { heldBy: first } : {}),
-      successor: queue.some((c) => keyOf(c.claim) !== self && c.eligible),
-      ...(this.clocks.releasingSince(self) ? { releasingSince: this.clocks.releasingSince(self)! } : {}),
+      ...placeInLine(this.informers.claims.list(), claim, this.sourceContexts, claimedRef, {
+        server: reading.server,
+        verdict: reading.verdict,
+        finalizer: fluxClaimFinalizer,
+      }),
+      ...(releasingSince ? { releasingSince } : {}),
       token: newToken(now),
       unfollowedMs: this.clocks.unfollowedMs(claim.status?.operation, now.getTime()),
     };
   }
 
   /** Judges the claim, reading the applier's cluster only when its configuration allows, or it holds. */
-  private async read(claim: FluxClaim): Promise<Reading> {
+  protected async read(claim: FluxClaim): Promise<Reading> {
     const config = this.config(claim);
     const early = judgeConfig(config);
     const holding = claim.metadata.finalizers?.includes(fluxClaimFinalizer) ?? false;
-    if (early && !holding) return { verdict: early, applierMissing: false };
-    const context = this.sourceContexts.get(keyOf(config.providerRef));
-    if (!context) {
-      const verdict = early ?? {
-        kind: "pending" as const,
-        reason: "NotBound",
-        message: `KubeProvider ${keyOf(config.providerRef)} is not connected yet.`,
-      };
-      return { verdict, applierMissing: false };
-    }
+    const connection = connect(this.sourceContexts, config, early, holding);
+    if ("settled" in connection) return { verdict: connection.settled, applierMissing: false };
+    const { context } = connection;
     const client = new FluxClient(context.kubeConfig, fieldManager);
     const base = { client, server: context.server };
     const raw = await client.kustomization(config.applier);
@@ -198,26 +147,6 @@ export class FluxClaimReconciler implements Reconciler {
     return claimConfig(this.informers, claim, "FluxClaim", claimedRef(claim));
   }
 
-  /** The claims in line for the same Kustomization in the same cluster, first first. */
-  private line(applier: NamespacedName, server: string) {
-    const same = this.informers.claims.list().filter((c) => {
-      const context = this.sourceContexts.get(keyOf(refOf(c.spec.kubeProviderRef, c.metadata.namespace!)));
-      return context?.server === server && keyOf(claimedRef(c)) === keyOf(applier);
-    });
-    return line(
-      same.map((c) => ({
-        claim: { namespace: c.metadata.namespace!, name: c.metadata.name! },
-        creationTimestamp: new Date(c.metadata.creationTimestamp ?? 0).toISOString(),
-        operationInFlight: c.status?.operation ? inFlight(c.status.operation) : false,
-        holdsFinalizer: c.metadata.finalizers?.includes(fluxClaimFinalizer) ?? false,
-        // As the claim's own reconciler last judged it: Configured, or refused only for the line.
-        eligible: ["Succeeded", "HeldByAnotherClaim"].includes(
-          c.status?.conditions?.find((x) => x.type === "Configured")?.reason ?? "",
-        ),
-      })),
-    );
-  }
-
   /** Keys of the Kustomizations other claims are in control of. */
   private heldElsewhere(claim: FluxClaim): Set<string> {
     return new Set(
@@ -229,8 +158,7 @@ export class FluxClaimReconciler implements Reconciler {
     );
   }
 
-  /** Carries the decision's step out; returns the claim as stored, or undefined once it is gone. */
-  private async act(
+  protected async act(
     claim: FluxClaim,
     reading: Reading,
     decision: FluxClaimDecision,
@@ -260,18 +188,6 @@ export class FluxClaimReconciler implements Reconciler {
     }
     return stored;
   }
-
-  private async writeStatus(claim: FluxClaim, reading: Reading, decision: FluxClaimDecision): Promise<void> {
-    await this.status.write(
-      fluxClaims(this.manager.kubeConfig),
-      claim,
-      {
-        conditions: decision.conditions,
-        fields: claimStatusFields(claim.status ?? {}, decision, reading.source),
-      },
-      true,
-    );
-  }
 }
 
 export function setupFluxClaimController(
@@ -279,22 +195,11 @@ export function setupFluxClaimController(
   sourceContexts: SourceContexts,
   following: Following,
 ): Controller {
-  const kc = manager.kubeConfig;
-  const events = new EventRecorder(kc, hostname(), manager.logger);
-  const informers: Informers = {
-    claims: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
-    ...claimInformers(manager),
-  };
-  const controller = watchClaimInputs(
-    new Controller(
-      "fluxclaim",
-      new FluxClaimReconciler(manager, informers, sourceContexts, events, following),
-      manager.logger,
-    ).for(informers.claims, generationChanged),
-    informers,
-    informers.claims,
+  return setupClaimController<FluxClaim>(
+    manager,
+    "fluxclaim",
     "FluxClaim",
+    resourceTypes.FluxClaim,
+    (informers, events) => new FluxClaimReconciler(manager, informers, sourceContexts, events, following),
   );
-  manager.addController(controller);
-  return controller;
 }

@@ -10,12 +10,12 @@ import { ArgoCDClaimCondition as C, ArgoCDClaimReason as R } from "../../generat
 import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
 import { keyOf, type NamespacedName } from "../types/names.ts";
 import type { VersionCheck } from "./argocd/client.ts";
-import type { ApplicationView } from "./argocd/view.ts";
+import { branchOf, type ApplicationView } from "./argocd/view.ts";
 import {
   boundNames,
   conditionsOf,
   configuredAt,
-  releasedTrio,
+  handBackFrame,
   sharedConfigured,
   type ClaimFacts,
   type EventNote,
@@ -25,9 +25,6 @@ import { unfollowedGraceMs } from "./following.ts";
 import { failed, inFlight } from "./operation.ts";
 
 export const argoCDClaimFinalizer = "configbutler.ai/argocd-trigger";
-
-/** How long a hand-back may try before the claim lets go. */
-const releaseBudgetMs = 10 * 60_000;
 
 export interface ArgoCDClaimWorld {
   claim: ArgoCDClaim;
@@ -120,8 +117,9 @@ export function syncRefusal(
   const name = `Application ${keyOf(app.ref)}`;
   if (app.unsupportedSource) return `${name} cannot be coordinated: ${app.unsupportedSource}.`;
   if (app.automatedOn) return `${name} has automated sync on: it is not held.`;
-  if (normalize(app.source.repoURL) !== normalize(branch.repository))
-    return `${name} syncs ${app.source.repoURL}, not ${branch.repository}.`;
+  const { repoURL, targetRevision } = app.source;
+  if (normalize(repoURL) !== normalize(branch.repository) || branchOf(targetRevision) !== branch.branch)
+    return `${name} syncs ${repoURL} at ${targetRevision || "HEAD"}, not ${branch.repository} branch ${branch.branch}.`;
   return undefined;
 }
 
@@ -295,40 +293,12 @@ function heldMessage(app: ApplicationView, name: string): string {
 }
 
 function handBack(world: ArgoCDClaimWorld, configured: ConditionUpdate): ArgoCDClaimDecision {
-  const { claim, application: app, now } = world;
+  const { claim, application: app } = world;
   const name = `Application ${keyOf(applicationRefOf(claim))}`;
-  const operation = claim.status?.operation;
-  const abandoned =
-    operation && inFlight(operation)
-      ? {
-          operation: failed(
-            operation,
-            now,
-            "The claim handed its Application back while this sync was in flight.",
-          ),
-        }
-      : {};
-  const done = (how: string, event?: EventNote): ArgoCDClaimDecision => ({
-    step: { kind: "removeFinalizer" },
-    conditions: conditionsOf(
-      factsOf(world),
-      configured,
-      "False",
-      R.Released,
-      how,
-      releasedTrio(factsOf(world)),
-    ),
-    previousSuspendState: null,
-    ...abandoned,
-    ...(event ? { event } : {}),
-    soon: false,
-  });
-  if (world.applierMissing) return done(`${name} is gone; nothing to hand back.`);
-  const since = world.releasingSince ?? now;
-  if (now.getTime() - since.getTime() >= releaseBudgetMs) {
-    const how = `The hand-back of ${name} did not finish within 10 minutes; its automated sync was left ${app?.automatedOn ? "on" : "off"}.`;
-    return done(how, { type: "Warning", reason: "ReleaseFailed", note: how });
-  }
+  const { done, over } = handBackFrame(factsOf(world), configured, world, name, () =>
+    app ? `its automated sync was left ${app.automatedOn ? "on" : "off"}` : "it was left as it was",
+  );
+  if (over) return over;
   const releasing = (message: string, step: ArgoCDStep = { kind: "none" }): ArgoCDClaimDecision =>
     decision(world, configured, "False", R.Releasing, message, true, progressingTrio, undefined, step);
   if (!app) return releasing(`Handing ${name} back once its cluster can be read.`);

@@ -17,8 +17,15 @@ import { ArgoCDClient } from "./argocd/client.ts";
 import { syncOperation, syncState } from "./argocd/sync.ts";
 import { viewApplication, type Application } from "./argocd/view.ts";
 import { applicationRefOf, holdsApplication, syncRefusal } from "./argocdclaim.ts";
-import { Dispatcher, Ending, Follow, type DispatcherOptions, type Proved } from "./dispatch.ts";
-import type { Attempt, Outcome } from "./due.ts";
+import {
+  Dispatcher,
+  Ending,
+  Follow,
+  type BranchAsked,
+  type DispatcherOptions,
+  type Proved,
+} from "./dispatch.ts";
+import type { Attempt } from "./due.ts";
 import { newToken } from "./operation.ts";
 
 export interface ArgoCDDispatcherOptions extends DispatcherOptions<ArgoCDClaim> {
@@ -36,16 +43,8 @@ export class ArgoCDDispatcher extends Dispatcher<ArgoCDClaim> {
     super(options);
   }
 
-  /** Carries out one attempt for a branch; `current` says whether its commit is still the tip. */
-  async dispatch(
-    branch: { url: string; branch: string },
-    attempt: Attempt,
-    current: () => boolean,
-  ): Promise<Outcome> {
-    const claim = await this.claimFor(attempt);
-    if (!claim) return { kind: "dropped" };
-    if (this.stopping.signal.aborted) return { kind: "failed" };
-    return this.track(new Sync(this.options, claim, attempt, this.stopping.signal, branch, current));
+  protected attempted(claim: ArgoCDClaim, attempt: Attempt, branch: BranchAsked): Follow<ArgoCDClaim> {
+    return new Sync(this.options, claim, attempt, this.stopping.signal, branch);
   }
 
   protected recovered(claim: ArgoCDClaim, attempt: Attempt, operation: ApplyOperation): Follow<ArgoCDClaim> {
@@ -155,8 +154,7 @@ class Sync extends SyncFollow {
     claim: ArgoCDClaim,
     attempt: Attempt,
     stop: AbortSignal,
-    private readonly branch: { url: string; branch: string },
-    private readonly current: () => boolean,
+    private readonly branch: BranchAsked,
   ) {
     super(options, claim, attempt, stop);
   }
@@ -172,7 +170,7 @@ class Sync extends SyncFollow {
       normalizeRepositoryUrl,
     );
     if (refused) throw new Ending("Rejected", refused);
-    if (!this.current()) throw new Ending("Stale", "The tip moved before the sync was set.");
+    if (!this.branch.current()) throw new Ending("Stale", "The tip moved before the sync was set.");
     this.previous = this.claim.status?.operation;
     await this.record({
       phase: "Requested",

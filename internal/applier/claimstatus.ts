@@ -2,11 +2,12 @@
 // the kstatus trio. Configured's first checks (nothing names the claim, a reference not judged
 // yet or refused, the applier missing, another claim holding it) are the same for every kind;
 // each kind adds its own after them.
-import type { ApplierClaimStatus } from "../../generated/v1alpha3/index.ts";
+import type { ApplierClaimStatus, ApplyOperation } from "../../generated/v1alpha3/index.ts";
 import { FluxClaimCondition as C, FluxClaimReason as R } from "../../generated/v1alpha3/conditions.ts";
 import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
 import { keyOf, type NamespacedName } from "../types/names.ts";
 import type { Verdict } from "./eligibility.ts";
+import { failed, inFlight } from "./operation.ts";
 
 export type EventNote = { type: "Normal" | "Warning"; reason: string; note: string };
 
@@ -96,4 +97,58 @@ export function releasedTrio(facts: ClaimFacts): Trio {
   return facts.verdict.kind === "notReferenced" || facts.claim.metadata.deletionTimestamp
     ? readyTrio
     : stalledTrio;
+}
+
+/** How long a hand-back may try before the claim lets go and says where it left its applier. */
+export const releaseBudgetMs = 10 * 60_000;
+
+/** The decision that lets a claim go: Released, its finalizer removed. */
+export interface Released {
+  step: { kind: "removeFinalizer" };
+  conditions: ConditionUpdate[];
+  previousSuspendState: null;
+  operation?: ApplyOperation;
+  event?: EventNote;
+  soon: false;
+}
+
+/**
+ * What every kind's hand-back starts with: how it ends (`done`), with an operation still
+ * recorded in flight ended Failed with the hold; and the hand-back already over (`over`) when
+ * the applier is gone, or 10 minutes after it started (a Warning ReleaseFailed says where
+ * `leftAs` left the applier).
+ */
+export function handBackFrame(
+  facts: ClaimFacts,
+  configured: ConditionUpdate,
+  clock: { now: Date; releasingSince?: Date },
+  applier: string,
+  leftAs: () => string,
+): { done: (how: string, event?: EventNote) => Released; over?: Released } {
+  const operation = facts.claim.status?.operation;
+  const abandoned =
+    operation && inFlight(operation)
+      ? {
+          operation: failed(
+            operation,
+            clock.now,
+            `The claim handed ${applier} back while this operation was in flight.`,
+          ),
+        }
+      : {};
+  const done = (how: string, event?: EventNote): Released => ({
+    step: { kind: "removeFinalizer" },
+    conditions: conditionsOf(facts, configured, "False", R.Released, how, releasedTrio(facts)),
+    previousSuspendState: null,
+    ...abandoned,
+    ...(event ? { event } : {}),
+    soon: false,
+  });
+  if (facts.applierMissing) return { done, over: done(`${applier} is gone; nothing to hand back.`) };
+  const since = clock.releasingSince ?? clock.now;
+  if (clock.now.getTime() - since.getTime() >= releaseBudgetMs) {
+    const how = `The hand-back of ${applier} did not finish within 10 minutes; ${leftAs()}.`;
+    return { done, over: done(how, { type: "Warning", reason: "ReleaseFailed", note: how }) };
+  }
+  return { done };
 }

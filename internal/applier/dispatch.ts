@@ -57,6 +57,13 @@ export interface DispatcherOptions<C extends AnyClaim> {
   pollMs?: number;
 }
 
+/** The branch an attempt is for, and whether its commit is still that branch's tip. */
+export interface BranchAsked {
+  url: string;
+  branch: string;
+  current: () => boolean;
+}
+
 /** How the steps of a follow ended, when they ran to the applier's own answer. */
 export type Proved =
   { kind: "succeeded"; message: string; mismatch?: boolean } | { kind: "failed"; message: string };
@@ -116,11 +123,23 @@ export abstract class Dispatcher<C extends AnyClaim> implements Runnable {
     await Promise.allSettled([...this.runs]);
   }
 
-  /** The claim as stored now, unless it is gone or going: then the attempt is dropped. */
-  protected async claimFor(attempt: Attempt): Promise<C | undefined> {
+  /**
+   * Carries out one attempt for a branch; `current` says whether its commit is still the tip. A
+   * claim gone or going drops it.
+   */
+  async dispatch(
+    branch: { url: string; branch: string },
+    attempt: Attempt,
+    current: () => boolean,
+  ): Promise<Outcome> {
     const claim = await this.options.claims.get(attempt.claim.namespace, attempt.claim.name);
-    return claim && !claim.metadata.deletionTimestamp ? claim : undefined;
+    if (!claim || claim.metadata.deletionTimestamp) return { kind: "dropped" };
+    if (this.stopping.signal.aborted) return { kind: "failed" };
+    return this.track(this.attempted(claim, attempt, { ...branch, current }));
   }
+
+  /** The follow of one attempt, by the kind's rules: it starts its operation. */
+  protected abstract attempted(claim: C, attempt: Attempt, branch: BranchAsked): Follow<C>;
 
   /**
    * Follows the operation a claim's status records in flight, when no attempt of this process

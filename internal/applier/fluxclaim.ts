@@ -14,9 +14,9 @@ import {
 import {
   conditionsOf,
   configuredAt,
-  releasedTrio,
   sharedConfigured,
   boundNames,
+  handBackFrame,
   type ClaimFacts,
   type EventNote,
 } from "./claimstatus.ts";
@@ -27,9 +27,6 @@ import { failed, inFlight } from "./operation.ts";
 import { unfollowedGraceMs } from "./following.ts";
 
 export const fluxClaimFinalizer = "configbutler.ai/flux-trigger";
-
-/** How long a hand-back may try before the claim lets go and says where it left the Kustomization. */
-export const releaseBudgetMs = 10 * 60_000;
 
 export interface FluxClaimWorld {
   claim: FluxClaim;
@@ -291,42 +288,12 @@ function waitWhileHeld(world: FluxClaimWorld, configured: ConditionUpdate): Flux
 }
 
 function handBack(world: FluxClaimWorld, configured: ConditionUpdate): FluxClaimDecision {
-  const { claim, kustomization: k, now } = world;
+  const { claim, kustomization: k } = world;
   const name = keyOf(claimedRef(claim));
-  const operation = claim.status?.operation;
-  // An operation still recorded in flight that nothing follows ends with the hold.
-  const abandoned =
-    operation && inFlight(operation)
-      ? {
-          operation: failed(
-            operation,
-            now,
-            "The claim handed its Kustomization back while this operation was in flight.",
-          ),
-        }
-      : {};
-  const done = (how: string, event?: EventNote): FluxClaimDecision => ({
-    step: { kind: "removeFinalizer" },
-    conditions: conditionsOf(
-      factsOf(world),
-      configured,
-      "False",
-      R.Released,
-      how,
-      releasedTrio(factsOf(world)),
-    ),
-    previousSuspendState: null,
-    ...abandoned,
-    ...(event ? { event } : {}),
-    soon: false,
-  });
-  if (world.applierMissing) return done(`Kustomization ${name} is gone; nothing to hand back.`);
-  const since = world.releasingSince ?? now;
-  if (now.getTime() - since.getTime() >= releaseBudgetMs) {
-    const where = k ? (k.suspended ? "suspended" : "resumed") : "as it was";
-    const how = `The hand-back of Kustomization ${name} did not finish within 10 minutes; it was left ${where}.`;
-    return done(how, { type: "Warning", reason: "ReleaseFailed", note: how });
-  }
+  const { done, over } = handBackFrame(factsOf(world), configured, world, `Kustomization ${name}`, () =>
+    k ? `it was left ${k.suspended ? "suspended" : "resumed"}` : "it was left as it was",
+  );
+  if (over) return over;
   const releasing = (message: string, step: Step = { kind: "none" }): FluxClaimDecision => ({
     step,
     conditions: conditionsOf(factsOf(world), configured, "False", R.Releasing, message),

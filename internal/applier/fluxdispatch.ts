@@ -11,8 +11,15 @@ import { statusCodeOf } from "../kube/resourceclient.ts";
 import { sleep } from "../timing/sleep.ts";
 import { normalizeRepositoryUrl } from "../types/repourl.ts";
 import { keyOf } from "../types/names.ts";
-import { Dispatcher, Ending, Follow, type DispatcherOptions, type Proved } from "./dispatch.ts";
-import type { Attempt, Outcome } from "./due.ts";
+import {
+  Dispatcher,
+  Ending,
+  Follow,
+  type BranchAsked,
+  type DispatcherOptions,
+  type Proved,
+} from "./dispatch.ts";
+import type { Attempt } from "./due.ts";
 import { claimedRef, holdsApplier } from "./fluxclaim.ts";
 import { FluxClient } from "./flux/client.ts";
 import { newToken } from "./operation.ts";
@@ -69,16 +76,8 @@ export class FluxDispatcher extends Dispatcher<FluxClaim> {
     super(options);
   }
 
-  /** Carries out one attempt for a branch; `current` says whether its commit is still the tip. */
-  async dispatch(
-    branch: { url: string; branch: string },
-    attempt: Attempt,
-    current: () => boolean,
-  ): Promise<Outcome> {
-    const claim = await this.claimFor(attempt);
-    if (!claim) return { kind: "dropped" };
-    if (this.stopping.signal.aborted) return { kind: "failed" };
-    return this.track(new Run(this.options, claim, attempt, this.stopping.signal, branch, current));
+  protected attempted(claim: FluxClaim, attempt: Attempt, branch: BranchAsked): Follow<FluxClaim> {
+    return new Run(this.options, claim, attempt, this.stopping.signal, branch);
   }
 
   protected recovered(claim: FluxClaim, attempt: Attempt, operation: ApplyOperation): Follow<FluxClaim> {
@@ -207,8 +206,7 @@ class Run extends FluxFollow {
     claim: FluxClaim,
     attempt: Attempt,
     stop: AbortSignal,
-    private readonly branch: { url: string; branch: string },
-    private readonly current: () => boolean,
+    private readonly branch: BranchAsked,
   ) {
     super(options, claim, attempt, stop);
   }
@@ -228,7 +226,7 @@ class Run extends FluxFollow {
       requestedAt: new Date().toISOString(),
     });
     this.options.onRequested?.(this.claim, this.operation!);
-    if (!this.current()) throw new Ending("Stale", "The tip moved while the operation was recorded.");
+    if (!this.branch.current()) throw new Ending("Stale", "The tip moved while the operation was recorded.");
     const token = this.operation!.requestToken!;
     const mark = { readyTransition: k.ready?.lastTransitionTime, historyTop: k.historyTop };
     await this.resume(k, token);
@@ -250,7 +248,7 @@ class Run extends FluxFollow {
       const now = await this.repository(k);
       if (now?.lastHandled === token || revisionHolds(now?.revision, this.attempt.commit)) {
         if (revisionHolds(now?.revision, this.attempt.commit)) return;
-        throw this.current()
+        throw this.branch.current()
           ? new Ending(
               "RequestFailed",
               `GitRepository ${keyOf(k.source)} fetched ${now?.revision ?? "nothing"}, not ${this.attempt.commit}.`,
@@ -273,7 +271,7 @@ class Run extends FluxFollow {
     const repository = await this.repository(k);
     const refused = rejection(k, repository, this.branch);
     if (refused) throw new Ending("Rejected", refused);
-    if (!this.current()) throw new Ending("Stale", "The tip moved before the resume.");
+    if (!this.branch.current()) throw new Ending("Stale", "The tip moved before the resume.");
     if (!revisionHolds(repository!.revision, this.attempt.commit))
       throw new Ending(
         "RequestFailed",

@@ -54,7 +54,22 @@ export class ControlPlane {
     private apiServer: ManagedProcess,
   ) {}
 
+  /**
+   * Starts etcd and kube-apiserver on free loopback ports. A port is free when asked for and
+   * taken when bound, and a test process beside this one can take it in between: a start that
+   * fails to bind is started again on new ports, up to three times.
+   */
   static async start(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await ControlPlane.startOnce(options);
+      } catch (err) {
+        if (attempt >= 3 || !String(err).includes("address already in use")) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(options: ControlPlaneOptions): Promise<ControlPlane> {
     const dir = makeOwnedTempDir("controlplane");
     let etcd: Etcd | undefined;
     let apiServer: ManagedProcess | undefined;

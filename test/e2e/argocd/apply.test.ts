@@ -140,7 +140,10 @@ describe("Argo CD syncs when the branch worker decides", () => {
       { timeoutMs: 60_000, description: "the Repair synced the edit back" },
     );
     assert.ok(await inGit("mode: edited"), "Git kept the edit");
-    assert.notEqual((await argoCDClaims(env.kc).get(namespace, "shop"))?.status?.repairPending, true);
+    await eventually(
+      async () => (await argoCDClaims(env.kc).get(namespace, "shop"))?.status?.repairPending === false,
+      { timeoutMs: 30_000, description: "repairPending answered" },
+    );
   });
 
   it("an API-created object is adopted, so a Git-side delete prunes it", async () => {

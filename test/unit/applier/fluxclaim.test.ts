@@ -7,9 +7,9 @@ import {
   decideFluxClaim,
   holdsApplier,
   fluxClaimFinalizer,
-  releaseBudgetMs,
   type FluxClaimWorld,
 } from "../../../internal/applier/fluxclaim.ts";
+import { releaseBudgetMs } from "../../../internal/applier/claimstatus.ts";
 
 const now = new Date("2026-12-02T10:00:00Z");
 const bound: Verdict = { kind: "bound", targets: [{ ref: { namespace: "shop", name: "web" }, uid: "u1" }] };
