@@ -20,9 +20,7 @@ import {
 } from "../internal/applier/argocdclaim.ts";
 import { judgeBinding, judgeConfig, type Verdict } from "../internal/applier/eligibility.ts";
 import type { Following } from "../internal/applier/following.ts";
-import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import type { Controller } from "../internal/operator/controller.ts";
-import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { keyOf } from "../internal/types/names.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
@@ -120,34 +118,14 @@ export class ArgoCDClaimReconciler extends ClaimReconciler<ArgoCDClaim, Reading,
     };
   }
 
-  protected async act(
-    claim: ArgoCDClaim,
-    reading: Reading,
-    decision: ArgoCDClaimDecision,
-  ): Promise<ArgoCDClaim | undefined> {
-    const client = argoCDClaims(this.manager.kubeConfig);
-    const { step } = decision;
+  protected readonly finalizer = argoCDClaimFinalizer;
+
+  protected async write(step: ArgoCDClaimDecision["step"], reading: Reading): Promise<void> {
     const app = reading.application;
-    let stored: ArgoCDClaim | undefined = claim;
-    if (step.kind === "addFinalizer") stored = await ensureFinalizer(client, claim, argoCDClaimFinalizer);
-    if (step.kind === "switchOff" && app) await reading.client!.switchOff(app);
-    if (step.kind === "giveUp" && app) await reading.client!.giveUp(app);
-    if (step.kind === "leaveOff" && app) await reading.client!.leaveOff(app);
-    if (decision.event) {
-      await this.events.record(
-        claim,
-        decision.event.type,
-        decision.event.reason,
-        "Hold",
-        decision.event.note,
-      );
-    }
-    if (step.kind === "removeFinalizer") {
-      if (!claim.metadata.deletionTimestamp) await this.writeStatus(claim, reading, decision);
-      await unlessNotFound(client.jsonPatch(claim, removeFinalizerPatch(claim, argoCDClaimFinalizer)));
-      stored = undefined;
-    }
-    return stored;
+    if (!app) return;
+    if (step.kind === "switchOff") await reading.client!.switchOff(app);
+    if (step.kind === "giveUp") await reading.client!.giveUp(app);
+    if (step.kind === "leaveOff") await reading.client!.leaveOff(app);
   }
 }
 

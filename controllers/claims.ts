@@ -20,7 +20,9 @@ import { inFlight } from "../internal/applier/operation.ts";
 import { targetWrites } from "../internal/gittarget/claim.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
-import type { ResourceClient, ResourceType } from "../internal/kube/resourceclient.ts";
+import { unlessNotFound, type ResourceClient, type ResourceType } from "../internal/kube/resourceclient.ts";
+import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
+import type { EventNote } from "../internal/applier/claimstatus.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { ConditionUpdate } from "../internal/operator/conditions.ts";
 import type { SourceContext, SourceContexts } from "../internal/watch/sourcecontexts.ts";
@@ -297,6 +299,8 @@ export function setupClaimController<C extends AnyClaim>(
 
 /** What a claim kind's pass decides: its conditions, status fields, and whether to look again soon. */
 export interface ClaimDecision {
+  step: { kind: string };
+  event?: EventNote;
   conditions: ConditionUpdate[];
   previousSuspendState?: "Suspended" | "Active" | null;
   operation?: ApplyOperation;
@@ -352,9 +356,30 @@ export abstract class ClaimReconciler<
   /** What is read in the applier's cluster, when the claim's configuration lets it read. */
   protected abstract read(claim: C): Promise<R>;
   protected abstract decide(claim: C, reading: R): D;
-  /** Carries the decision's step out; returns the claim as stored, or undefined once it is gone. */
-  protected abstract act(claim: C, reading: R, decision: D): Promise<C | undefined>;
+  /** Makes the decision's write to the applier, if its step is one. */
+  protected abstract write(step: D["step"], reading: R): Promise<void>;
   protected abstract client(): ResourceClient<C>;
+  /** The finalizer the claim holds its applier behind, until it has handed it back. */
+  protected abstract readonly finalizer: string;
+
+  /**
+   * Carries the decision's step out, with its Event; returns the claim as stored, or undefined
+   * once its finalizer is gone (its status written first: a deleted claim is gone with it).
+   */
+  private async act(claim: C, reading: R, decision: D): Promise<C | undefined> {
+    const client = this.client();
+    const { step, event } = decision;
+    let stored: C | undefined = claim;
+    if (step.kind === "addFinalizer") stored = await ensureFinalizer(client, claim, this.finalizer);
+    await this.write(step, reading);
+    if (event) await this.events.record(claim, event.type, event.reason, "Hold", event.note);
+    if (step.kind === "removeFinalizer") {
+      if (!claim.metadata.deletionTimestamp) await this.writeStatus(claim, reading, decision);
+      await unlessNotFound(client.jsonPatch(claim, removeFinalizerPatch(claim, this.finalizer)));
+      stored = undefined;
+    }
+    return stored;
+  }
 
   /** The claim the decision is made on: the cached one, unless a kind needs it read uncached. */
   protected judged(cached: C, _reading: R): Promise<C | undefined> {

@@ -27,9 +27,7 @@ import {
 import type { Following } from "../internal/applier/following.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { keyOf } from "../internal/types/names.ts";
-import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import type { Controller } from "../internal/operator/controller.ts";
-import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
@@ -158,35 +156,14 @@ export class FluxClaimReconciler extends ClaimReconciler<FluxClaim, Reading, Flu
     );
   }
 
-  protected async act(
-    claim: FluxClaim,
-    reading: Reading,
-    decision: FluxClaimDecision,
-  ): Promise<FluxClaim | undefined> {
-    const client = fluxClaims(this.manager.kubeConfig);
-    const { step } = decision;
+  protected readonly finalizer = fluxClaimFinalizer;
+
+  protected async write(step: FluxClaimDecision["step"], reading: Reading): Promise<void> {
     const k = reading.kustomization;
-    let stored: FluxClaim | undefined = claim;
-    if (step.kind === "addFinalizer") stored = await ensureFinalizer(client, claim, fluxClaimFinalizer);
-    if (step.kind === "suspend" && k) await reading.client!.suspend(k, step.token);
-    if (step.kind === "release" && k) await reading.client!.release(k);
-    if (step.kind === "giveUp" && k) await reading.client!.giveUp(k);
-    if (decision.event) {
-      await this.events.record(
-        claim,
-        decision.event.type,
-        decision.event.reason,
-        "Hold",
-        decision.event.note,
-      );
-    }
-    if (step.kind === "removeFinalizer") {
-      // Written before the finalizer goes: once it is gone a deleted claim is gone too.
-      if (!claim.metadata.deletionTimestamp) await this.writeStatus(claim, reading, decision);
-      await unlessNotFound(client.jsonPatch(claim, removeFinalizerPatch(claim, fluxClaimFinalizer)));
-      stored = undefined;
-    }
-    return stored;
+    if (!k) return;
+    if (step.kind === "suspend") await reading.client!.suspend(k, step.token);
+    if (step.kind === "release") await reading.client!.release(k);
+    if (step.kind === "giveUp") await reading.client!.giveUp(k);
   }
 }
 
