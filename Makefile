@@ -54,7 +54,7 @@ manifests: generate ## An alias of generate.
 
 .PHONY: verify-generated
 verify-generated: generate ## Fail if the committed generated files differ from what make generate writes.
-	@stale=$$(git diff --name-only -- generated config/crd; git ls-files --others --exclude-standard -- generated config/crd); \
+	@stale=$$(git diff --name-only -- generated config/crd charts/gitops-reverser/crds; git ls-files --others --exclude-standard -- generated config/crd charts/gitops-reverser/crds); \
 	if [ -n "$$stale" ]; then \
 	  echo "$$stale"; echo "generated files are stale: run make generate and commit the result" >&2; exit 1; \
 	fi
@@ -83,6 +83,15 @@ deploy: ## Install the CRDs, RBAC and the operator (config/default) into the cur
 undeploy: ## Remove what deploy installed, the CRDs (and every object of their kinds) included.
 	set -o pipefail; $(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
 
+HELM = $$(bash hack/tools/gotool.sh helm --print-path)
+.PHONY: helm-install
+helm-install: helm ## Install (or upgrade) the Helm chart into the current kubeconfig's cluster (make testenv-up's after `source .testenv/env`); HELM_ARGS adds flags such as --set image.tag=….
+	$(HELM) upgrade --install gitops-reverser charts/gitops-reverser --namespace gitops-reverser-system --create-namespace $(HELM_ARGS)
+
+.PHONY: helm-uninstall
+helm-uninstall: ## Remove the Helm release (its CRDs stay, as Helm leaves crds/ in place).
+	$(HELM) uninstall gitops-reverser --namespace gitops-reverser-system
+
 .PHONY: testenv
 testenv: prerequisites ## Build kube-apiserver, kubectl and etcd from Go modules, or reuse the cached build.
 	bash hack/testenv/build.sh
@@ -96,6 +105,10 @@ flux: prerequisites ## Build the pinned Flux source-controller and kustomize-con
 	bash hack/tools/flux.sh source-controller
 	bash hack/tools/flux.sh kustomize-controller
 
+.PHONY: helm
+helm: prerequisites ## Build the pinned helm the tests lint, render and install the chart with, or reuse the cached build.
+	bash hack/tools/gotool.sh helm
+
 .PHONY: argocd
 argocd: prerequisites ## Fetch Argo CD's Application CRD at the pinned versions (the tests play the application-controller's part), or reuse the cached copy.
 	bash hack/tools/argocd.sh
@@ -105,7 +118,7 @@ sops: prerequisites ## Build the pinned sops the tests read encrypted Secrets ba
 	bash hack/tools/gotool.sh sops
 
 .PHONY: test
-test: node_modules testenv kustomize sops flux argocd ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
+test: node_modules testenv kustomize sops flux argocd helm ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
 	$(NODE_TEST) $(if $(FILES),$(FILES),$(UNIT_TESTS) $(E2E_TESTS))
 
 .PHONY: test-unit
@@ -113,7 +126,7 @@ test-unit: node_modules ## Run the unit tests.
 	$(NODE_TEST) $(UNIT_TESTS)
 
 .PHONY: test-e2e
-test-e2e: node_modules testenv kustomize sops flux argocd ## Run the end-to-end tests against a real control plane, Git server and Redis.
+test-e2e: node_modules testenv kustomize sops flux argocd helm ## Run the end-to-end tests against a real control plane, Git server and Redis.
 	$(NODE_TEST) $(E2E_TESTS)
 
 .PHONY: demo

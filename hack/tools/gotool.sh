@@ -5,7 +5,7 @@
 #   gotool.sh <tool>               build (or reuse) the binary
 #   gotool.sh <tool> --print-path  print where the binary is (or will be), build nothing
 # Tools: kustomize (the operator renders folders with it), sops (the tests read back what the
-# operator encrypts). The Flux controllers need a wrapper module instead: see flux.sh.
+# operator encrypts), helm (the tests lint, render and install the chart with it). The Flux controllers need a wrapper module instead: see flux.sh.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -16,11 +16,12 @@ source "$here/versions.env"
 source "$here/../lib/gobuild.sh"
 jobs=${TESTENV_BUILD_JOBS:-2}
 
-tool=${1:?usage: gotool.sh <kustomize|sops> [--print-path]}
+tool=${1:?usage: gotool.sh <kustomize|sops|helm> [--print-path]}
 case "$tool" in
   kustomize) package=sigs.k8s.io/kustomize/kustomize/v5 version=$KUSTOMIZE_VERSION ;;
   sops) package=github.com/getsops/sops/v3/cmd/sops version=$SOPS_VERSION ;;
-  *) echo "gotool.sh: unknown tool \"$tool\" (kustomize or sops)" >&2; exit 2 ;;
+  helm) package=helm.sh/helm/v4/cmd/helm version=$HELM_VERSION ;;
+  *) echo "gotool.sh: unknown tool \"$tool\" (kustomize, sops or helm)" >&2; exit 2 ;;
 esac
 
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/gitops-reverser/tools

@@ -43,7 +43,7 @@ export function testenvBinaries(): TestenvBinaries {
 const goTools = new Map<string, string>();
 
 /** A tool hack/tools/gotool.sh builds: `override` (an environment variable) names another. */
-function goTool(tool: "kustomize" | "sops", override: string | undefined): string {
+function goTool(tool: "kustomize" | "sops" | "helm", override: string | undefined): string {
   let path = goTools.get(tool);
   if (!path) {
     path =
@@ -63,6 +63,11 @@ function goTool(tool: "kustomize" | "sops", override: string | undefined): strin
  */
 export function kustomizeBinary(): string {
   return goTool("kustomize", process.env.KUSTOMIZE_PATH);
+}
+
+/** The pinned helm built by `make helm`, which lints, renders and installs the chart. HELM_PATH overrides it. */
+export function helmBinary(): string {
+  return goTool("helm", process.env.HELM_PATH);
 }
 
 /** The pinned sops built by `make sops`, which reads back what the operator encrypts. SOPS_PATH overrides it. */
