@@ -63,8 +63,8 @@ KUBECTL ?= kubectl
 RUN_ARGS ?= --log-format=text
 
 .PHONY: run
-run: node_modules ## Run the operator against the current kubeconfig (RUN_ARGS adds flags; see --help).
-	node --import tsx cmd/operator.ts $(RUN_ARGS)
+run: node_modules kustomize ## Run the operator against the current kubeconfig with the pinned kustomize (RUN_ARGS adds flags; see --help).
+	node --import tsx cmd/operator.ts --kustomize-path=$$(bash hack/tools/gotool.sh kustomize --print-path) $(RUN_ARGS)
 
 
 .PHONY: install

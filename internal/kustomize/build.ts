@@ -17,8 +17,11 @@ export interface KustomizeSettings {
   timeoutMs?: number;
 }
 
-/** What one build gave: the rendered objects in output order, or kustomize's own message. */
-export type BuildResult = { ok: true; objects: unknown[] } | { ok: false; message: string };
+/**
+ * What one build gave: the rendered objects in output order, or kustomize's own message;
+ * `missing` when the operator's kustomize itself could not be run, which no folder can fix.
+ */
+export type BuildResult = { ok: true; objects: unknown[] } | { ok: false; message: string; missing?: true };
 
 const defaultTimeoutMs = 60_000;
 // A rendered folder of 10,000 documents is tens of megabytes of YAML.
@@ -29,8 +32,8 @@ const noProxy = "http://127.0.0.1:9";
 export async function kustomizeBuild(settings: KustomizeSettings, dir: string): Promise<BuildResult> {
   const home = await mkdtemp(join(tmpdir(), "kustomize-home-"));
   try {
-    const { stdout, error } = await run(settings, dir, home);
-    if (error) return { ok: false, message: error };
+    const { stdout, error, missing } = await run(settings, dir, home);
+    if (error) return { ok: false, message: error, ...(missing ? { missing } : {}) };
     const objects = parseAllDocuments(stdout).map((doc) => doc.toJS() as unknown);
     return { ok: true, objects: objects.filter((o) => o !== null && o !== undefined) };
   } finally {
@@ -42,7 +45,7 @@ function run(
   settings: KustomizeSettings,
   dir: string,
   home: string,
-): Promise<{ stdout: string; error?: string }> {
+): Promise<{ stdout: string; error?: string; missing?: true }> {
   const args = [
     "build",
     dir,
@@ -74,7 +77,8 @@ function run(
       { env, timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: maxOutputBytes, encoding: "utf8" },
       (err, stdout, stderr) => {
         if (!err) return resolve({ stdout });
-        resolve({ stdout: "", error: failure(settings, err, stderr, timeoutMs) });
+        const missing = err.code === "ENOENT" ? { missing: true as const } : {};
+        resolve({ stdout: "", error: failure(settings, err, stderr, timeoutMs), ...missing });
       },
     );
   });
@@ -87,7 +91,7 @@ function failure(
   timeoutMs: number,
 ): string {
   if (err.code === "ENOENT")
-    return `kustomize was not found at "${settings.binary}": install it or set --kustomize-path`;
+    return `the operator's kustomize was not found at "${settings.binary}": install kustomize there, or start the operator with --kustomize-path naming it (make run and the image pass the pinned one)`;
   if (err.killed) return `kustomize build did not finish within ${timeoutMs / 1000}s`;
   const said = stderr.trim().replace(/^Error: /, "");
   return said === "" ? err.message : said;

@@ -8,7 +8,8 @@ import { identityOfObject } from "../manifest/index.ts";
 import { kustomizeBuild, type BuildResult, type KustomizeSettings } from "./build.ts";
 
 /** A folder as kustomize renders it: its objects by identity key, or why it cannot be rendered. */
-export type Render = { ok: true; objects: ReadonlyMap<string, unknown> } | { ok: false; message: string };
+export type Render =
+  { ok: true; objects: ReadonlyMap<string, unknown> } | { ok: false; message: string; missing?: true };
 
 export type Builder = (dir: string) => Promise<BuildResult>;
 

@@ -37,7 +37,11 @@ export async function renderVerdict(
     : renders.render(worktree, inventory.folder, at === "commit" ? commit : undefined));
   if (!result) return {};
   if (result.ok) return { objects: result.objects };
-  return { refusal: buildFailure(root, inventory.folder, result.message) };
+  return {
+    refusal: result.missing
+      ? kustomizeMissing(root, inventory.folder, result.message)
+      : buildFailure(root, inventory.folder, result.message),
+  };
 }
 
 /** The render's verdict alone, at the inventory's commit, with a worker's renders in its clone: a folder read again. */
@@ -46,6 +50,21 @@ export async function renderRefusal(
   inventory: FolderInventory,
 ): Promise<Refusal | undefined> {
   return (await renderVerdict(worker.materialize.renders, worker.clone.dir, inventory, "commit")).refusal;
+}
+
+/**
+ * The refusal of a kustomize folder while the operator's own kustomize cannot be run: nothing
+ * in the folder is at fault, so it says what to install or set, and never to fix the folder.
+ */
+function kustomizeMissing(root: string, folder: string, said: string): Refusal {
+  return refusalOfProblems([
+    {
+      path: root,
+      feature: "a kustomize folder, with no kustomize to render it",
+      message: `the operator cannot render ${folder} to judge it: ${said}`,
+      summary: `no kustomize to render ${folder}: ${said}`,
+    },
+  ]);
 }
 
 /** The refusal of a folder kustomize cannot build, carrying kustomize's message. */

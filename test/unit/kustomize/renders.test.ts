@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { materialize } from "../../../internal/git/folder/materialize.ts";
 import type { DecidedWrite } from "../../../internal/git/folder/writes.ts";
+import { kustomizeBuild } from "../../../internal/kustomize/build.ts";
 import { FolderRenders, type Builder } from "../../../internal/kustomize/renders.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { configMaps } from "../git/fixtures.ts";
@@ -143,6 +144,22 @@ describe("a kustomize folder judged as it renders", () => {
     const live = await run(tree, inventory, overlayWrite({ mode: "production", color: "blue" }), renders);
     assert.equal(live.result.refusal?.message, snapshot.result.refusal?.message);
     assert.equal(builder.builds.length, 1);
+  });
+
+  it("a kustomize folder with no kustomize to render it is refused saying what to install, never to fix the folder", async () => {
+    const tree = await overlayTree();
+    const missing = "/nonexistent/kustomize";
+    const renders = new FolderRenders((dir) => kustomizeBuild({ binary: missing }, dir));
+    const { result } = await run(
+      tree,
+      new FolderInventory("apps/production"),
+      overlayWrite({ mode: "production", color: "blue" }, true),
+      renders,
+    );
+    const message = result.refusal?.message ?? "";
+    assert.match(message, /kustomize was not found at "\/nonexistent\/kustomize"/);
+    assert.match(message, /--kustomize-path/);
+    assert.doesNotMatch(message, /fix the folder/);
   });
 
   it("a snapshot measures a token in the rendered base against live", async () => {
