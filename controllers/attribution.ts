@@ -3,6 +3,9 @@
 import { Attribution, type AttributionSettings } from "../internal/attribution/attribution.ts";
 import { defaultFactIndexLimits } from "../internal/attribution/factindex.ts";
 import { MemoryFactStream } from "../internal/attribution/factstream.ts";
+import { resourceTypes, type KubeProvider } from "../generated/v1alpha3/index.ts";
+import { informerSource } from "../internal/kube/sources.ts";
+import { auditRouteOf } from "../internal/kubeprovider/decide.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import type { RedisConnection } from "../internal/redis/connection.ts";
 import { RedisFactStream } from "../internal/redis/factstream.ts";
@@ -25,7 +28,13 @@ export function setupAttribution(
     stream = new MemoryFactStream(retention);
   }
   attributionTransport.set({ transport: settings.transport }, 1);
-  const attribution = new Attribution(settings, stream, manager.logger);
+  // Facts on an audit route no KubeProvider carries would be kept for nobody: the ingress refuses them.
+  const providers = manager.informer<KubeProvider>(
+    informerSource(manager.kubeConfig, resourceTypes.KubeProvider),
+  );
+  const carries = (route: string) =>
+    providers.list().some((p) => !p.metadata.deletionTimestamp && auditRouteOf(p) === route);
+  const attribution = new Attribution(settings, stream, manager.logger, carries);
   manager.addRunnable(attribution.ingress);
   return attribution;
 }

@@ -20,7 +20,7 @@ export interface AttributionSettings {
   /** --author-attribution-grace: how long a live change waits for its fact. */
   graceMs: number;
   transport: Transport;
-  ingress: Omit<AuditIngressOptions, "append" | "logger" | "transport">;
+  ingress: Omit<AuditIngressOptions, "append" | "logger" | "transport" | "carries">;
   index?: FactIndexLimits;
 }
 
@@ -37,12 +37,15 @@ export class Attribution {
     private readonly settings: AttributionSettings,
     private readonly stream: FactStream,
     logger: Logger,
+    /** Whether some KubeProvider carries an audit route (AuditIngressOptions.carries). */
+    carries?: (route: string) => boolean,
   ) {
     this.index = new FactIndex(settings.index ?? defaultFactIndexLimits, Date.now, (fact) =>
       attributionNoops.inc({ audit_route: fact.route }),
     );
     this.ingress = new AuditIngress({
       ...settings.ingress,
+      ...(carries ? { carries } : {}),
       transport: settings.transport,
       logger,
       append: async (route, type, facts) => {

@@ -1,7 +1,8 @@
 // The audit ingress: kube-apiserver's audit webhook posts EventLists to
 // /audit-webhook/<audit-route>, over TLS with a client certificate the audit CA signed. It
 // answers fast: it validates, extracts the facts, hands them to the fact stream, and returns.
-// kube-apiserver appends ?timeout=…, so the route comes from the path alone.
+// kube-apiserver appends ?timeout=…, so the route comes from the path alone. Some KubeProvider
+// must carry that route; a route none carries is answered 404 with no body.
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -26,6 +27,12 @@ export interface AuditIngressOptions {
   maxBodyBytes?: number;
   /** Where the facts go: one call per route and type of a request; a rejection is answered 503. */
   append: (route: string, type: string, facts: Fact[]) => Promise<void>;
+  /**
+   * Whether some KubeProvider carries an audit route: facts on a route none carries would be
+   * kept for nobody, so such a request is answered 404 with no body, and such an event on the
+   * shared endpoint is left out. Undefined: every well-formed route is taken.
+   */
+  carries?: (route: string) => boolean;
   /** The fact transport, for the appends' metric. */
   transport: string;
   logger: Logger;
@@ -69,8 +76,10 @@ export class AuditIngress implements Runnable {
     const route = path.startsWith(`${prefix}/`) ? path.slice(prefix.length + 1) : undefined;
     const shared = path === prefix && this.options.routeAnnotationKey !== undefined;
     if (req.method !== "POST" || !((route !== undefined && routePattern.test(route)) || shared)) {
-      return answer(res, 404, "no such audit route");
+      return answer(res, 404, "");
     }
+    if (route !== undefined && this.options.carries && !this.options.carries(route))
+      return answer(res, 404, "");
     let events: AuditEvent[];
     try {
       const read = await readBody(req, this.options.maxBodyBytes ?? 32 << 20);
@@ -118,6 +127,7 @@ export class AuditIngress implements Runnable {
     for (const event of events) {
       const route = event.annotations?.[this.options.routeAnnotationKey!];
       if (!route || !routePattern.test(route)) continue;
+      if (this.options.carries && !this.options.carries(route)) continue;
       byRoute.set(route, [...(byRoute.get(route) ?? []), event]);
     }
     return [...byRoute];

@@ -9,6 +9,8 @@ import { freePort } from "./ports.ts";
 
 export interface AttributionEnv {
   auditCa: CertFiles;
+  /** kube-apiserver's client certificate for the audit webhook, which the audit CA signed. */
+  client: CertFiles;
   port: number;
   /** ControlPlane.start's audit option, posting to `route`. */
   webhook(route: string, policy?: Record<string, unknown>): AuditWebhookOptions;
@@ -30,6 +32,7 @@ export async function attributionEnv(dir: string): Promise<AttributionEnv> {
   const port = await freePort();
   return {
     auditCa,
+    client,
     port,
     webhook: (route, policy) => ({
       url: `https://127.0.0.1:${port}/audit-webhook/${route}`,

@@ -201,6 +201,38 @@ for (const transport of ["memory", "redis"] as const)
         "the refused handshake is counted",
       );
     });
+    it("an audit route no KubeProvider carries is refused with a 404 and no body, and counted", async () => {
+      const before = await counted(auditRequests, { code: "404" });
+      const post = (route: string) =>
+        new Promise<{ status?: number; body: string }>((resolve, reject) => {
+          const req = request(
+            {
+              host: "127.0.0.1",
+              port: mirror.env.port,
+              path: `/audit-webhook/${route}?timeout=30s`,
+              method: "POST",
+              ca: mirror.env.auditCa.certPem,
+              cert: mirror.env.client.certPem,
+              key: mirror.env.client.keyPem,
+            },
+            (res) => {
+              let body = "";
+              res.on("data", (chunk: Buffer) => (body += chunk.toString()));
+              res.on("end", () => resolve({ status: res.statusCode, body }));
+            },
+          );
+          req.on("error", reject);
+          req.end('{"kind":"EventList","apiVersion":"audit.k8s.io/v1","items":[]}');
+        });
+      assert.deepEqual(await post("nobody.carries-this"), { status: 404, body: "" });
+      assert.equal((await counted(auditRequests, { code: "404" })) - before, 1);
+      assert.equal(
+        (await post(`${namespace}.self`)).status,
+        200,
+        "the route a KubeProvider carries is taken",
+      );
+    });
+
     it("a provider of another namespace cannot take a held audit route (AuditRouteConflict)", async () => {
       const other = `team-b-${transport}`;
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: other } } });
