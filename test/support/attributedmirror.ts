@@ -27,6 +27,11 @@ export interface AttributedMirrorOptions {
   index?: FactIndexLimits;
   /** The audit policy kube-apiserver records by; the harness default otherwise. */
   policy?: Record<string, unknown>;
+  /**
+   * --author-attribution-audit-route-annotation-key: kube-apiserver audits to the shared
+   * /audit-webhook, and each event names its route in this annotation.
+   */
+  routeAnnotationKey?: string;
   /** More kube-apiserver flags, made in the fixture's directory (an OIDC issuer's, say). */
   apiServerArgs?: (dir: string) => Promise<string[]>;
 }
@@ -58,7 +63,7 @@ export async function startAttributedMirror(options: AttributedMirrorOptions): P
   const [plane, git, redis] = await Promise.all([
     (async () =>
       ControlPlane.start({
-        audit: env.webhook(`${namespace}.self`, options.policy),
+        audit: env.webhook(options.routeAnnotationKey ? "" : `${namespace}.self`, options.policy),
         extraApiServerArgs: (await options.apiServerArgs?.(dir)) ?? [],
       }))(),
     GitServer.start({ users: [user] }),
@@ -105,6 +110,14 @@ async function mirrorOn(
         ...(options.graceMs !== undefined ? { graceMs: options.graceMs } : {}),
       }),
       ...(options.index ? { index: options.index } : {}),
+      ...(options.routeAnnotationKey
+        ? {
+            ingress: {
+              ...env.settings({ transport }).ingress,
+              routeAnnotationKey: options.routeAnnotationKey,
+            },
+          }
+        : {}),
     },
     ...(redis ? { redisAddr: redis.address } : {}),
   });

@@ -13,6 +13,7 @@ export interface AttributionEnv {
   client: CertFiles;
   port: number;
   /** ControlPlane.start's audit option, posting to `route`. */
+  /** kube-apiserver's audit webhook to the route's path; an empty route: the shared /audit-webhook. */
   webhook(route: string, policy?: Record<string, unknown>): AuditWebhookOptions;
   /** The operator's attribution settings: its ingress on the port, on a transport, with the grace given. */
   settings(options?: { graceMs?: number; transport?: Transport }): AttributionSettings;
@@ -35,7 +36,7 @@ export async function attributionEnv(dir: string): Promise<AttributionEnv> {
     client,
     port,
     webhook: (route, policy) => ({
-      url: `https://127.0.0.1:${port}/audit-webhook/${route}`,
+      url: `https://127.0.0.1:${port}/audit-webhook${route ? `/${route}` : ""}`,
       tls: { caPem: auditCa.certPem, certPem: client.certPem, keyPem: client.keyPem },
       ...(policy ? { policy } : {}),
     }),

@@ -25,6 +25,8 @@ export async function startMutatingWebhook(
   name: string,
   selector: Record<string, string>,
   annotation: { key: string; value: string },
+  /** Audit annotations its answer adds; kube-apiserver records each as `<webhook name>/<key>`. */
+  auditAnnotations?: Record<string, string>,
 ): Promise<MutatingWebhook> {
   const ca = await createCertificateAuthority(dir, `${name}-ca`);
   const serving = await issueCertificate(ca, dir, `${name}-serving`, {
@@ -52,6 +54,7 @@ export async function startMutatingWebhook(
             allowed: true,
             patchType: "JSONPatch",
             patch: Buffer.from(JSON.stringify(patch)).toString("base64"),
+            ...(auditAnnotations ? { auditAnnotations } : {}),
           },
         }),
       );
