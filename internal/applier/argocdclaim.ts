@@ -19,6 +19,7 @@ import {
   sharedConfigured,
   type ClaimFacts,
   type EventNote,
+  type Trio,
 } from "./claimstatus.ts";
 import type { Verdict } from "./eligibility.ts";
 import { unfollowedGraceMs } from "./following.ts";
@@ -79,12 +80,8 @@ export function decideArgoCDClaim(world: ArgoCDClaimWorld): ArgoCDClaimDecision 
     return decision(
       world,
       configured,
-      "Unknown",
-      R.NotConfigured,
-      message,
-      true,
-      progressingTrio,
-      configured,
+      { status: "Unknown", reason: R.NotConfigured, message },
+      { soon: true, trioSays: configured },
     );
   }
   return handBack(world, configured);
@@ -164,61 +161,61 @@ function factsOf(world: ArgoCDClaimWorld): ClaimFacts {
   };
 }
 
+/** A decision with InControl and the trio as given; `soon`, another trio, or a step when they differ. */
 function decision(
   world: ArgoCDClaimWorld,
   configured: ConditionUpdate,
-  status: ConditionUpdate["status"],
-  reason: string,
-  message: string,
-  soon: boolean,
-  trio = progressingTrio,
-  trioSays?: { reason: string; message: string },
-  step: ArgoCDStep = { kind: "none" },
+  inControl: { status: ConditionUpdate["status"]; reason: string; message: string },
+  more: {
+    soon?: boolean;
+    trio?: Trio;
+    trioSays?: { reason: string; message: string };
+    step?: ArgoCDStep;
+  } = {},
 ): ArgoCDClaimDecision {
+  const { status, reason, message } = inControl;
   return {
-    step,
-    conditions: conditionsOf(factsOf(world), configured, status, reason, message, trio, trioSays),
-    soon,
+    step: more.step ?? { kind: "none" },
+    conditions: conditionsOf(factsOf(world), configured, status, reason, message, more.trio, more.trioSays),
+    soon: more.soon ?? false,
   };
 }
+
+/** How the switch stood: Active when automated sync is on. */
+const standing = (app: ApplicationView) => (app.automatedOn ? ("Active" as const) : ("Suspended" as const));
 
 function idle(world: ArgoCDClaimWorld, configured: ConditionUpdate): ArgoCDClaimDecision {
   if (world.verdict.kind === "notReferenced") {
     const message = "No GitTarget names this claim, so it holds nothing and reads nothing.";
-    return decision(world, configured, "False", R.NotReferenced, message, false, readyTrio);
+    return decision(
+      world,
+      configured,
+      { status: "False", reason: R.NotReferenced, message },
+      { trio: readyTrio },
+    );
   }
   const unknown = configured.status === "Unknown";
-  const trio = unknown ? progressingTrio : stalledTrio;
+  const message = `Holds nothing: ${configured.message}`;
   return decision(
     world,
     configured,
-    "False",
-    R.NotConfigured,
-    `Holds nothing: ${configured.message}`,
-    unknown,
-    trio,
-    configured,
+    { status: "False", reason: R.NotConfigured, message },
+    { soon: unknown, trio: unknown ? progressingTrio : stalledTrio, trioSays: configured },
   );
 }
 
 /** The finalizer goes on before the first write to the Application, with how its switch stood. */
 function adopt(world: ArgoCDClaimWorld, configured: ConditionUpdate): ArgoCDClaimDecision {
   const app = world.application!;
+  const message = `Adopting Application ${keyOf(app.ref)}.`;
   return {
     ...decision(
       world,
       configured,
-      "Unknown",
-      R.Suspending,
-      `Adopting Application ${keyOf(app.ref)}.`,
-      true,
-      progressingTrio,
-      undefined,
-      {
-        kind: "addFinalizer",
-      },
+      { status: "Unknown", reason: R.Suspending, message },
+      { soon: true, step: { kind: "addFinalizer" } },
     ),
-    previousSuspendState: app.automatedOn ? "Active" : "Suspended",
+    previousSuspendState: standing(app),
   };
 }
 
@@ -226,9 +223,7 @@ function hold(world: ArgoCDClaimWorld, configured: ConditionUpdate): ArgoCDClaim
   const { claim } = world;
   const app = world.application!;
   const name = `Application ${keyOf(app.ref)}`;
-  const recorded = claim.status?.previousSuspendState
-    ? {}
-    : { previousSuspendState: app.automatedOn ? ("Active" as const) : ("Suspended" as const) };
+  const recorded = claim.status?.previousSuspendState ? {} : { previousSuspendState: standing(app) };
   const writable = !app.applicationSet && app.switchAppliedBy.length === 0;
   if (writable && (!app.heldByUs || app.automatedOn)) {
     const said = claim.status?.conditions?.find((c) => c.type === C.InControl)?.reason;
@@ -244,43 +239,50 @@ function hold(world: ArgoCDClaimWorld, configured: ConditionUpdate): ArgoCDClaim
           reason: "Adopted",
           note: `Switched automated sync of ${name} off: it syncs only when a branch worker asks.`,
         };
+    const message = `Switching automated sync of ${name} off.`;
     return {
       ...decision(
         world,
         configured,
-        "Unknown",
-        R.Suspending,
-        `Switching automated sync of ${name} off.`,
-        true,
-        progressingTrio,
-        undefined,
-        {
-          kind: "switchOff",
-        },
+        { status: "Unknown", reason: R.Suspending, message },
+        { soon: true, step: { kind: "switchOff" } },
       ),
       ...recorded,
       event,
     };
   }
+  const held = {
+    ...decision(
+      world,
+      configured,
+      { status: "True", reason: R.Suspended, message: heldMessage(app, name) },
+      { trio: readyTrio },
+    ),
+    ...recorded,
+  };
   const operation = claim.status?.operation;
   const ours = operation && inFlight(operation) && operation.requestToken ? operation : undefined;
   if (ours && (world.unfollowedMs ?? 0) >= unfollowedGraceMs) {
     const message = `Nobody follows the sync of ${ours.commit ?? "the tip"} (token ${ours.requestToken}): its process stopped.`;
     return {
-      ...decision(world, configured, "True", R.Suspended, heldMessage(app, name), false, readyTrio),
-      ...recorded,
+      ...held,
       operation: failed(ours, world.now, message),
       event: { type: "Warning", reason: "OperationUnfollowed", note: message },
     };
   }
   if (ours) {
     const message = `A branch worker's sync of ${ours.commit ?? "the tip"} is in flight.`;
-    return { ...decision(world, configured, "True", R.Applying, message, true, readyTrio), ...recorded };
+    return {
+      ...decision(
+        world,
+        configured,
+        { status: "True", reason: R.Applying, message },
+        { soon: true, trio: readyTrio },
+      ),
+      ...recorded,
+    };
   }
-  return {
-    ...decision(world, configured, "True", R.Suspended, heldMessage(app, name), false, readyTrio),
-    ...recorded,
-  };
+  return held;
 }
 
 function heldMessage(app: ApplicationView, name: string): string {
@@ -300,7 +302,7 @@ function handBack(world: ArgoCDClaimWorld, configured: ConditionUpdate): ArgoCDC
   );
   if (over) return over;
   const releasing = (message: string, step: ArgoCDStep = { kind: "none" }): ArgoCDClaimDecision =>
-    decision(world, configured, "False", R.Releasing, message, true, progressingTrio, undefined, step);
+    decision(world, configured, { status: "False", reason: R.Releasing, message }, { soon: true, step });
   if (!app) return releasing(`Handing ${name} back once its cluster can be read.`);
   if (world.successor) return done(`${name} is left with automated sync off for the next claim in line.`);
   if (app.heldByUs) return releasing(`Giving the automated sync switch of ${name} up.`, { kind: "giveUp" });

@@ -553,7 +553,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       await kustomizations.apply(
         {
           metadata: { name: "apps", namespace },
-          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "5m" },
+          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "20s" },
         } as Kustomization,
         "kubectl",
       );
@@ -580,5 +580,36 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     } finally {
       await operator.stop();
     }
+  });
+
+  it("a manager restarted during an apply suspends the Kustomization as it stops; the new one completes the same operation and leaves it suspended", async () => {
+    // Where the graceful stop left it: the operation Unresolved, with the suspend it recorded as it stopped.
+    const left = (await operationOf("apps"))!;
+    assert.equal(left.phase, "Unresolved");
+    assert.ok(left.suspendToken);
+    const startedAt = new Date();
+    const operator = startAnotherOperator("apply-restarted");
+    try {
+      await eventually(
+        () =>
+          operator.logs.some((l) => l.startsWith("an apply attempt ended") && l.includes('"recovered":true')),
+        { timeoutMs: 90_000, description: "the stopped process's operation completed by the new one" },
+      );
+      assert.ok(
+        operator.logs.some(
+          (l) =>
+            l.includes("following an apply the last process left in flight") &&
+            l.includes(left.requestToken!),
+        ),
+        "the same operation, followed by its token",
+      );
+      const unfollowed = (await eventsFor("apps", "OperationUnfollowed")).filter(
+        (e) => new Date(e.eventTime ?? e.deprecatedLastTimestamp ?? 0) >= startedAt,
+      );
+      assert.deepEqual(unfollowed, [], "completed by the recovery, not ended unfollowed");
+    } finally {
+      await operator.stop();
+    }
+    assert.equal((await kustomizations.get(namespace, "apps"))?.spec?.suspend, true, "left suspended");
   });
 });
