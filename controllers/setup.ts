@@ -18,17 +18,18 @@ import { Exclusions, WorkerManager, defaultWorkerRoot } from "../internal/git/in
 import {
   applyOwnershipConflicts,
   commitWindows,
-  intakePaused,
-  nextRetry,
+  gitCommitFailures,
+  gitDocuments,
+  gitFetches,
+  gitPushes,
   placementRefusals,
   secretEncryptions,
   gitCommits,
   placements,
-  retainedBytes,
-  retainedWrites,
   writesDropped,
 } from "../internal/telemetry/instruments.ts";
 import { setupAttribution } from "./attribution.ts";
+import { setupScrapeGauges } from "./metrics.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
 import { setupGitBranchController } from "./gitbranch.ts";
 import { setupGitProviderController } from "./gitprovider.ts";
@@ -128,19 +129,19 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       const { namespace, name } = targetRef(branchKey);
       commitWindows.inc({ gitbranch_namespace: namespace, gitbranch_name: name, close_reason: reason });
     },
+    onGit: (branchKey, { operation, outcome }) => {
+      const { namespace, name } = targetRef(branchKey);
+      const labels = { gitbranch_namespace: namespace, gitbranch_name: name };
+      if (operation === "fetch") gitFetches.inc({ ...labels, outcome });
+      else if (operation === "push") gitPushes.inc({ ...labels, outcome });
+      else gitCommitFailures.inc({ ...labels, reason: outcome });
+    },
+    onDocument: (write, outcome) => gitDocuments.inc({ outcome, ...targetLabels(write.target.key) }),
     onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
     onBranchProved: (branchKey, commit, by) => {
       if (commit) remoteStatus.record(branchKey, commit, by);
     },
-    onBranchState: (branchKey, state) => {
-      const { namespace, name } = targetRef(branchKey);
-      const labels = { gitbranch_namespace: namespace, gitbranch_name: name };
-      retainedWrites.set(labels, state.retainedWrites);
-      retainedBytes.set(labels, state.retainedBytes);
-      intakePaused.set(labels, state.intakePaused ? 1 : 0);
-      nextRetry.set(labels, state.outage ? state.outage.nextAttemptAt / 1000 : 0);
-      remoteStatus.recordOutage(branchKey, state.outage);
-    },
+    onBranchState: (branchKey, state) => remoteStatus.recordOutage(branchKey, state.outage),
     refreshIntervalMs: settings.gitRefreshInterval,
     root: settings.workerRoot ?? defaultWorkerRoot,
     namedByGitBranch: (uid) => branches.list().some((b) => b.metadata.uid === uid),
@@ -190,6 +191,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     logger: manager.logger,
   });
   manager.addRunnable(workers);
+  setupScrapeGauges(manager, sourceContexts, workers);
   const commitRequestServer = setupCommitRequests(manager, settings, workers, attribution);
   const kubeProviders = setupKubeProviderController(manager, {
     sourceContexts,

@@ -17,7 +17,7 @@ import { Clone, type CloneOptions } from "./engine/clone.ts";
 import type { Signature } from "../types/signature.ts";
 import type { SigningKey } from "../signing/sshkey.ts";
 import type { MaterializeOptions } from "./folder/materialize.ts";
-import type { Unpublished } from "./worker/publication.ts";
+import type { GitEvent, Unpublished } from "./worker/publication.ts";
 import { commitMessageFor } from "./folder/message.ts";
 import { branchWakesTarget, reportWakesTarget } from "./targetwake.ts";
 import { StreamReaders } from "./streamreaders.ts";
@@ -53,7 +53,7 @@ export interface WorkerSpec {
 
 export interface WorkerManagerOptions extends Omit<
   BranchWorkerOptions,
-  "clone" | "committer" | "materialize" | "folders" | "onWindowClosed" | "applies"
+  "clone" | "committer" | "materialize" | "folders" | "onWindowClosed" | "onGit" | "applies"
 > {
   /** --worker-root: where the clones live, one directory per GitBranch uid. */
   root: string;
@@ -65,6 +65,7 @@ export interface WorkerManagerOptions extends Omit<
   onRefused: MaterializeOptions["onRefused"];
   onEncrypted?: MaterializeOptions["onEncrypted"];
   onCommitted?: MaterializeOptions["onCommitted"];
+  onDocument?: MaterializeOptions["onDocument"];
   /** --kustomize-path: the kustomize that judges folders as they render; none: as written. */
   kustomizePath?: string;
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
@@ -81,6 +82,8 @@ export interface WorkerManagerOptions extends Omit<
   folders?: Partial<Omit<TargetFolderCallbacks, "onReport">>;
   /** Called whenever a branch's commit window closes, with why. */
   onWindowClosed?: (branchKey: string, reason: CloseReason) => void;
+  /** Each fetch, push and failed publication cycle of a branch. */
+  onGit?: (branchKey: string, event: GitEvent) => void;
   /** How the branches' applies are carried out; none: no worker asks an applier for anything. */
   applies?: ProcessApplies;
 }
@@ -178,6 +181,16 @@ export class WorkerManager implements Runnable {
     return this.attachments.has(targetKey(target));
   }
 
+  /** Each attached GitTarget (namespace/name) with the GitBranch whose worker writes it. */
+  *branchTargets(): Generator<{ branchKey: string; targetKey: string }> {
+    for (const [targetKey, { branchKey }] of this.attachments) yield { branchKey, targetKey };
+  }
+
+  /** Every running worker's last report, by GitBranch namespace/name. */
+  *branches(): Generator<[branchKey: string, state: BranchState]> {
+    yield* this.branchStates;
+  }
+
   /** What a GitBranch's running worker last reported: its backlog, intake and outage. */
   branchState(branchKey: string): BranchState | undefined {
     return this.branchStates.get(branchKey);
@@ -240,6 +253,7 @@ export class WorkerManager implements Runnable {
       onRefused,
       onEncrypted,
       onCommitted,
+      onDocument,
       kustomizePath,
       onBranchPublished,
       onBranchProved,
@@ -248,6 +262,7 @@ export class WorkerManager implements Runnable {
       callTimeoutMs,
       folders,
       onWindowClosed,
+      onGit,
       applies,
       ...workerOptions
     } = this.options;
@@ -268,6 +283,7 @@ export class WorkerManager implements Runnable {
         committer: spec.committer,
         additionalSensitive,
         onCommitted,
+        ...(onDocument ? { onDocument } : {}),
         renders: kustomizePath ? new FolderRenders({ binary: kustomizePath }) : undefined,
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);
@@ -293,6 +309,7 @@ export class WorkerManager implements Runnable {
       onProved: (commit, by) => onBranchProved?.(spec.key, commit, by),
       onSave: (id) => this.saves.reported(id),
       onWindowClosed: (reason) => onWindowClosed?.(spec.key, reason),
+      onGit: (event) => onGit?.(spec.key, event),
       ...(applies
         ? {
             applies: {

@@ -3,6 +3,8 @@
 import { Counter, Gauge, Histogram, type Metric, type Registry } from "prom-client";
 import { metricPrefix } from "./metrics.ts";
 
+const branchLabels = ["gitbranch_namespace", "gitbranch_name"] as const;
+
 /**
  * Resources the writer refused fail-safe instead of writing them unsafely, by reason and by
  * GitTarget (a configuration object, so a bounded label; the resource itself never is one).
@@ -147,40 +149,6 @@ export const attributionTransport = new Gauge({
   registers: [],
 });
 
-const branchLabels = ["gitbranch_namespace", "gitbranch_name"] as const;
-
-/** Decided writes a branch holds until a push lands. */
-export const retainedWrites = new Gauge({
-  name: `${metricPrefix}git_retained_writes`,
-  help: "Decided writes a branch worker retains until a push lands.",
-  labelNames: branchLabels,
-  registers: [],
-});
-
-/** What a branch holds accepted and unpublished, with the per-item charge: what the intake budget counts. */
-export const retainedBytes = new Gauge({
-  name: `${metricPrefix}git_retained_bytes`,
-  help: "Bytes a branch worker holds accepted and unpublished, as the intake budget counts them.",
-  labelNames: branchLabels,
-  registers: [],
-});
-
-/** 1 while a branch's intake is paused: its budget is spent while a retry is pending. */
-export const intakePaused = new Gauge({
-  name: `${metricPrefix}git_intake_paused`,
-  help: "1 while a branch's intake is paused because its budget is spent while it waits out an outage.",
-  labelNames: branchLabels,
-  registers: [],
-});
-
-/** When a failing branch tries its remote again; 0 while nothing is failing. */
-export const nextRetry = new Gauge({
-  name: `${metricPrefix}git_next_retry_timestamp_seconds`,
-  help: "When a branch worker next tries a remote it could not reach, as Unix seconds; 0 while none is failing.",
-  labelNames: branchLabels,
-  registers: [],
-});
-
 /**
  * Objects another applier applies (by Flux's owner labels or Argo CD's tracking annotation),
  * kept out of a folder a claim applies, each counted once per GitTarget: a misconfiguration to see.
@@ -257,6 +225,231 @@ export const commitWindows = new Counter({
   registers: [],
 });
 
+const targetLabels = ["gittarget_namespace", "gittarget_name"] as const;
+
+/**
+ * Live watch events of a collection, by type and by what the watch made of them: routed (sent
+ * to the GitTarget's stream), noop (its desired state did not change), ignored (another
+ * controller's output, whose owner is what Git holds). A snapshot's objects are replays, not events.
+ */
+export const watchEvents = new Counter({
+  name: `${metricPrefix}watch_events_total`,
+  help: "Live watch events by GitTarget, type and event type, and what the watch made of each: routed, noop (desired state unchanged), ignored (controller-owned).",
+  labelNames: [...targetLabels, "group", "resource", "event_type", "outcome"] as const,
+  registers: [],
+});
+
+/** Watch connections that ended, by why: the counterpart of watch_sessions_total's start. */
+export const watchSessionEnds = new Counter({
+  name: `${metricPrefix}watch_session_ends_total`,
+  help: "Watch connections that ended, by reason: timeout (quiet, reconnects where it was), gone (410: history expired, a snapshot follows), error (retried with backoff), resync (a fresh snapshot was asked for), paused (the branch's intake is paused), stopped.",
+  labelNames: [...targetLabels, "reason"] as const,
+  registers: [],
+});
+
+/** Snapshots a collection completed, by how they were taken; their objects and time are the replay's cost. */
+export const watchReplays = new Counter({
+  name: `${metricPrefix}watch_replays_total`,
+  help: "Snapshots completed, by mode: watchlist (sendInitialEvents up to the initial-events-end bookmark) or list (the LIST-and-watch compatibility path).",
+  labelNames: [...targetLabels, "mode"] as const,
+  registers: [],
+});
+
+/** Objects the completed snapshots carried: a replay's cost in objects. */
+export const watchReplayObjects = new Counter({
+  name: `${metricPrefix}watch_replay_objects_total`,
+  help: "Objects the completed snapshots carried, per GitTarget.",
+  labelNames: targetLabels,
+  registers: [],
+});
+
+/** From a snapshot's connection to its last object: a replay's cost in time. */
+export const watchReplayDuration = new Histogram({
+  name: `${metricPrefix}watch_replay_duration_seconds`,
+  help: "Seconds from a snapshot's connection to its completion (the initial-events-end bookmark, or the LIST answered).",
+  labelNames: [...targetLabels, "mode"] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+  registers: [],
+});
+
+/**
+ * Connections after one that ended on an error or 410, by how the collection recovered: resume
+ * (from its cursor, losing nothing) or replay (a fresh snapshot, with mark-and-sweep).
+ */
+export const watchRecoveries = new Counter({
+  name: `${metricPrefix}watch_recoveries_total`,
+  help: "Recoveries after a watch connection ended on an error or 410 Gone, by mode: resume (from the stored cursor) or replay (a fresh snapshot).",
+  labelNames: [...targetLabels, "mode"] as const,
+  registers: [],
+});
+
+/** How long a live event kept its watch busy: from its arrival to its item in the stream, the author's wait included. */
+export const watchEventHandling = new Histogram({
+  name: `${metricPrefix}watch_event_handling_seconds`,
+  help: "Seconds a live watch event kept its stream busy, from its arrival to its item on the GitTarget's stream (the attribution grace included): occupancy, not queue delay.",
+  labelNames: targetLabels,
+  buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2, 3, 5, 10],
+  registers: [],
+});
+
+/** Discovery passes per source cluster, by outcome. */
+export const apiCatalogRefreshes = new Counter({
+  name: `${metricPrefix}api_catalog_refreshes_total`,
+  help: "Discovery passes of a source cluster's API catalog, by outcome: changed (the served types changed and every GitTarget was planned again), unchanged, failed.",
+  labelNames: ["source_cluster", "outcome"] as const,
+  registers: [],
+});
+
+/** The types a source cluster serves, recorded at each discovery pass that completed. */
+export const apiCatalogResources = new Gauge({
+  name: `${metricPrefix}api_catalog_resources`,
+  help: "Resource types (group, version, resource) the source cluster's discovery served at its last completed pass.",
+  labelNames: ["source_cluster"] as const,
+  registers: [],
+});
+
+/** How long discovery took, per source cluster. */
+export const apiCatalogRefreshDuration = new Histogram({
+  name: `${metricPrefix}api_catalog_refresh_duration_seconds`,
+  help: "Seconds one discovery pass of a source cluster took.",
+  labelNames: ["source_cluster"] as const,
+  buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [],
+});
+
+/** Plan passes of a GitTarget's watches, by why they ran. */
+export const watchPlanPasses = new Counter({
+  name: `${metricPrefix}watch_plan_passes_total`,
+  help: "Plan passes of a GitTarget's watches, by trigger: served (the target is newly served, or the manager started), rules (its rules changed), catalog (the served types changed).",
+  labelNames: [...targetLabels, "trigger"] as const,
+  registers: [],
+});
+
+/** What a plan pass changed: watches started, stopped, replaced (a new served version). */
+export const watchPlanChanges = new Counter({
+  name: `${metricPrefix}watch_plan_changes_total`,
+  help: "Collection watches a plan pass changed, by action: started, stopped, replaced (the served version changed).",
+  labelNames: [...targetLabels, "action"] as const,
+  registers: [],
+});
+
+/** Commit or publication cycles that failed, by why; every write is kept and retried. */
+export const gitCommitFailures = new Counter({
+  name: `${metricPrefix}git_commit_failures_total`,
+  help: "Publication cycles of a branch worker that failed, by reason: remote (the Git server could not be reached or refused), local (the clone was damaged and is cloned afresh), parent_missing (the parent branch a new branch starts from is missing), contended (the remote kept moving through every attempt). Every write is kept and retried.",
+  labelNames: [...branchLabels, "reason"] as const,
+  registers: [],
+});
+
+/** Documents a write decided, by what became of each in the folder, on its first commit only. */
+export const gitDocuments = new Counter({
+  name: `${metricPrefix}git_documents_total`,
+  help: "Documents a decided write reached, by outcome on its first commit (a replay is not counted again): created, updated, deleted, unchanged (Git already held it), refused (written nowhere: see placement_refusals_total and the GitTarget's conditions).",
+  labelNames: [...targetLabels, "outcome"] as const,
+  registers: [],
+});
+
+/** Pushes of a branch worker, by outcome. */
+export const gitPushes = new Counter({
+  name: `${metricPrefix}git_pushes_total`,
+  help: "Pushes by a branch worker, by outcome: landed, rejected (the remote moved: fetch, replay, push again), failed (not answered, or refused otherwise).",
+  labelNames: [...branchLabels, "outcome"] as const,
+  registers: [],
+});
+
+/** Fetches of a branch worker, by outcome. */
+export const gitFetches = new Counter({
+  name: `${metricPrefix}git_fetches_total`,
+  help: "Fetches (and resets onto the remote tip) by a branch worker, by outcome: ok, failed.",
+  labelNames: [...branchLabels, "outcome"] as const,
+  registers: [],
+});
+
+/**
+ * Gauges read at scrape time: a work loop that is stuck must not be reported by its last healthy
+ * moment. The process names what each reads once it has built it (readAtScrape).
+ */
+type Samples = Iterable<[labels: Record<string, string>, value: number]>;
+const scrapeReaders = new Map<Gauge, () => Samples>();
+
+function scrapeTimeGauge<T extends string>(name: string, help: string, labelNames: readonly T[]): Gauge<T> {
+  return new Gauge({
+    name: `${metricPrefix}${name}`,
+    help,
+    labelNames,
+    registers: [],
+    collect() {
+      this.reset();
+      const read = scrapeReaders.get(this);
+      for (const [labels, value] of read?.() ?? []) this.set(labels as Partial<Record<T, string>>, value);
+    },
+  });
+}
+
+/** Names what a scrape-time gauge reports; the last process to name one is read (one per process). */
+export function readAtScrape<T extends string>(gauge: Gauge<T>, read: () => Samples): void {
+  scrapeReaders.set(gauge, read);
+}
+
+/** Decided writes a branch holds until a push lands. */
+export const retainedWrites = scrapeTimeGauge(
+  "git_retained_writes",
+  "Decided writes a branch worker retains until a push lands.",
+  branchLabels,
+);
+
+/** What a branch holds accepted and unpublished, with the per-item charge: what the intake budget counts. */
+export const retainedBytes = scrapeTimeGauge(
+  "git_retained_bytes",
+  "Bytes a branch worker holds accepted and unpublished, as the intake budget counts them.",
+  branchLabels,
+);
+
+/** 1 while a branch's intake is paused: its budget is spent while a retry is pending. */
+export const intakePaused = scrapeTimeGauge(
+  "git_intake_paused",
+  "1 while a branch's intake is paused because its budget is spent while it waits out an outage.",
+  branchLabels,
+);
+
+/** When a failing branch tries its remote again; 0 while nothing is failing. */
+export const nextRetry = scrapeTimeGauge(
+  "git_next_retry_timestamp_seconds",
+  "When a branch worker next tries a remote it could not reach, as Unix seconds; 0 while none is failing.",
+  branchLabels,
+);
+
+/** Which GitTargets each GitBranch's worker serves: the join between the two identities. */
+export const gitBranchTargets = scrapeTimeGauge(
+  "git_branch_targets",
+  "1 for each GitTarget a GitBranch's worker serves: joins the gittarget_* families with the gitbranch_* ones.",
+  [...branchLabels, ...targetLabels],
+);
+
+/** Collection watches open, per GitTarget and state. */
+export const watchOpenStreams = scrapeTimeGauge(
+  "watch_open_streams",
+  "Collection watches running, per GitTarget and state: Replaying (a snapshot is being taken), Running, Blocked (the source refuses it).",
+  [...targetLabels, "state"],
+);
+
+/** The (GVR, scope) collections a GitTarget's rules resolved to at its last plan pass. */
+export const watchResolvedTypes = scrapeTimeGauge(
+  "watch_resolved_types",
+  "Collections (type and namespace scope) a GitTarget's rules resolved to at its last plan pass; unresolved counts the rule items that resolved to nothing.",
+  [...targetLabels, "resolution"],
+);
+
+/**
+ * The kstatus trio of every object a person declares, as 1 on the status each condition holds
+ * (CommitRequests are requests, counted by commit_requests_total instead).
+ */
+export const resourceCondition = scrapeTimeGauge(
+  "resource_condition",
+  "1 on the status (True, False, Unknown) of each kstatus condition (Ready, Reconciling, Stalled) of every configuration object the operator reconciles, with its reason.",
+  ["resource_kind", "resource_namespace", "resource_name", "condition", "status", "reason"],
+);
+
 export function registerInstruments(registry: Registry): void {
   const metrics: Metric[] = [
     applyOwnershipConflicts,
@@ -288,6 +481,26 @@ export function registerInstruments(registry: Registry): void {
     retainedBytes,
     intakePaused,
     nextRetry,
+    watchEvents,
+    watchSessionEnds,
+    watchReplays,
+    watchReplayObjects,
+    watchReplayDuration,
+    watchRecoveries,
+    watchEventHandling,
+    apiCatalogRefreshes,
+    apiCatalogResources,
+    apiCatalogRefreshDuration,
+    watchPlanPasses,
+    watchPlanChanges,
+    gitCommitFailures,
+    gitDocuments,
+    gitPushes,
+    gitFetches,
+    gitBranchTargets,
+    watchOpenStreams,
+    watchResolvedTypes,
+    resourceCondition,
   ];
   for (const metric of metrics) registry.registerMetric(metric);
 }

@@ -28,7 +28,7 @@ import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
 import { appliedByOf, stampDelete, writersOf } from "./appliedby.ts";
-import { watchSessions } from "../telemetry/instruments.ts";
+import { WatchMeter, type SessionEnd } from "./meter.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
 import { objectKeyOf } from "../types/names.ts";
 
@@ -66,9 +66,6 @@ export interface Projector {
   project(collection: Collection, object: Unsettled): Projection | Promise<Projection>;
 }
 
-/** How a connection began: the first after start, a resume from the cursor, or a new snapshot. */
-type SessionStart = "initial" | "resume" | "reinitialize";
-
 export class CollectionWatch {
   private stateValue: CollectionState = "Replaying";
   private blockedReason = "";
@@ -81,6 +78,7 @@ export class CollectionWatch {
   private running: Promise<void> | undefined;
   /** Every push goes through here, so a delete that reads its object first keeps its place. */
   private readonly out = new OrderedPush((item) => this.stream.push(item));
+  private readonly meter: WatchMeter;
 
   constructor(
     private readonly kubeConfig: KubeConfig,
@@ -88,7 +86,9 @@ export class CollectionWatch {
     private readonly stream: GitTargetEventStream,
     private readonly logger: Logger,
     private readonly options: CollectionWatchOptions = {},
-  ) {}
+  ) {
+    this.meter = new WatchMeter(stream.target, collection);
+  }
 
   get state(): CollectionState {
     return this.stateValue;
@@ -135,7 +135,7 @@ export class CollectionWatch {
     while (!this.abort.signal.aborted) {
       if (!first && this.resourceVersion !== undefined) this.resourceVersion = await this.resumePoint();
       const initializing = this.resourceVersion === undefined;
-      this.countSession(first ? "initial" : initializing ? "reinitialize" : "resume");
+      this.meter.started(first ? "initial" : initializing ? "reinitialize" : "resume");
       first = false;
       if (initializing) {
         this.setState("Replaying");
@@ -143,6 +143,7 @@ export class CollectionWatch {
         accepted = new AcceptedState();
       }
       const outcome = await this.connect(accepted, initializing);
+      this.meter.ended(this.endOf(outcome));
       if (this.abort.signal.aborted) return;
       if (this.resyncRequested) {
         this.resyncRequested = false;
@@ -201,9 +202,13 @@ export class CollectionWatch {
     return stored;
   }
 
-  private countSession(start: SessionStart): void {
-    const { namespace, name } = this.stream.target;
-    watchSessions.inc({ start, gittarget_namespace: namespace, gittarget_name: name });
+  /** Why a connection ended, in the order the loop judges it. */
+  private endOf(outcome: Outcome): SessionEnd {
+    if (this.abort.signal.aborted) return "stopped";
+    if (this.resyncRequested) return "resync";
+    if (this.stream.paused) return "paused";
+    if (outcome.gone) return "gone";
+    return !outcome.error || outcome.error.name === "TimeoutError" ? "timeout" : "error";
   }
 
   /** A resourceVersion the collection has processed: a reconnect may resume from it. */
@@ -241,6 +246,7 @@ export class CollectionWatch {
     const held: WatchEvent[] = [];
     let listedAt: string | undefined;
     const query = this.watchQuery(initializing, listFallback);
+    const opened = performance.now();
 
     let gone = false;
     let ended = false;
@@ -287,6 +293,7 @@ export class CollectionWatch {
           if (rv) this.resourceVersion = rv;
           if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true") {
             this.emitSnapshot(accepted, buffer);
+            this.meter.replayed("watchlist", buffer.size, opened);
             snapshotPending = false;
             if (rv) this.processed(rv);
           } else if (phase === "ADDED" || phase === "MODIFIED") {
@@ -305,6 +312,7 @@ export class CollectionWatch {
           if (ended || this.abort.signal.aborted) return;
           for (const item of list.items) buffer.set(objectKeyOf(item), asWatched(item, this.collection));
           this.emitSnapshot(accepted, buffer);
+          this.meter.replayed("list", buffer.size, opened);
           snapshotPending = false;
           listedAt = list.metadata.resourceVersion;
           if (listedAt) this.processed(listedAt);
@@ -377,19 +385,26 @@ export class CollectionWatch {
   }
 
   private onLiveEvent(accepted: AcceptedState, phase: string, object: KubernetesObject): void {
-    if (!this.followed(object)) return;
+    const arrived = performance.now();
+    if (!this.followed(object)) return this.meter.event(phase, "ignored");
     const key = objectKeyOf(object);
     if (phase === "DELETED" || object.metadata?.deletionTimestamp) {
       // Deletion intent arrives first as the deletionTimestamp, then as DELETED: send it once.
-      if (!accepted.has(key)) return;
+      if (!accepted.has(key)) return this.meter.event(phase, "noop");
       accepted.forget(key);
+      this.meter.event(phase, "routed");
       const identity = this.identityOf(object);
       // A terminating object is deleted; a DELETED may also be the object leaving the selector.
       const item =
         phase === "DELETED"
           ? deleteItemOf(this.kubeConfig, this.collection, identity, this.logger)
           : ({ type: "delete", collection: this.collection, identity } as const);
-      this.out.send(withAuthor(this.options.attributor, stampDelete(item, object), object, true));
+      this.out.send(
+        this.meter.handled(
+          withAuthor(this.options.attributor, stampDelete(item, object), object, true),
+          arrived,
+        ),
+      );
       return;
     }
     // No-op suppression compares the object without what stripRules name and what no manager
@@ -397,7 +412,8 @@ export class CollectionWatch {
     // or not its proof has been answered yet, and the comparison is made in the watch's order.
     const pending = unsettled(object);
     const digest = accepted.acceptIfChanged(key, pending.stripped, pending.unowned);
-    if (digest === undefined) return;
+    if (digest === undefined) return this.meter.event(phase, "noop");
+    this.meter.event(phase, "routed");
     const identity = this.identityOf(object);
     const upsert = (projection: Projection): StreamItem => ({
       type: "upsert",
@@ -411,7 +427,7 @@ export class CollectionWatch {
     // The author is asked now, whether or not the projection waits for its proof.
     const projection = this.project(pending);
     const item = projection instanceof Promise ? projection.then(upsert) : upsert(projection);
-    this.out.send(withAuthor(this.options.attributor, item, object, false));
+    this.out.send(this.meter.handled(withAuthor(this.options.attributor, item, object, false), arrived));
   }
 }
 

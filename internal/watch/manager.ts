@@ -18,6 +18,16 @@ import { planCollections, type WatchPlan } from "./watchedtypes.ts";
 import type { Collection } from "../stream/collection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keyOf as targetKey } from "../types/names.ts";
+import {
+  apiCatalogRefreshDuration,
+  apiCatalogRefreshes,
+  apiCatalogResources,
+  watchPlanChanges,
+  watchPlanPasses,
+} from "../telemetry/instruments.ts";
+
+/** Why a target's watches were planned: it was newly served, its rules changed, or the catalog did. */
+export type PlanTrigger = "served" | "rules" | "catalog";
 
 export interface WatchManagerOptions {
   /** How often discovery runs again; the seeds' cadence is 30 s. */
@@ -26,6 +36,8 @@ export interface WatchManagerOptions {
   attribute?: (collection: Collection) => Attributor;
   /** Where collections keep their resume cursors: Redis with --redis-addr, else this process. */
   cursors?: CursorStore;
+  /** The KubeProvider this source is, as <namespace>/<name>: the source_cluster label. */
+  source?: string;
 }
 
 export interface StreamSummary {
@@ -33,6 +45,13 @@ export interface StreamSummary {
   running: number;
   replaying: number;
   blocked: number;
+}
+
+/** A served target's collection watches by state, and what its last plan resolved. */
+export interface TargetStreams {
+  target: TargetRef;
+  summary: StreamSummary;
+  plan: WatchPlan | undefined;
 }
 
 export class WatchManager implements Runnable {
@@ -62,7 +81,7 @@ export class WatchManager implements Runnable {
     this.defaults = new DefaultsProver(kubeConfig, logger);
     rules.onChange((targets) => {
       if (!this.started) return;
-      for (const target of targets) if (this.served.has(targetKey(target))) this.plan(target);
+      for (const target of targets) if (this.served.has(targetKey(target))) this.plan(target, "rules");
     });
   }
 
@@ -77,7 +96,7 @@ export class WatchManager implements Runnable {
     if (this.served.has(key)) return;
     this.served.set(key, target);
     this.uids.set(key, uid);
-    if (this.started) this.plan(target);
+    if (this.started) this.plan(target, "served");
   }
 
   /** Stops serving a target: its watches stop and its stream ends. */
@@ -143,7 +162,7 @@ export class WatchManager implements Runnable {
   async start(signal: AbortSignal): Promise<void> {
     await this.refresh();
     this.started = true;
-    for (const target of this.served.values()) this.plan(target);
+    for (const target of this.served.values()) this.plan(target, "served");
     const timer = setInterval(() => {
       this.refresh().catch((err: unknown) => this.logger.error("discovery failed", { error: String(err) }));
     }, this.options.catalogRefreshMs ?? 30_000);
@@ -159,13 +178,33 @@ export class WatchManager implements Runnable {
   async refresh(): Promise<void> {
     // A source nobody mirrors costs nothing: no discovery until a target is served.
     if (this.started && this.served.size === 0) return;
-    const changed = this.registry.update(await discover(this.kubeConfig), Date.now());
-    if (changed && this.started) for (const target of this.served.values()) this.plan(target);
+    const source_cluster = this.options.source ?? "";
+    const began = performance.now();
+    let scan;
+    try {
+      scan = await discover(this.kubeConfig);
+    } catch (err) {
+      apiCatalogRefreshes.inc({ source_cluster, outcome: "failed" });
+      throw err;
+    }
+    const changed = this.registry.update(scan, Date.now());
+    apiCatalogRefreshDuration.observe({ source_cluster }, (performance.now() - began) / 1000);
+    apiCatalogRefreshes.inc({ source_cluster, outcome: changed ? "changed" : "unchanged" });
+    apiCatalogResources.set({ source_cluster }, this.registry.all().length);
+    if (changed && this.started) for (const target of this.served.values()) this.plan(target, "catalog");
+  }
+
+  /** Each served target's collection watches by state, and what its last plan resolved: read at scrape time. */
+  *streamStates(): Generator<TargetStreams> {
+    for (const [key, target] of this.served)
+      yield { target, summary: this.summary(target), plan: this.plans.get(key) };
   }
 
   /** Brings one target's running watches in line with its rules and the served types. */
-  plan(target: TargetRef): void {
+  plan(target: TargetRef, trigger: PlanTrigger = "rules"): void {
     const key = targetKey(target);
+    const labels = { gittarget_namespace: target.namespace, gittarget_name: target.name };
+    watchPlanPasses.inc({ ...labels, trigger });
     const plan = planCollections(this.rules.rulesFor(target), this.registry.all());
     this.plans.set(key, plan);
     const running = this.watches.get(key) ?? new Map<string, CollectionWatch>();
@@ -176,6 +215,7 @@ export class WatchManager implements Runnable {
       if (!next || next.version !== watch.collection.version) {
         running.delete(collectionKey);
         void watch.stop();
+        watchPlanChanges.inc({ ...labels, action: next ? "replaced" : "stopped" });
       }
     }
     for (const [collectionKey, collection] of wanted) {
@@ -193,6 +233,7 @@ export class WatchManager implements Runnable {
       });
       running.set(collectionKey, watch);
       watch.start();
+      watchPlanChanges.inc({ ...labels, action: "started" });
     }
   }
 }

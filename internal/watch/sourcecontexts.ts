@@ -6,7 +6,7 @@ import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { RuleStore } from "../rulestore/store.ts";
-import { WatchManager } from "./manager.ts";
+import { WatchManager, type TargetStreams } from "./manager.ts";
 import type { Attributor } from "./attributor.ts";
 import type { CursorStore } from "./cursor.ts";
 import type { Collection } from "../stream/collection.ts";
@@ -71,6 +71,11 @@ export class SourceContexts implements Runnable {
     return false;
   }
 
+  /** Every context's targets with their watches' states and last plan, for the gauges read at scrape time. */
+  *streamStates(): Generator<TargetStreams> {
+    for (const { context } of this.contexts.values()) yield* context.watchManager.streamStates();
+  }
+
   get(key: string): SourceContext | undefined {
     return this.contexts.get(key)?.context;
   }
@@ -97,6 +102,7 @@ export class SourceContexts implements Runnable {
       kubeConfig,
       watchManager: new WatchManager(kubeConfig, this.rules, this.logger, {
         catalogRefreshMs: this.catalogRefreshMs,
+        source: key,
         ...(this.attribution ? { attribute: (c: Collection) => this.attribution!(auditRoute, c) } : {}),
         ...(this.cursors ? { cursors: this.cursors } : {}),
       }),

@@ -45,7 +45,12 @@ export interface MaterializeOptions {
   onEncrypted?: (write: DecidedWrite, identity: ResourceIdentity, outcome: "encrypted" | "unchanged") => void;
   /** The worker's kustomize renders, which judge a folder as it renders; none: as written. */
   renders?: FolderRenders;
+  /** Called for each document a write reaches, on its first commit only (a replay decides nothing). */
+  onDocument?: (write: DecidedWrite, outcome: DocumentOutcome) => void;
 }
+
+/** What became of one document a write reached. */
+export type DocumentOutcome = "created" | "updated" | "deleted" | "unchanged" | "refused";
 
 /** One change a write made to the folder, for the commit message. */
 export interface AppliedChange {
@@ -135,6 +140,9 @@ export async function materialize(
   const decided: Change[] = [];
   const placements: MaterializeResult["placements"] = [];
   const refusedWrites: { key: string; message: string }[] = [];
+  const counted = (outcome: DocumentOutcome) => {
+    if (!replay) options.onDocument?.(write, outcome);
+  };
   const refuse = (identity: ResourceIdentity, reason: string, message: string) => {
     options.onRefused(write, identity, reason, message);
     // Encryption has a condition of its own; any other refusal is a change left unwritten.
@@ -144,6 +152,7 @@ export async function materialize(
     if (!pruneRemoves(state.prune, inferred ? "inferred" : "observed")) return;
     const path = await writer.remove(at);
     if (!path) return;
+    counted("deleted");
     applied.push({ operation: "delete", identity, path });
     decided.push({ op: "delete", identity, ...(inferred ? { inferred } : {}) });
   };
@@ -168,6 +177,7 @@ export async function materialize(
     const outcome = await writer.upsert(identity, change.object, change.defaulted, change.digest);
     if ("refused" in outcome) {
       refuse(identity, outcome.reason, outcome.refused);
+      counted("refused");
       continue;
     }
     if (outcome.unwritten) refuse(identity, outcome.unwritten.reason, outcome.unwritten.refused);
@@ -178,6 +188,7 @@ export async function materialize(
       applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });
       decided.push(change);
     }
+    counted(outcome.changed ? (outcome.created ? "created" : "updated") : "unchanged");
   }
 
   if (write.sweep && !replay && pruneRemoves(state.prune, "inferred")) {

@@ -11,7 +11,7 @@ import type { Repository } from "../engine/clone.ts";
 import { DeliveryLooks, proveBranch, readFolders, type Refreshing } from "./refresh.ts";
 import { identityKeyOf } from "../../types/identity.ts";
 import type { MaterializeOptions, WorkTree } from "../folder/materialize.ts";
-import { Publication, type Unpublished } from "./publication.ts";
+import { Publication, type GitEvent, type Unpublished } from "./publication.ts";
 import { RetrySchedule } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "../folder/targetfolders.ts";
@@ -62,6 +62,8 @@ export interface BranchWorkerOptions {
   onSave?: (id: string, report: Report) => void;
   /** Called whenever a commit window closes, with why. */
   onWindowClosed?: (reason: CloseReason) => void;
+  /** Each fetch, push and failed publication cycle. */
+  onGit?: (event: GitEvent) => void;
   /** The appliers the branch's GitTargets name through their claims, and how an apply is carried out. */
   applies?: ApplyHooks;
 }
@@ -139,6 +141,7 @@ export class BranchWorker {
       logger: options.logger,
       attempts: options.pushAttempts,
       onFetched: (tip) => applies?.fetched(tip),
+      ...(options.onGit ? { onGit: options.onGit } : {}),
     });
     this.saves = new WorkerSaves(
       {

@@ -39,6 +39,23 @@ export interface PublicationOptions {
   commitBudgetMs?: number;
   /** Called after every fetch, with the tip the remote branch is at (undefined: it has none). */
   onFetched?: (tip: string | undefined) => void;
+  /** Each fetch, push and failed cycle, for the git_* metrics. */
+  onGit?: (event: GitEvent) => void;
+}
+
+/** What a publication did with the remote, and how each call ended. */
+export type GitEvent =
+  | { operation: "fetch"; outcome: "ok" | "failed" }
+  | { operation: "push"; outcome: "landed" | "rejected" | "failed" }
+  /** A cycle that kept every write: why. */
+  | { operation: "cycle"; outcome: "remote" | "local" | "parent_missing" | "contended" };
+
+/** The failed cycle's reason, for git_commit_failures_total. */
+function failureOf(outcome: CycleOutcome): GitEvent | undefined {
+  if (outcome.kind === "contended") return { operation: "cycle", outcome: "contended" };
+  if (outcome.kind !== "failed") return undefined;
+  if (outcome.parentMissing) return { operation: "cycle", outcome: "parent_missing" };
+  return { operation: "cycle", outcome: outcome.fault === "local" ? "local" : "remote" };
 }
 
 export type CycleOutcome =
@@ -171,7 +188,7 @@ export class Publication {
       const outcome = await this.attempts(retained, onReleased, deadline, budget);
       if (outcome.kind === "contended") this.contention.moved(outcome.moves, Date.now());
       else this.contention.ended();
-      return outcome;
+      return this.reported(outcome);
     } catch (err) {
       this.contention.ended();
       // The remote may have moved while it could not be reached: the next cycle proves it again.
@@ -179,14 +196,22 @@ export class Publication {
       const error = err instanceof Error ? err.message : String(err);
       if (faultOf(err) === "local") {
         await this.resetClone(err);
-        return { kind: "failed", error, fault: "local" };
+        return this.reported({ kind: "failed", error, fault: "local" });
       }
-      return err instanceof ParentMissingError
-        ? { kind: "failed", error, parentMissing: true }
-        : { kind: "failed", error };
+      return this.reported(
+        err instanceof ParentMissingError
+          ? { kind: "failed", error, parentMissing: true }
+          : { kind: "failed", error },
+      );
     } finally {
       repository.setCycleDeadline(undefined);
     }
+  }
+
+  private reported(outcome: CycleOutcome): CycleOutcome {
+    const failure = failureOf(outcome);
+    if (failure) this.options.onGit?.(failure);
+    return outcome;
   }
 
   /**
@@ -231,7 +256,7 @@ export class Publication {
           return { kind: "settled", published };
         }
         const made = repository.headCommit!;
-        const commit = await repository.push(this.root!);
+        const commit = await this.push(this.root!);
         // A signed push carries the same trees under new hashes: the folders are at them now.
         if (commit !== made) this.options.folders.rewritten(made, commit);
         await this.namePushedSaves(commit !== made ? commit : undefined);
@@ -286,6 +311,21 @@ export class Publication {
     });
   }
 
+  /** One push, reported: landed, rejected (the remote moved), or failed. */
+  private async push(root: Root): Promise<string> {
+    try {
+      const commit = await this.options.repository.push(root);
+      this.options.onGit?.({ operation: "push", outcome: "landed" });
+      return commit;
+    } catch (err) {
+      this.options.onGit?.({
+        operation: "push",
+        outcome: err instanceof RemoteMovedError ? "rejected" : "failed",
+      });
+      throw err;
+    }
+  }
+
   /**
    * A trusted base with a checkout that is the projection of the retained writes needs no fetch:
    * whether this one fetched.
@@ -293,7 +333,13 @@ export class Publication {
   private async ensureBase(): Promise<boolean> {
     if (this.baseTrusted && this.checkoutApplied !== "unknown" && this.root) return false;
     this.fetches++;
-    this.root = await this.options.repository.fetchAndReset();
+    try {
+      this.root = await this.options.repository.fetchAndReset();
+      this.options.onGit?.({ operation: "fetch", outcome: "ok" });
+    } catch (err) {
+      this.options.onGit?.({ operation: "fetch", outcome: "failed" });
+      throw err;
+    }
     this.options.onFetched?.(this.root.from === "branch" ? this.root.commit : undefined);
     this.baseTrusted = true;
     this.checkoutApplied = 0;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Publication } from "../../../internal/git/worker/publication.ts";
+import { Publication, type GitEvent } from "../../../internal/git/worker/publication.ts";
 import { TargetFolders, type TargetFolderCallbacks } from "../../../internal/git/folder/targetfolders.ts";
 import type { Change, DecidedWrite } from "../../../internal/git/folder/writes.ts";
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
@@ -32,7 +32,11 @@ const upsert = (name: string, value: string): Change => ({
 });
 const live = (...changes: Change[]): DecidedWrite => ({ target, reason: "live", changes });
 
-function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined, commitBudgetMs?: number) {
+function setup(
+  onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined,
+  commitBudgetMs?: number,
+  onGit?: (event: GitEvent) => void,
+) {
   const remote = new FakeRemote();
   remote.pushForeign((files) => files.set("f/README.md", "# folder\n"));
   const clone = new FakeClone(remote);
@@ -52,6 +56,7 @@ function setup(onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined, co
     // The shortest pauses between attempts on a moving remote.
     random: () => 0,
     commitBudgetMs,
+    ...(onGit ? { onGit } : {}),
     materialize: {
       committer: { name: "a", email: "b" },
       additionalSensitive: [],
@@ -191,6 +196,22 @@ describe("the publication cycle's base trust", () => {
     const replay = await publication.cycle([snapshot], () => undefined);
     assert.equal(replay.kind, "settled", "every decided action already holds on the new tip");
     assert.equal(remote.files().get("f/apps/configmaps/newer.yaml"), document("newer", "y"));
+  });
+
+  it("reports each fetch and push by outcome, and a cycle that kept its writes by why (git_* metrics)", async () => {
+    const events: string[] = [];
+    const { clone, remote, cycle } = setup(undefined, undefined, (e) =>
+      events.push(`${e.operation}:${e.outcome}`),
+    );
+    await cycle(live(upsert("a", "one")));
+    assert.deepEqual(events.splice(0), ["fetch:ok", "push:landed"]);
+    remote.pushForeign((files) => files.set("f/hand.yaml", document("hand", "by-hand")));
+    await cycle(live(upsert("b", "one")));
+    assert.deepEqual(events.splice(0), ["push:rejected", "fetch:ok", "push:landed"]);
+    clone.unreachable = true;
+    remote.pushForeign((files) => files.set("f/hand.yaml", document("hand", "again")));
+    assert.equal((await cycle(live(upsert("c", "one")))).kind, "failed");
+    assert.deepEqual(events.splice(0), ["push:failed", "cycle:remote"]);
   });
 
   it("a write whose actions change nothing on the current tip settles without a push", async () => {

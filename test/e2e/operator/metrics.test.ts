@@ -1,0 +1,196 @@
+// The metrics surface: every instrument the operator registers has its row in docs/metrics.md and
+// every row names one it registers, and a change mirrored end to end shows on the families that
+// follow it, labeled by the configuration objects that carried it (never the mirrored object).
+// What is read is the registry's exposition, the text /metrics serves.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import type { Registry } from "prom-client";
+import { registerInstruments } from "../../../internal/telemetry/instruments.ts";
+import { createRegistry, leaderGauge } from "../../../internal/telemetry/metrics.ts";
+import { repoRoot } from "../../support/binaries.ts";
+import { ControlPlane } from "../../support/controlplane.ts";
+import { GitServer } from "../../support/gitserver.ts";
+import { installCrds } from "../../support/manifests.ts";
+import { applyMirror } from "../../support/mirror.ts";
+import { startOperator } from "../../support/operator.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { eventually } from "../../support/wait.ts";
+
+const namespace = "metered";
+const user = { username: "gitops", password: "git-password" };
+const folder = "clusters/metered";
+
+/** The operator's registry as the process builds it: Node's runtime metrics, our instruments, the leader gauge. */
+function operatorRegistry(): Registry {
+  const registry = createRegistry();
+  registerInstruments(registry);
+  leaderGauge(registry, () => true);
+  return registry;
+}
+
+/** Node's runtime metrics, prom-client's defaults under our prefix: documented as a group. */
+const runtime = /^gitopsreverser_(process|nodejs)_/;
+
+/** The instrument names docs/metrics.md gives a row: the first cell of each table row. */
+function documented(): Set<string> {
+  const text = readFileSync(join(repoRoot, "docs/metrics.md"), "utf8");
+  return new Set([...text.matchAll(/^\| `(gitopsreverser_[a-z_]+)`\s*\|/gm)].map((m) => m[1]!));
+}
+
+/** The names a scrape declares (# TYPE lines). */
+function declared(exposition: string): Set<string> {
+  return new Set([...exposition.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!));
+}
+
+/** The value of the first sample of `name` whose labels include every one of `labels`. */
+function sample(exposition: string, name: string, labels: Record<string, string>): number | undefined {
+  for (const line of exposition.split("\n")) {
+    const match = /^(\S+?)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const found = Object.fromEntries(
+      [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!]),
+    );
+    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(match[3]);
+  }
+  return undefined;
+}
+
+describe("the metrics surface", () => {
+  it("every instrument the operator registers is documented in docs/metrics.md, and every documented one is served", async () => {
+    const served = [...declared(await operatorRegistry().metrics())].filter((n) => !runtime.test(n));
+    const rows = documented();
+    assert.ok(served.length > 40, `the registry declares our instruments (${served.length})`);
+    assert.deepEqual(
+      served.filter((n) => !rows.has(n)),
+      [],
+      "every instrument served has its row in docs/metrics.md",
+    );
+    assert.deepEqual(
+      [...rows].filter((n) => !served.includes(n)),
+      [],
+      "every row of docs/metrics.md names an instrument the operator serves",
+    );
+  });
+
+  describe("a change mirrored end to end", () => {
+    let plane: ControlPlane;
+    let git: GitServer;
+    let kc: KubeConfig;
+    let operator: ReturnType<typeof startOperator>;
+    let workerRoot: string;
+    const registry = operatorRegistry();
+    const target = { gittarget_namespace: namespace, gittarget_name: "metered" };
+    const branch = { gitbranch_namespace: namespace, gitbranch_name: "main" };
+
+    before(async () => {
+      [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
+      kc = plane.kubeConfig();
+      await installCrds(kc);
+      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+      const url = await git.createRepository("state");
+      await applyMirror(kc, namespace, url, user, [
+        { name: "metered", path: folder, rules: [{ apiGroups: [""], resources: ["configmaps"] }] },
+      ]);
+      workerRoot = makeOwnedTempDir("metered-workers");
+      operator = startOperator(kc, {
+        inClusterKubeProviders: [`${namespace}/self`],
+        workerRoot,
+        pushCooldownMs: 0,
+      });
+    });
+    after(async () => {
+      await operator?.stop();
+      await git?.close();
+      await plane?.stop();
+      if (workerRoot) removeOwnedTempDir(workerRoot);
+    });
+
+    it("shows on the watch, document, commit and push families with its GitTarget's and GitBranch's labels", async () => {
+      const core = kc.makeApiClient(CoreV1Api);
+      await core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name: "settings", namespace }, data: { mode: "fast" } },
+      });
+      await eventually(
+        async () =>
+          (await git.fileAt("state", "main", `${folder}/${namespace}/configmaps/settings.yaml`)) !==
+          undefined,
+        {
+          timeoutMs: 60_000,
+          description: "the ConfigMap in Git",
+        },
+      );
+      await core.patchNamespacedConfigMap({
+        namespace,
+        name: "settings",
+        body: [{ op: "replace", path: "/data/mode", value: "slow" }],
+      });
+      await eventually(
+        async () =>
+          (await git.fileAt("state", "main", `${folder}/${namespace}/configmaps/settings.yaml`))?.includes(
+            "slow",
+          ) === true,
+        { timeoutMs: 60_000, description: "the edit in Git" },
+      );
+      const text = await eventually(
+        async () => {
+          const exposition = await registry.metrics();
+          return (sample(exposition, "gitopsreverser_resource_condition", {
+            resource_kind: "GitTarget",
+            resource_name: "metered",
+            condition: "Ready",
+            status: "True",
+          }) ?? 0) === 1
+            ? exposition
+            : undefined;
+        },
+        { description: "the GitTarget Ready on resource_condition" },
+      );
+      const expect = (name: string, labels: Record<string, string>, atLeast = 1) => {
+        const value = sample(text, name, labels);
+        assert.ok(
+          value !== undefined && value >= atLeast,
+          `${name}${JSON.stringify(labels)} is at least ${atLeast} (${value})`,
+        );
+      };
+      const configmaps = { group: "", resource: "configmaps" };
+      // A live edit routed; the snapshot's objects counted as its replay, not as events.
+      expect("gitopsreverser_watch_events_total", {
+        ...target,
+        ...configmaps,
+        event_type: "MODIFIED",
+        outcome: "routed",
+      });
+      expect("gitopsreverser_watch_replays_total", { ...target, mode: "watchlist" });
+      expect("gitopsreverser_watch_event_handling_seconds_count", target);
+      expect("gitopsreverser_watch_sessions_total", { ...target, start: "initial" });
+      expect("gitopsreverser_watch_open_streams", { ...target, state: "Running" });
+      expect("gitopsreverser_watch_resolved_types", { ...target, resolution: "resolved" });
+      expect("gitopsreverser_watch_plan_passes_total", { ...target, trigger: "served" });
+      expect("gitopsreverser_watch_plan_changes_total", { ...target, action: "started" });
+      expect("gitopsreverser_api_catalog_refreshes_total", { source_cluster: `${namespace}/self` });
+      expect("gitopsreverser_api_catalog_resources", { source_cluster: `${namespace}/self` }, 10);
+      // The document created, then updated; committed and pushed on the branch that writes it.
+      expect("gitopsreverser_git_documents_total", { ...target, outcome: "created" });
+      expect("gitopsreverser_git_documents_total", { ...target, outcome: "updated" });
+      expect("gitopsreverser_git_commits_total", { ...target, author_kind: "none" }, 2);
+      expect("gitopsreverser_git_pushes_total", { ...branch, outcome: "landed" }, 2);
+      expect("gitopsreverser_git_fetches_total", { ...branch, outcome: "ok" });
+      expect("gitopsreverser_git_branch_targets", { ...branch, ...target });
+      expect("gitopsreverser_git_retained_writes", branch, 0);
+      expect("gitopsreverser_git_intake_paused", branch, 0);
+      expect("gitopsreverser_resource_condition", {
+        resource_kind: "GitBranch",
+        resource_namespace: namespace,
+        resource_name: "main",
+        condition: "Ready",
+        status: "True",
+      });
+      // The mirrored object is never a label.
+      assert.ok(!text.includes('"settings"'), "no series names the mirrored ConfigMap");
+    });
+  });
+});
