@@ -135,27 +135,11 @@ describe("the metrics surface", () => {
           ) === true,
         { timeoutMs: 60_000, description: "the edit in Git" },
       );
-      const text = await eventually(
-        async () => {
-          const exposition = await registry.metrics();
-          return (sample(exposition, "gitopsreverser_resource_condition", {
-            resource_kind: "GitTarget",
-            resource_name: "metered",
-            condition: "Ready",
-            status: "True",
-          }) ?? 0) === 1
-            ? exposition
-            : undefined;
-        },
-        { description: "the GitTarget Ready on resource_condition" },
-      );
-      const expect = (name: string, labels: Record<string, string>, atLeast = 1) => {
-        const value = sample(text, name, labels);
-        assert.ok(
-          value !== undefined && value >= atLeast,
-          `${name}${JSON.stringify(labels)} is at least ${atLeast} (${value})`,
-        );
-      };
+      // The counters of a push are counted once git's push returns, which may be after the
+      // server shows the commit: what is expected is waited for, and what is missing named.
+      const expected: [string, Record<string, string>, number][] = [];
+      const expect = (name: string, labels: Record<string, string>, atLeast = 1) =>
+        void expected.push([name, labels, atLeast]);
       const configmaps = { group: "", resource: "configmaps" };
       // A live edit routed; the snapshot's objects counted as its replay, not as events.
       expect("gitopsreverser_watch_events_total", {
@@ -189,6 +173,22 @@ describe("the metrics surface", () => {
         condition: "Ready",
         status: "True",
       });
+      let missing: string[] = [];
+      const text = await eventually(
+        async () => {
+          const exposition = await registry.metrics();
+          missing = expected
+            .map(
+              ([name, labels, atLeast]) => [name, labels, atLeast, sample(exposition, name, labels)] as const,
+            )
+            .filter(([, , atLeast, value]) => value === undefined || value < atLeast)
+            .map(
+              ([name, labels, atLeast, value]) => `${name}${JSON.stringify(labels)} >= ${atLeast} (${value})`,
+            );
+          return missing.length === 0 ? exposition : undefined;
+        },
+        { description: "every family to show the change" },
+      ).catch((err: unknown) => assert.fail(`${String(err)}: ${missing.join("; ")}`));
       // The mirrored object is never a label.
       assert.ok(!text.includes('"settings"'), "no series names the mirrored ConfigMap");
     });
