@@ -78,19 +78,19 @@ bundle-validate: olm-validate ## Validate bundle/ as it is, printing every valid
 	$(OLM_VALIDATE) bundle
 
 .PHONY: bundle-build
-bundle-build: ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile (needs a container engine: CONTAINER_TOOL).
+bundle-build: node_modules ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile (needs a container engine: CONTAINER_TOOL).
 	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
 
 .PHONY: bundle-push
-bundle-push: ## Push the bundle image BUNDLE_IMG.
+bundle-push: node_modules ## Push the bundle image BUNDLE_IMG.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
 .PHONY: docker-build
-docker-build: ## Build the operator's image IMG from the Dockerfile (needs a container engine: CONTAINER_TOOL).
+docker-build: node_modules ## Build the operator's image IMG from the Dockerfile (needs a container engine: CONTAINER_TOOL).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
 .PHONY: docker-push
-docker-push: ## Push the operator's image IMG.
+docker-push: node_modules ## Push the operator's image IMG.
 	$(CONTAINER_TOOL) push $(IMG)
 
 KUBECTL ?= kubectl

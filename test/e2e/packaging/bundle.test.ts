@@ -217,7 +217,7 @@ describe("the OLM bundle", () => {
     for (const w of report.warnings) t.diagnostic(`${w.validator}: ${w.detail}`);
     assert.equal(code, 0, JSON.stringify(report.errors, null, 2));
     assert.equal(report.passed, true);
-    assert.equal(report.csv, "gitops-reverser.v0.1.0");
+    assert.equal(report.csv, csv.metadata.name);
     assert.equal(report.crds, 10);
     assert.deepEqual(report.validators, [
       "csv",
