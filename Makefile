@@ -52,12 +52,46 @@ generate: node_modules ## Write the CRD manifests and the TypeScript API from th
 .PHONY: manifests
 manifests: generate ## An alias of generate.
 
+GENERATED_PATHS := generated config/crd charts/gitops-reverser/crds bundle bundle.Dockerfile
 .PHONY: verify-generated
-verify-generated: generate ## Fail if the committed generated files differ from what make generate writes.
-	@stale=$$(git diff --name-only -- generated config/crd charts/gitops-reverser/crds; git ls-files --others --exclude-standard -- generated config/crd charts/gitops-reverser/crds); \
+verify-generated: generate bundle ## Fail if the committed generated files differ from what make generate and make bundle write.
+	@stale=$$(git diff --name-only -- $(GENERATED_PATHS); git ls-files --others --exclude-standard -- $(GENERATED_PATHS)); \
 	if [ -n "$$stale" ]; then \
-	  echo "$$stale"; echo "generated files are stale: run make generate and commit the result" >&2; exit 1; \
+	  echo "$$stale"; echo "generated files are stale: run make generate and make bundle, and commit the result" >&2; exit 1; \
 	fi
+
+# The operator's image: the Helm chart's (image.repository at its tag or the chart's appVersion)
+# unless IMG names another; make bundle writes it into the CSV. The bundle's image is named after it.
+IMG ?= $(shell node --import tsx hack/olm/main.ts --print-image)
+BUNDLE_VERSION ?= $(shell node --import tsx hack/olm/main.ts --print-version)
+BUNDLE_IMG ?= $(shell echo '$(IMG)' | sed 's/:[^:/]*$$//')-bundle:v$(BUNDLE_VERSION)
+CONTAINER_TOOL ?= docker
+OLM_VALIDATE = $$(bash hack/tools/olmvalidate.sh --print-path)
+
+.PHONY: bundle
+bundle: node_modules olm-validate ## Write the OLM bundle (bundle/, bundle.Dockerfile) from config/ and the chart, then validate it with the operator-framework's library (docs/install.md).
+	node --import tsx hack/olm/main.ts --image=$(IMG)
+	$(OLM_VALIDATE) bundle >/dev/null || { $(OLM_VALIDATE) bundle; exit 1; }
+
+.PHONY: bundle-validate
+bundle-validate: olm-validate ## Validate bundle/ as it is, printing every validator's findings as JSON.
+	$(OLM_VALIDATE) bundle
+
+.PHONY: bundle-build
+bundle-build: node_modules ## Build the bundle image BUNDLE_IMG from bundle.Dockerfile (needs a container engine: CONTAINER_TOOL).
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: bundle-push
+bundle-push: node_modules ## Push the bundle image BUNDLE_IMG.
+	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
+
+.PHONY: docker-build
+docker-build: node_modules ## Build the operator's image IMG from the Dockerfile (needs a container engine: CONTAINER_TOOL).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: node_modules ## Push the operator's image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
 
 KUBECTL ?= kubectl
 RUN_ARGS ?= --log-format=text
@@ -117,8 +151,12 @@ argocd: prerequisites ## Fetch Argo CD's Application CRD at the pinned versions 
 sops: prerequisites ## Build the pinned sops the tests read encrypted Secrets back with, or reuse the cached build.
 	bash hack/tools/gotool.sh sops
 
+.PHONY: olm-validate
+olm-validate: prerequisites ## Build the bundle validator (hack/olm/validate: the operator-framework's validation library at the pinned version), or reuse the cached build.
+	bash hack/tools/olmvalidate.sh
+
 .PHONY: test
-test: node_modules testenv kustomize sops flux argocd helm ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
+test: node_modules testenv kustomize sops flux argocd helm olm-validate ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
 	$(NODE_TEST) $(if $(FILES),$(FILES),$(UNIT_TESTS) $(E2E_TESTS))
 
 .PHONY: test-unit
@@ -126,7 +164,7 @@ test-unit: node_modules ## Run the unit tests.
 	$(NODE_TEST) $(UNIT_TESTS)
 
 .PHONY: test-e2e
-test-e2e: node_modules testenv kustomize sops flux argocd helm ## Run the end-to-end tests against a real control plane, Git server and Redis.
+test-e2e: node_modules testenv kustomize sops flux argocd helm olm-validate ## Run the end-to-end tests against a real control plane, Git server and Redis.
 	$(NODE_TEST) $(E2E_TESTS)
 
 .PHONY: demo

@@ -1,5 +1,5 @@
 # Sourced by the scripts that build a tool from Go modules into the cache outside the
-# repository (hack/testenv/build.sh, hack/tools/gotool.sh, hack/tools/flux.sh): the Go build environment, one
+# repository (hack/testenv/build.sh, hack/tools/gotool.sh, flux.sh, olmvalidate.sh): the Go build environment, one
 # lock per cache root so two builds started at once take turns, and Go found where some
 # machines keep it outside the default PATH.
 

@@ -74,3 +74,18 @@ export function helmBinary(): string {
 export function sopsBinary(): string {
   return goTool("sops", process.env.SOPS_PATH);
 }
+
+/**
+ * The bundle validator built by `make olm-validate` (hack/olm/validate, the operator-framework's
+ * validation library). OLM_VALIDATE_PATH overrides it.
+ */
+export function olmValidateBinary(): string {
+  const path =
+    process.env.OLM_VALIDATE_PATH ??
+    execFileSync("bash", [join(repoRoot, "hack/tools/olmvalidate.sh"), "--print-path"], {
+      encoding: "utf8",
+    }).trim();
+  if (!existsSync(path))
+    throw new Error(`the bundle validator is missing (${path}): run \`make olm-validate\` first`);
+  return path;
+}
