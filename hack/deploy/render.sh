@@ -25,8 +25,21 @@ else
   exit 2
 fi
 
+# config/overlays/production commits a digest that pulls nothing, to be replaced by the release's.
+placeholder=sha256:0000000000000000000000000000000000000000000000000000000000000000
+refuse_placeholder() {
+  local rendered
+  rendered=$(cat)
+  if grep -q "@$placeholder" <<<"$rendered"; then
+    echo "OVERLAY=$overlay pins the image by a placeholder digest: give the release's, IMG=ghcr.io/configbutler/gitops-reverser-ts@sha256:<digest>" >&2
+    exit 3
+  fi
+  printf '%s\n' "$rendered"
+}
+
 if [ -z "$img" ]; then
-  exec $kubectl kustomize "$dir"
+  $kubectl kustomize "$dir" | refuse_placeholder
+  exit
 fi
 
 # kustomize's images: entry for IMG: a digest, or else a tag after the last path segment's colon
@@ -54,4 +67,4 @@ images:
     newName: $name
 $pin
 YAML
-$kubectl kustomize "$tmp"
+$kubectl kustomize "$tmp" | refuse_placeholder

@@ -245,7 +245,8 @@ describe("the kustomize overlays in config/overlays", () => {
       .readNamespacedPodDisruptionBudget({ namespace: systemNamespace, name: "gitops-reverser" });
     assert.equal(budget.spec?.maxUnavailable, 1, "the production overlay was applied");
 
-    // A tag replaces the overlay's digest; no IMG keeps config/default's image.
+    // A tag replaces the overlay's digest; no IMG keeps config/default's image, and is refused
+    // where it would leave the production overlay's placeholder digest.
     const render = (...args: string[]) =>
       exec("bash", ["hack/deploy/render.sh", ...args], {
         cwd: repoRoot,
@@ -259,6 +260,11 @@ describe("the kustomize overlays in config/overlays", () => {
       "registry.example:5000/gr:v2",
     );
     assert.equal(imageOf((await render("default")).stdout), "ghcr.io/configbutler/gitops-reverser-ts:latest");
+    await assert.rejects(
+      render("production"),
+      (err: { code: number; stderr: string }) =>
+        err.code === 3 && /pins the image by a placeholder digest/.test(err.stderr),
+    );
     await assert.rejects(render("nonesuch"), (err: { stderr: string }) =>
       /OVERLAY=nonesuch: not default, a folder of config\/overlays/.test(err.stderr),
     );
