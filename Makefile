@@ -87,7 +87,7 @@ deploy: ## Install the CRDs, RBAC and the operator (config/default; OVERLAY=prod
 
 .PHONY: undeploy
 undeploy: ## Remove what deploy installed (the same OVERLAY), the CRDs (and every object of their kinds) included.
-	set -o pipefail; $(DEPLOY_RENDER) | $(KUBECTL) delete --ignore-not-found -f -
+	set -o pipefail; UNDEPLOY=1 $(DEPLOY_RENDER) | $(KUBECTL) delete --ignore-not-found -f -
 
 HELM = $$(bash hack/tools/gotool.sh helm --print-path)
 .PHONY: helm-install

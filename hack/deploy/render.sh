@@ -6,7 +6,8 @@
 #   render.sh OVERLAY [IMG]
 # OVERLAY: default (config/default), a folder name under config/overlays, or a kustomization's
 # path. IMG: registry/name, registry/name:tag or registry/name@sha256:<digest>.
-# KUBECTL names the kubectl to run (default: kubectl).
+# KUBECTL names the kubectl to run (default: kubectl). UNDEPLOY=1: the objects are only deleted,
+# so the image may be the placeholder below.
 set -euo pipefail
 
 overlay=${1:?usage: render.sh OVERLAY [IMG]}
@@ -30,7 +31,7 @@ placeholder=sha256:0000000000000000000000000000000000000000000000000000000000000
 refuse_placeholder() {
   local rendered
   rendered=$(cat)
-  if grep -q "@$placeholder" <<<"$rendered"; then
+  if [ "${UNDEPLOY:-}" != 1 ] && grep -q "@$placeholder" <<<"$rendered"; then
     echo "OVERLAY=$overlay pins the image by a placeholder digest: give the release's, IMG=ghcr.io/configbutler/gitops-reverser-ts@sha256:<digest>" >&2
     exit 3
   fi

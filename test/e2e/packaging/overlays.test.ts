@@ -247,12 +247,13 @@ describe("the kustomize overlays in config/overlays", () => {
 
     // A tag replaces the overlay's digest; no IMG keeps config/default's image, and is refused
     // where it would leave the production overlay's placeholder digest.
-    const render = (...args: string[]) =>
+    const render = (...args: string[]) => renderWith({}, ...args);
+    const renderWith = (env: Record<string, string>, ...args: string[]) =>
       exec("bash", ["hack/deploy/render.sh", ...args], {
         cwd: repoRoot,
         encoding: "utf8",
         maxBuffer: 64 * 1024 * 1024,
-        env: { ...process.env, KUBECTL: testenvBinaries().kubectl },
+        env: { ...process.env, KUBECTL: testenvBinaries().kubectl, ...env },
       });
     const imageOf = (text: string) => /image: (\S+)/.exec(text)?.[1];
     assert.equal(
@@ -264,6 +265,16 @@ describe("the kustomize overlays in config/overlays", () => {
       render("production"),
       (err: { code: number; stderr: string }) =>
         err.code === 3 && /pins the image by a placeholder digest/.test(err.stderr),
+    );
+    // make undeploy removes the same objects, whatever their image.
+    assert.match(
+      await make("-n", "undeploy", "OVERLAY=production"),
+      /UNDEPLOY=1 KUBECTL=.* bash hack\/deploy\/render\.sh production /,
+    );
+    assert.ok(
+      imageOf((await renderWith({ UNDEPLOY: "1" }, "production")).stdout)?.endsWith(
+        "@sha256:" + "0".repeat(64),
+      ),
     );
     await assert.rejects(render("nonesuch"), (err: { stderr: string }) =>
       /OVERLAY=nonesuch: not default, a folder of config\/overlays/.test(err.stderr),
