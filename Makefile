@@ -109,13 +109,19 @@ install: ## Install the CRDs into the cluster of the current kubeconfig.
 uninstall: ## Remove the CRDs, and with them every object of their kinds, from the current kubeconfig's cluster.
 	$(KUBECTL) delete --ignore-not-found -k config/crd
 
+# make deploy OVERLAY=production IMG=registry/name@sha256:… : which kustomization (default,
+# a folder of config/overlays, or a path), and the operator's image (a tag or a digest).
+OVERLAY ?= default
+IMG ?=
+DEPLOY_RENDER = KUBECTL="$(KUBECTL)" bash hack/deploy/render.sh $(OVERLAY) $(IMG)
+
 .PHONY: deploy
-deploy: ## Install the CRDs, RBAC and the operator (config/default) into the current kubeconfig's cluster.
-	set -o pipefail; $(KUBECTL) kustomize config/default | $(KUBECTL) apply --server-side -f -
+deploy: ## Install the CRDs, RBAC and the operator (config/default; OVERLAY=production etc., IMG=… sets the image) into the current kubeconfig's cluster.
+	set -o pipefail; $(DEPLOY_RENDER) | $(KUBECTL) apply --server-side -f -
 
 .PHONY: undeploy
-undeploy: ## Remove what deploy installed, the CRDs (and every object of their kinds) included.
-	set -o pipefail; $(KUBECTL) kustomize config/default | $(KUBECTL) delete --ignore-not-found -f -
+undeploy: ## Remove what deploy installed (the same OVERLAY), the CRDs (and every object of their kinds) included.
+	set -o pipefail; UNDEPLOY=1 $(DEPLOY_RENDER) | $(KUBECTL) delete --ignore-not-found -f -
 
 HELM = $$(bash hack/tools/gotool.sh helm --print-path)
 .PHONY: helm-install

@@ -90,3 +90,57 @@ export function grants(rules: Rule[]): string[] {
 export function product(groups: string[], resources: string[], verbs: string[]): string[] {
   return groups.flatMap((g) => resources.flatMap((r) => verbs.map((v) => `${g}|${r}|${v}`)));
 }
+
+export interface Container {
+  name: string;
+  image: string;
+  args: string[];
+  env?: { name: string; value?: string; valueFrom?: { configMapKeyRef?: { name: string; key: string } } }[];
+  ports?: { name: string; containerPort: number; protocol: string }[];
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+}
+
+export interface PodSpec {
+  containers: Container[];
+  volumes?: { name: string; secret?: { secretName: string } }[];
+  topologySpreadConstraints?: {
+    maxSkew: number;
+    topologyKey: string;
+    whenUnsatisfiable: string;
+    labelSelector: { matchLabels: Record<string, string> };
+  }[];
+}
+
+/** A rendered Deployment's pod template. */
+export function podOf(deployment: Manifest): { labels: Record<string, string>; spec: PodSpec } {
+  const template = (
+    deployment.spec as { template: { metadata: { labels: Record<string, string> }; spec: PodSpec } }
+  ).template;
+  return { labels: template.metadata.labels, spec: template.spec };
+}
+
+/**
+ * A container's args as the kubelet passes them: each $(NAME) replaced by the container's env
+ * var of that name, its value or the key of the rendered ConfigMap it refers to.
+ */
+export function expandedArgs(container: Container, objects: Manifest[]): string[] {
+  const values = new Map<string, string>();
+  for (const variable of container.env ?? []) {
+    const ref = variable.valueFrom?.configMapKeyRef;
+    if (variable.value !== undefined) values.set(variable.name, variable.value);
+    else if (ref) {
+      const data = (find(objects, "ConfigMap", ref.name) as { data?: Record<string, string> }).data;
+      const value = data?.[ref.key];
+      assert.ok(value !== undefined, `ConfigMap ${ref.name} holds ${ref.key}`);
+      values.set(variable.name, value);
+    }
+  }
+  return container.args.map((arg) =>
+    arg.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (reference, name: string) => {
+      const value = values.get(name);
+      assert.ok(value !== undefined, `${reference} in ${arg} names an env var the container has`);
+      return value;
+    }),
+  );
+}

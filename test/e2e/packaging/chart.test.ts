@@ -3,62 +3,24 @@
 // values schema refusing what the operator could not run with, and its ClusterRole granting
 // exactly what config/rbac grants.
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { after, before, describe, it } from "node:test";
 import { AppsV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
-import { parseAllDocuments } from "yaml";
 import { flagParser, parseFlags } from "../../../cmd/flags.ts";
-import { helmBinary, repoRoot } from "../../support/binaries.ts";
+import { chart, helm, helmTemplate } from "../../support/helm.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
-import { assertDryRunAccepts, find, grants, render, type Manifest } from "../../support/rendered.ts";
+import { assertDryRunAccepts, find, grants, render } from "../../support/rendered.ts";
 import { eventually } from "../../support/wait.ts";
 
-const exec = promisify(execFile);
-const chart = join(repoRoot, "charts/gitops-reverser");
 const namespace = "gitops-reverser";
 
 describe("the Helm chart", () => {
   let plane: ControlPlane;
   let kc: KubeConfig;
 
-  /** Runs the pinned helm against the plane; its exit code, output and errors. */
-  const helm = async (...args: string[]) => {
-    try {
-      const { stdout, stderr } = await exec(helmBinary(), ["--kubeconfig", plane.kubeconfigPath, ...args], {
-        maxBuffer: 64 * 1024 * 1024,
-        env: {
-          ...process.env,
-          HELM_CACHE_HOME: join(plane.dir, "helm-cache"),
-          HELM_CONFIG_HOME: join(plane.dir, "helm-config"),
-        },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const failed = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: failed.code ?? -1, stdout: failed.stdout ?? "", stderr: failed.stderr ?? String(err) };
-    }
-  };
-  const template = async (...sets: string[]) => {
-    const result = await helm(
-      "template",
-      "gitops-reverser",
-      chart,
-      "--namespace",
-      namespace,
-      "--include-crds",
-      ...sets,
-    );
-    assert.equal(result.code, 0, result.stderr);
-    return {
-      text: result.stdout,
-      objects: parseAllDocuments(result.stdout)
-        .map((d) => d.toJS() as Manifest | null)
-        .filter((o): o is Manifest => o !== null),
-    };
-  };
+  const run = (...args: string[]) => helm(plane, ...args);
+  const template = (...sets: string[]) => helmTemplate(plane, namespace, ...sets);
 
   before(async () => {
     plane = await ControlPlane.start();
@@ -69,7 +31,7 @@ describe("the Helm chart", () => {
   });
 
   it("lints", async () => {
-    const result = await helm("lint", chart, "--strict");
+    const result = await run("lint", chart, "--strict");
     assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
   });
 
@@ -113,7 +75,7 @@ describe("the Helm chart", () => {
     assert.equal(options.logLevel, "info");
 
     // Installed for real, upgraded, uninstalled.
-    const install = await helm("install", "gitops-reverser", chart, "--namespace", namespace);
+    const install = await run("install", "gitops-reverser", chart, "--namespace", namespace);
     assert.equal(install.code, 0, install.stderr);
     const apps = kc.makeApiClient(AppsV1Api);
     const deployed = await apps.readNamespacedDeployment({ namespace, name: "gitops-reverser" });
@@ -121,7 +83,7 @@ describe("the Helm chart", () => {
       deployed.spec?.template.spec?.containers[0]?.args?.includes("--author-attribution=false"),
       "attribution off by default, as the seeds say",
     );
-    const upgrade = await helm(
+    const upgrade = await run(
       "upgrade",
       "gitops-reverser",
       chart,
@@ -133,7 +95,7 @@ describe("the Helm chart", () => {
     assert.equal(upgrade.code, 0, upgrade.stderr);
     const upgraded = await apps.readNamespacedDeployment({ namespace, name: "gitops-reverser" });
     assert.ok(upgraded.spec?.template.spec?.containers[0]?.args?.includes("--log-level=debug"));
-    const uninstall = await helm("uninstall", "gitops-reverser", "--namespace", namespace);
+    const uninstall = await run("uninstall", "gitops-reverser", "--namespace", namespace);
     assert.equal(uninstall.code, 0, uninstall.stderr);
     await eventually(
       async () =>
@@ -144,7 +106,7 @@ describe("the Helm chart", () => {
 
   it("values.schema.json refuses a bad value", async () => {
     const refused = async (set: string, says: RegExp) => {
-      const result = await helm("template", "gitops-reverser", chart, "--set", set);
+      const result = await run("template", "gitops-reverser", chart, "--set", set);
       assert.notEqual(result.code, 0, `${set} was accepted`);
       assert.match(result.stderr, says, set);
     };
