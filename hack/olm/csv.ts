@@ -77,7 +77,7 @@ export interface Inputs {
   samples: KubeObject[];
   /** README's title. */
   displayName: string;
-  /** README's opening paragraphs and hack/olm/description.md. */
+  /** README's opening paragraph and hack/olm/description.md. */
   description: string;
   /** hack/olm/icon.svg. */
   iconSvg: string;

@@ -36,15 +36,19 @@ async function readAll(paths: string[]): Promise<KubeObject[]> {
   return (await Promise.all(paths.map(readObjects))).flat();
 }
 
-/** README's title, and its paragraphs from the one that opens with the title to the first in bold. */
+/**
+ * README's title, and the paragraph that opens with it: what the product is. What follows is
+ * about this repository (how it is built, what it follows), not for a catalog's reader.
+ */
 export function readmeOpening(readme: string): { title: string; paragraphs: string } | string {
   const title = /^# (.+)$/m.exec(readme)?.[1]?.trim();
   if (!title) return "README.md has no # title";
-  const paragraphs = readme.split(/\n\s*\n/).map((p) => p.trim());
-  const first = paragraphs.findIndex((p) => p.startsWith(`${title} `));
-  if (first < 0) return `README.md has no paragraph that opens with "${title}"`;
-  const end = paragraphs.findIndex((p, i) => i > first && (p.startsWith("**") || p.startsWith("#")));
-  return { title, paragraphs: paragraphs.slice(first, end < 0 ? undefined : end).join("\n\n") };
+  const paragraph = readme
+    .split(/\n\s*\n/)
+    .map((p) => p.trim())
+    .find((p) => p.startsWith(`${title} `));
+  if (!paragraph) return `README.md has no paragraph that opens with "${title}"`;
+  return { title, paragraphs: paragraph };
 }
 
 /** The image the chart's values run: image.repository, at image.tag or the chart's appVersion. */

@@ -120,12 +120,12 @@ describe("the OLM bundle's decisions", () => {
     assert.equal(manifestFileName(csv), "op.clusterserviceversion.yaml");
   });
 
-  it("describes the operator with README's paragraphs from the one opening with its title, to the first in bold", () => {
+  it("describes the operator with README's paragraph that opens with its title, and nothing of the repository after it", () => {
     const readme =
       "# Tool X\n\n```sh\nmake\n```\n\nTool X does a thing.\nWell.\n\nIt also does more.\n\n**Status.** Early.\n";
     assert.deepEqual(readmeOpening(readme), {
       title: "Tool X",
-      paragraphs: "Tool X does a thing.\nWell.\n\nIt also does more.",
+      paragraphs: "Tool X does a thing.\nWell.",
     });
     assert.equal(readmeOpening("no title"), "README.md has no # title");
     assert.equal(readmeOpening("# Y\n\nSomething else.\n"), 'README.md has no paragraph that opens with "Y"');
