@@ -47,6 +47,17 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
         ...product(["events.k8s.io"], ["events"], ["create", "patch"]),
       ].sort(),
     );
+    // Its /metrics asks the API server about each scraper, as the operator's does.
+    assert.deepEqual(
+      grants(find(objects, "ClusterRole", "kargo-argocd-observer-metrics-auth").rules ?? []),
+      [
+        ...product(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+        ...product(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
+      ].sort(),
+    );
+    assert.deepEqual(find(objects, "ClusterRole", "kargo-argocd-observer-metrics-reader").rules, [
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]);
     const lease = find(objects, "Role", "kargo-argocd-observer-leader-election");
     assert.equal(lease.metadata.namespace, "kargo-argocd-observer", "its Lease only in its own namespace");
     const deployment = find(objects, "Deployment", "kargo-argocd-observer");
@@ -55,5 +66,6 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
     ).template.spec.containers[0]!;
     assert.deepEqual(container.command, ["node", "dist/kargo-observer.mjs"]);
     assert.ok(container.args?.includes("--leader-elect=true"));
+    assert.ok(container.args?.includes("--metrics-bind-address=:8443"));
   });
 });
