@@ -1,5 +1,6 @@
 // What a process built on this runtime does around its controllers: the manager, with the
-// leader election its flags ask for, the metrics and probe servers, and a run that stops on
+// leader election its flags ask for, the metrics server (HTTPS behind the API server's reviews
+// unless --metrics-secure=false) and the probe server, and a run that stops on
 // SIGTERM or SIGINT and exits non-zero when the manager stopped on an error (a lost Lease).
 // The operator and the Kargo observer are two such processes.
 import { randomBytes } from "node:crypto";

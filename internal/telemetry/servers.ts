@@ -58,9 +58,11 @@ export async function serveMetrics(
     if (req.url !== "/metrics") return void res.writeHead(404).end();
     const verdict = await serving.check(req.headers.authorization);
     if (verdict.allowed) return respond(res);
+    // The API server's error is the operator's to read, not the scraper's.
     if (verdict.status === 500)
       logger.error("a metrics scrape could not be authorized", { error: verdict.reason });
-    res.writeHead(verdict.status, { "Content-Type": "text/plain" }).end(`${verdict.reason}\n`);
+    const body = verdict.status === 500 ? "the scrape could not be authorized" : verdict.reason;
+    res.writeHead(verdict.status, { "Content-Type": "text/plain" }).end(`${body}\n`);
   };
   const server = createHttpsServer(serving.certificate, (req, res) => void handler(req, res));
   const { watch } = serving;

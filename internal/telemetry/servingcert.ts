@@ -138,5 +138,7 @@ export function watchCertificate(
     pending ??= setTimeout(() => void reload(), 100);
   });
   watcher.on("close", () => clearTimeout(pending));
+  // The folder gone (its volume unmounted): the last pair stays served, and the process runs on.
+  watcher.on("error", failed);
   return watcher;
 }

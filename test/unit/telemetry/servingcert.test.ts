@@ -58,7 +58,7 @@ describe("the metrics serving certificate", () => {
     assert.ok(missing instanceof Error && /absent\.crt/.test(missing.message));
   });
 
-  it("from --metrics-cert-path is served again when the files there change, and a bad change keeps the last good one", async () => {
+  it("from --metrics-cert-path is served again when the files there change, a bad change keeping the last good one; a scrape is answered as its verdict says, an API error unsaid", async () => {
     const certDir = join(dir, "rotating");
     await mkdir(certDir);
     const first = selfSignedCertificate("first", ["localhost"], ["127.0.0.1"]);
@@ -75,10 +75,14 @@ describe("the metrics serving certificate", () => {
         watch: { dir: certDir, certName: "tls.crt", keyName: "tls.key" },
         check: (authorization) =>
           Promise.resolve(
-            authorization === "Bearer ok" ? { allowed: true } : { allowed: false, status: 403, reason: "no" },
+            authorization === "Bearer ok"
+              ? { allowed: true }
+              : authorization === "Bearer broken"
+                ? { allowed: false, status: 500, reason: "the API server said: internal detail" }
+                : { allowed: false, status: 403, reason: "no" },
           ),
       },
-      { ...quiet, error: (message) => void errors.push(message) },
+      { ...quiet, error: (message: string) => void errors.push(message) },
     );
     try {
       const url = `https://127.0.0.1:${port}/metrics`;
@@ -86,6 +90,10 @@ describe("the metrics serving certificate", () => {
       assert.equal(served.status, 200);
       assert.equal(served.fingerprint, fingerprint(first.cert));
       assert.equal((await scrape(url, "other")).status, 403, "the verdict is the answer");
+      const broken = await scrape(url, "broken");
+      assert.equal(broken.status, 500);
+      assert.doesNotMatch(broken.body, /internal detail/, "the API server's error is logged, not answered");
+      assert.ok(errors.some((e) => e.includes("could not be authorized")));
       assert.equal((await scrape(`https://127.0.0.1:${port}/other`, "ok")).status, 404);
 
       // A rotation as a Secret volume makes one: the new pair written beside, then moved in.
@@ -100,7 +108,9 @@ describe("the metrics serving certificate", () => {
 
       // A key that does not match: logged, and the second pair served still.
       await writeFile(join(certDir, "tls.key"), first.key);
-      await eventually(() => errors.length > 0, { description: "the bad change to be logged" });
+      await eventually(() => errors.some((e) => e.startsWith("kept the metrics certificate")), {
+        description: "the bad change to be logged",
+      });
       assert.equal((await scrape(url, "ok")).fingerprint, fingerprint(second.cert));
     } finally {
       await new Promise((resolve) => server.close(resolve));
