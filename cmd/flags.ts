@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttributionSettings } from "../internal/attribution/attribution.ts";
 import { parseBindAddress } from "../internal/telemetry/servers.ts";
+import { parseBool, withTelemetryFlags } from "./telemetryflags.ts";
 
 export interface OperatorOptions {
   /** KubeProviders, as namespace/name, allowed to use the operator's own identity. */
@@ -43,6 +44,10 @@ export interface OperatorOptions {
   /** The kustomize binary that renders a folder to judge it. */
   kustomizePath: string;
   metricsBindAddress: string;
+  metricsSecure: boolean;
+  metricsCertPath: string;
+  metricsCertName: string;
+  metricsCertKey: string;
   healthProbeBindAddress: string;
   leaderElect: boolean;
   leaderElectionNamespace: string | undefined;
@@ -60,12 +65,6 @@ function invalid(flag: string, parse: (value: string) => unknown) {
   };
 }
 
-function parseBool(value: string | undefined): boolean {
-  if (value === undefined || value === "true") return true;
-  if (value === "false") return false;
-  throw new InvalidArgumentError(`expected true or false, got "${value}"`);
-}
-
 function commaList(check: (item: string) => void) {
   return (value: string): string[] => {
     const items = value
@@ -81,7 +80,7 @@ const namespacedName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z
 const resourceName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 export function flagParser(): Command {
-  return new Command("gitops-reverser")
+  return withTelemetryFlags(new Command("gitops-reverser"))
     .description(
       "Watches a Kubernetes cluster and writes the desired state of the objects it follows to Git.",
     )
@@ -197,12 +196,6 @@ export function flagParser(): Command {
       "--kustomize-path <path>",
       "the kustomize binary that renders a kustomize folder to judge it against live (never to write it)",
       "kustomize",
-    )
-    .option("--metrics-bind-address <address>", "where /metrics is served; 0 disables it", ":8080")
-    .option(
-      "--health-probe-bind-address <address>",
-      "where /healthz and /readyz are served; 0 disables them",
-      ":8081",
     )
     .option(
       "--leader-elect [bool]",

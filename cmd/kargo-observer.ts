@@ -1,23 +1,25 @@
 // The Kargo observer's entry point: its own process, flags, probes, metrics and Lease, on the
 // operator's runtime. It shares nothing with the operator at run time.
 import { Command, Option } from "commander";
-import { processManager, runUntilStopped, serveTelemetry } from "../internal/operator/entrypoint.ts";
+import {
+  processManager,
+  runUntilStopped,
+  serveTelemetry,
+  type ProcessFlags,
+} from "../internal/operator/entrypoint.ts";
+import { withTelemetryFlags } from "./telemetryflags.ts";
 import { createLogger, type LogFormat, type LogLevel } from "../internal/telemetry/logger.ts";
 import { createRegistry } from "../internal/telemetry/metrics.ts";
 import type { ObserveMode } from "../internal/kargo/views.ts";
 import { freightMissing, setupKargoObserver } from "../controllers/kargoobserver.ts";
 
-interface ObserverOptions {
+interface ObserverOptions extends ProcessFlags {
   observeMode: ObserveMode;
-  metricsBindAddress: string;
-  healthProbeBindAddress: string;
-  leaderElect: boolean;
-  leaderElectionNamespace?: string;
   logLevel: LogLevel;
   logFormat: LogFormat;
 }
 
-const options = new Command("kargo-argocd-observer")
+const options = withTelemetryFlags(new Command("kargo-argocd-observer"))
   .description("Turns an image bumped by hand in Git and synced by Argo CD into a Kargo Promotion.")
   .addOption(
     new Option(
@@ -26,12 +28,6 @@ const options = new Command("kargo-argocd-observer")
     )
       .choices(["all", "opt-in"])
       .default("all"),
-  )
-  .option("--metrics-bind-address <address>", "where /metrics is served; 0 for off", ":8080")
-  .option(
-    "--health-probe-bind-address <address>",
-    "where /healthz and /readyz are served; 0 for off",
-    ":8081",
   )
   .option(
     "--leader-elect [bool]",

@@ -1,5 +1,6 @@
 // What a process built on this runtime does around its controllers: the manager, with the
-// leader election its flags ask for, the metrics and probe servers, and a run that stops on
+// leader election its flags ask for, the metrics server (HTTPS behind the API server's reviews
+// unless --metrics-secure=false) and the probe server, and a run that stops on
 // SIGTERM or SIGINT and exits non-zero when the manager stopped on an error (a lost Lease).
 // The operator and the Kargo observer are two such processes.
 import { randomBytes } from "node:crypto";
@@ -9,7 +10,15 @@ import { KubeConfig } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
 import { ownNamespace } from "../kube/namespace.ts";
 import { leaderGauge } from "../telemetry/metrics.ts";
-import { parseBindAddress, serveMetrics, serveProbes, type Check } from "../telemetry/servers.ts";
+import {
+  parseBindAddress,
+  serveMetrics,
+  serveProbes,
+  type Check,
+  type MetricsServing,
+} from "../telemetry/servers.ts";
+import { MetricsAuthorizer } from "../telemetry/metricsauth.ts";
+import { readCertificate, selfSignedCertificate } from "../telemetry/servingcert.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { Manager } from "./manager.ts";
 
@@ -17,6 +26,12 @@ export interface ProcessFlags {
   leaderElect: boolean;
   leaderElectionNamespace?: string;
   metricsBindAddress: string;
+  /** HTTPS, behind TokenReview and SubjectAccessReview; false: plain HTTP, open to any client. */
+  metricsSecure: boolean;
+  /** The folder of the metrics serving certificate; empty: a self-signed one made at start. */
+  metricsCertPath: string;
+  metricsCertName: string;
+  metricsCertKey: string;
   healthProbeBindAddress: string;
 }
 
@@ -44,13 +59,40 @@ export async function serveTelemetry(
   leaderGauge(registry, () => manager.isLeader);
   const servers: Server[] = [];
   const metricsAddress = parseBindAddress(flags.metricsBindAddress);
-  if (metricsAddress) servers.push(await serveMetrics(registry, metricsAddress));
+  if (metricsAddress)
+    servers.push(
+      await serveMetrics(registry, metricsAddress, await metricsServing(manager, flags), manager.logger),
+    );
   const probeAddress = parseBindAddress(flags.healthProbeBindAddress);
   if (probeAddress) {
     const informers = () => (manager.ready ? undefined : "informers have not synced");
     servers.push(await serveProbes({ informers, ...checks }, probeAddress));
   }
   return servers;
+}
+
+/** How the flags say /metrics is served; a --metrics-cert-path whose pair cannot be read stops the start. */
+async function metricsServing(manager: Manager, flags: ProcessFlags): Promise<MetricsServing> {
+  if (!flags.metricsSecure) return { secure: false };
+  const authorizer = new MetricsAuthorizer(manager.kubeConfig);
+  const check = (authorization: string | undefined) => authorizer.check(authorization);
+  if (!flags.metricsCertPath) {
+    const certificate = selfSignedCertificate(
+      "gitops-reverser-metrics",
+      ["localhost", hostname()],
+      ["127.0.0.1"],
+    );
+    return { secure: true, certificate, check };
+  }
+  const watch = {
+    dir: flags.metricsCertPath,
+    certName: flags.metricsCertName,
+    keyName: flags.metricsCertKey,
+  };
+  const certificate = await readCertificate(watch.dir, watch.certName, watch.keyName);
+  if (certificate instanceof Error)
+    throw new Error(`--metrics-cert-path=${watch.dir}: ${certificate.message}`);
+  return { secure: true, certificate, watch, check };
 }
 
 /** Runs the manager until a signal stops it; the exit code says whether it stopped on an error. */

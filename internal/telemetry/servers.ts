@@ -1,5 +1,11 @@
-import { createServer, type Server } from "node:http";
+// The process's HTTP servers: /metrics (over HTTPS behind the API server's TokenReview and
+// SubjectAccessReview by default, plain HTTP only when asked) and the kubelet's probes.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { Registry } from "prom-client";
+import type { Logger } from "./logger.ts";
+import type { Verdict } from "./metricsauth.ts";
+import { watchCertificate, type ServingCertificate } from "./servingcert.ts";
 
 /** A bind address as controller-runtime takes it: ":8080", "127.0.0.1:8080", or "0" for off. */
 export function parseBindAddress(address: string): { host: string; port: number } | undefined {
@@ -17,18 +23,63 @@ async function listen(server: Server, address: { host: string; port: number }): 
   return server;
 }
 
-/** Serves the registry at /metrics. */
-export function serveMetrics(registry: Registry, address: { host: string; port: number }): Promise<Server> {
-  const server = createServer((req, res) => {
-    if (req.url !== "/metrics") {
-      res.writeHead(404).end();
-      return;
-    }
+/** How /metrics is served: plain HTTP, or HTTPS with a certificate and a verdict on each scrape. */
+export type MetricsServing =
+  | { secure: false }
+  | {
+      secure: true;
+      /** The certificate served first. */
+      certificate: ServingCertificate;
+      /** Where it came from, to serve again what changes there; none: a fixed (self-signed) one. */
+      watch?: { dir: string; certName: string; keyName: string };
+      /** Who may scrape: the verdict on a request's Authorization header. */
+      check: (authorization: string | undefined) => Promise<Verdict>;
+    };
+
+/** Serves the registry at /metrics, as `serving` says. */
+export async function serveMetrics(
+  registry: Registry,
+  address: { host: string; port: number },
+  serving: MetricsServing,
+  logger: Logger,
+): Promise<Server> {
+  const respond = (res: ServerResponse) =>
     registry.metrics().then(
       (body) => res.writeHead(200, { "Content-Type": registry.contentType }).end(body),
       (err: unknown) => res.writeHead(500).end(String(err)),
     );
-  });
+  if (!serving.secure) {
+    return listen(
+      createServer((req, res) => (req.url === "/metrics" ? void respond(res) : res.writeHead(404).end())),
+      address,
+    );
+  }
+  const handler = async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.url !== "/metrics") return void res.writeHead(404).end();
+    const verdict = await serving.check(req.headers.authorization);
+    if (verdict.allowed) return respond(res);
+    // The API server's error is the operator's to read, not the scraper's.
+    if (verdict.status === 500)
+      logger.error("a metrics scrape could not be authorized", { error: verdict.reason });
+    const body = verdict.status === 500 ? "the scrape could not be authorized" : verdict.reason;
+    res.writeHead(verdict.status, { "Content-Type": "text/plain" }).end(`${body}\n`);
+  };
+  const server = createHttpsServer(serving.certificate, (req, res) => void handler(req, res));
+  const { watch } = serving;
+  if (watch) {
+    const watcher = watchCertificate(
+      watch.dir,
+      watch.certName,
+      watch.keyName,
+      (certificate) => {
+        server.setSecureContext(certificate);
+        logger.info("serving the metrics certificate again, as changed", { dir: watch.dir });
+      },
+      (err) =>
+        logger.error("kept the metrics certificate: the changed one cannot be read", { error: err.message }),
+    );
+    server.on("close", () => watcher.close());
+  }
   return listen(server, address);
 }
 

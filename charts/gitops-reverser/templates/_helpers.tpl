@@ -23,6 +23,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/* The metrics port's name: https, or http with metrics.secure: false. */}}
+{{- define "gitops-reverser.metricsPortName" -}}
+{{- ternary "https" "http" .Values.metrics.secure -}}
+{{- end -}}
+
 {{- define "gitops-reverser.selector" -}}
 app.kubernetes.io/name: gitops-reverser
 app.kubernetes.io/instance: {{ .Release.Name }}

@@ -1,18 +1,25 @@
 // The Kargo observer's install manifests: config/kargo-observer rendered by the pinned kubectl,
 // accepted by a real API server's server-side dry run (with Argo CD's and Kargo's CRDs
-// installed), and its ClusterRole exactly the seed's RBAC.
+// installed), its ClusterRole exactly the seed's RBAC, and, applied for real, the observer run
+// as its ServiceAccount serving /metrics over HTTPS to a scraper bound to its reader role only.
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api } from "@kubernetes/client-node";
+import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { repoRoot } from "../../support/binaries.ts";
+import { kubectlOk } from "../../support/kubectl.ts";
+import { freePort } from "../../support/ports.ts";
+import { ManagedProcess } from "../../support/process.ts";
+import { scrape } from "../../support/scrape.ts";
+import { eventually } from "../../support/wait.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrdFiles } from "../../support/manifests.ts";
 import { assertDryRunAccepts, find, grants, product, render } from "../../support/rendered.ts";
 
 describe("the Kargo observer's install manifests in config/kargo-observer", () => {
   let plane: ControlPlane;
+  const file = () => join(plane.dir, "kargo-observer.yaml");
 
   before(async () => {
     plane = await ControlPlane.start();
@@ -22,14 +29,13 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
 
   it("render, pass a server-side dry run, and grant the seed's RBAC and nothing more", async (t) => {
     const { text, objects } = await render(plane, "config/kargo-observer");
-    const file = join(plane.dir, "kargo-observer.yaml");
-    await writeFile(file, text);
+    await writeFile(file(), text);
     // A dry run creates no namespace, and the namespaced objects need theirs.
     await plane
       .kubeConfig()
       .makeApiClient(CoreV1Api)
       .createNamespace({ body: { metadata: { name: "kargo-argocd-observer" } } });
-    await assertDryRunAccepts(t, plane, file, objects);
+    await assertDryRunAccepts(t, plane, file(), objects);
 
     const role = find(objects, "ClusterRole", "kargo-argocd-observer");
     assert.deepEqual(
@@ -47,6 +53,17 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
         ...product(["events.k8s.io"], ["events"], ["create", "patch"]),
       ].sort(),
     );
+    // Its /metrics asks the API server about each scraper, as the operator's does.
+    assert.deepEqual(
+      grants(find(objects, "ClusterRole", "kargo-argocd-observer-metrics-auth").rules ?? []),
+      [
+        ...product(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+        ...product(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
+      ].sort(),
+    );
+    assert.deepEqual(find(objects, "ClusterRole", "kargo-argocd-observer-metrics-reader").rules, [
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]);
     const lease = find(objects, "Role", "kargo-argocd-observer-leader-election");
     assert.equal(lease.metadata.namespace, "kargo-argocd-observer", "its Lease only in its own namespace");
     const deployment = find(objects, "Deployment", "kargo-argocd-observer");
@@ -55,5 +72,69 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
     ).template.spec.containers[0]!;
     assert.deepEqual(container.command, ["node", "dist/kargo-observer.mjs"]);
     assert.ok(container.args?.includes("--leader-elect=true"));
+    assert.ok(container.args?.includes("--metrics-bind-address=:8443"));
+  });
+
+  it("applied for real, the observer as its ServiceAccount serves /metrics over HTTPS only to a scraper bound to its reader role", async () => {
+    await kubectlOk(plane, "apply", "--server-side", "-f", file());
+    const namespace = "kargo-argocd-observer";
+    const identity = await plane.serviceAccountToken(namespace, "kargo-argocd-observer");
+    const [metricsPort, probePort] = [await freePort(), await freePort()];
+    const observer = ManagedProcess.start({
+      name: "kargo-argocd-observer",
+      command: process.execPath,
+      args: [
+        "--import",
+        "tsx",
+        join(repoRoot, "cmd/kargo-observer.ts"),
+        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
+        `--health-probe-bind-address=127.0.0.1:${probePort}`,
+      ],
+      env: { ...process.env, KUBECONFIG: identity.kubeconfigPath, POD_NAMESPACE: namespace },
+      cwd: repoRoot,
+      logFile: join(plane.dir, "kargo-observer.log"),
+    });
+    try {
+      const url = `https://127.0.0.1:${metricsPort}/metrics`;
+      const anonymous = await eventually(
+        async () => {
+          observer.assertRunning();
+          return await scrape(url).catch(() => undefined);
+        },
+        { description: "the observer's metrics server to answer" },
+      );
+      assert.equal(anonymous.status, 401, anonymous.body);
+      const scraper = await plane.serviceAccountToken("default", "observer-scraper");
+      const unbound = await scrape(url, scraper.kubeConfig.getCurrentUser()?.token);
+      assert.equal(unbound.status, 403, unbound.body);
+      await plane
+        .kubeConfig()
+        .makeApiClient(RbacAuthorizationV1Api)
+        .createClusterRoleBinding({
+          body: {
+            metadata: { name: "observer-scraper" },
+            roleRef: {
+              apiGroup: "rbac.authorization.k8s.io",
+              kind: "ClusterRole",
+              name: "kargo-argocd-observer-metrics-reader",
+            },
+            subjects: [{ kind: "ServiceAccount", namespace: "default", name: "observer-scraper" }],
+          },
+        });
+      // The refusal above is kept a while for its token: a new token is a new question.
+      const bound = (
+        await plane.serviceAccountToken("default", "observer-scraper")
+      ).kubeConfig.getCurrentUser()?.token;
+      const scraped = await eventually(
+        async () => {
+          const answer = await scrape(url, bound);
+          return answer.status === 200 && answer;
+        },
+        { description: "the bound scraper to read the observer's metrics" },
+      );
+      assert.match(scraped.body, /^gitopsreverser_leader /m);
+    } finally {
+      await observer.stop();
+    }
   });
 });

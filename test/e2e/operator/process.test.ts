@@ -3,12 +3,13 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { CoordinationV1Api } from "@kubernetes/client-node";
+import { CoordinationV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { repoRoot } from "../../support/binaries.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
+import { scrape } from "../../support/scrape.ts";
 
 describe("the operator process", () => {
   let plane: ControlPlane;
@@ -28,13 +29,40 @@ describe("the operator process", () => {
     removeOwnedTempDir(scratch);
   });
 
-  for (const built of [false, true]) {
-    it(`serves probes and metrics, leads, and on SIGTERM stops cleanly and releases its lease${built ? ", bundled as the image runs it" : ""}`, async () => {
-      await runs(built ? bundle : undefined);
-    });
-  }
+  it("serves probes and metrics (plain HTTP to anyone with --metrics-secure=false), leads, and on SIGTERM stops cleanly and releases its lease", async () => {
+    await runs(undefined, ["--metrics-secure=false"], (port) => scrape(`http://127.0.0.1:${port}/metrics`));
+  });
 
-  async function runs(entry: string | undefined) {
+  it("bundled as the image runs it, serves metrics over HTTPS to a ServiceAccount bound to read them, and stops cleanly", async () => {
+    const reader = await plane.serviceAccountToken("default", "process-scraper");
+    const rbac = plane.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createClusterRole({
+      body: {
+        metadata: { name: "process-metrics-reader" },
+        rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
+      },
+    });
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: "process-metrics-reader" },
+        roleRef: {
+          apiGroup: "rbac.authorization.k8s.io",
+          kind: "ClusterRole",
+          name: "process-metrics-reader",
+        },
+        subjects: [{ kind: "ServiceAccount", namespace: "default", name: "process-scraper" }],
+      },
+    });
+    await runs(bundle, [], (port) =>
+      scrape(`https://127.0.0.1:${port}/metrics`, reader.kubeConfig.getCurrentUser()?.token),
+    );
+  });
+
+  async function runs(
+    entry: string | undefined,
+    flags: string[],
+    scrapeMetrics: (port: number) => Promise<{ status: number; body: string }>,
+  ) {
     const {
       process: operator,
       metricsPort,
@@ -42,7 +70,7 @@ describe("the operator process", () => {
     } = await startOperatorProcess(
       plane.kubeconfigPath,
       plane.dir,
-      ["--leader-elect", "--leader-election-namespace=default"],
+      ["--leader-elect", "--leader-election-namespace=default", ...flags],
       {},
       entry,
     );
@@ -57,7 +85,8 @@ describe("the operator process", () => {
       assert.equal((await fetch(`http://127.0.0.1:${probePort}/healthz`)).status, 200);
       const metrics = await eventually(
         async () => {
-          const body = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+          const { status, body } = await scrapeMetrics(metricsPort);
+          assert.equal(status, 200, body);
           return /^gitopsreverser_leader 1$/m.test(body) && body;
         },
         { description: "the leader gauge to read 1" },

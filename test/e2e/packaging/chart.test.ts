@@ -70,6 +70,8 @@ describe("the Helm chart", () => {
     assert.ok(args.includes("--receiver-bind-address=:9292"));
     // Every flag the chart passes is one the operator accepts, and the settings it makes hold.
     const options = parseFlags(args, flagParser().exitOverride());
+    assert.equal(options.metricsBindAddress, ":8443");
+    assert.equal(options.metricsSecure, true);
     assert.equal(options.authorAttribution, true);
     assert.equal(options.redisAddr, "redis:6379");
     assert.equal(options.logLevel, "info");
@@ -121,10 +123,72 @@ describe("the Helm chart", () => {
 
   it("grants exactly what config/rbac grants", async () => {
     const { objects } = await template();
-    const fromChart = grants(find(objects, "ClusterRole", "gitops-reverser").rules ?? []);
-    const fromConfig = grants(
-      find((await render(plane, "config/default")).objects, "ClusterRole", "gitops-reverser").rules ?? [],
+    const config = (await render(plane, "config/default")).objects;
+    for (const name of ["gitops-reverser", "gitops-reverser-metrics-auth"]) {
+      const fromChart = grants(find(objects, "ClusterRole", name).rules ?? []);
+      assert.deepEqual(fromChart, grants(find(config, "ClusterRole", name).rules ?? []), name);
+    }
+    assert.deepEqual(
+      find(objects, "ClusterRole", "gitops-reverser-metrics-reader").rules,
+      find(config, "ClusterRole", "gitops-reverser-metrics-reader").rules,
     );
-    assert.deepEqual(fromChart, fromConfig);
+  });
+
+  it("serves metrics on 8443 over HTTPS, scraped by the ServiceMonitor with Prometheus's token, and admitted by the NetworkPolicy", async () => {
+    interface Endpoint {
+      port: string;
+      scheme?: string;
+      bearerTokenFile?: string;
+      tlsConfig?: Record<string, unknown>;
+    }
+    const endpointOf = (objects: Manifest[]) =>
+      (find(objects, "ServiceMonitor", "gitops-reverser").spec as { endpoints: Endpoint[] }).endpoints[0]!;
+    const on = ["--set", "metrics.serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=true"];
+    const { objects } = await template(...on);
+    assert.deepEqual(endpointOf(objects), {
+      port: "https",
+      path: "/metrics",
+      interval: "30s",
+      scheme: "https",
+      bearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+      tlsConfig: { insecureSkipVerify: true },
+    });
+    const service = find(objects, "Service", "gitops-reverser-metrics").spec as {
+      ports: { name: string; port: number; targetPort: string }[];
+    };
+    assert.deepEqual(service.ports, [{ name: "https", port: 8443, targetPort: "https", protocol: "TCP" }]);
+    const policy = find(objects, "NetworkPolicy", "gitops-reverser").spec as {
+      ingress: { ports: { port: number }[] }[];
+    };
+    assert.ok(
+      policy.ingress[0]!.ports.some((p) => p.port === 8443),
+      "the NetworkPolicy admits 8443",
+    );
+
+    // A certificate of one's own: mounted, named to the operator, and verified by the scrape.
+    const own = await template(
+      ...on,
+      "--set",
+      "metrics.certificate.secretName=metrics-tls",
+      "--set",
+      "metrics.serviceMonitor.tlsConfig.serverName=gitops-reverser-metrics.gitops-reverser.svc",
+    );
+    assert.deepEqual(endpointOf(own.objects).tlsConfig, {
+      serverName: "gitops-reverser-metrics.gitops-reverser.svc",
+    });
+    const args = (
+      find(own.objects, "Deployment", "gitops-reverser").spec as {
+        template: { spec: { containers: { args: string[] }[] } };
+      }
+    ).template.spec.containers[0]!.args;
+    assert.equal(
+      parseFlags(args, flagParser().exitOverride()).metricsCertPath,
+      "/etc/gitops-reverser/metrics-tls",
+    );
+
+    // Plain HTTP only when asked: no reviews to ask for, and a plain scrape.
+    const plain = await template(...on, "--set", "metrics.secure=false");
+    assert.deepEqual(endpointOf(plain.objects), { port: "http", path: "/metrics", interval: "30s" });
+    assert.ok(!plain.objects.some((o) => o.metadata.name === "gitops-reverser-metrics-auth"));
   });
 });

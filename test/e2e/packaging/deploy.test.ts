@@ -12,6 +12,7 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   EventsV1Api,
+  RbacAuthorizationV1Api,
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { flagParser, parseFlags } from "../../../cmd/flags.ts";
@@ -37,6 +38,7 @@ import {
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
+import { scrape } from "../../support/scrape.ts";
 
 const systemNamespace = "gitops-reverser-system";
 const serviceAccount = `system:serviceaccount:${systemNamespace}:gitops-reverser`;
@@ -161,7 +163,20 @@ describe("the install manifests in config/default", () => {
       ].sort(),
     );
 
-    // Each of the three is bound to the operator's ServiceAccount, and only to it.
+    // The metrics server only asks the API server about scrapers; who may scrape is the
+    // reader role's, bound by whoever installs Prometheus.
+    assert.deepEqual(
+      grants(find(rendered, "ClusterRole", "gitops-reverser-metrics-auth").rules ?? []),
+      [
+        ...product(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+        ...product(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
+      ].sort(),
+    );
+    assert.deepEqual(find(rendered, "ClusterRole", "gitops-reverser-metrics-reader").rules, [
+      { nonResourceURLs: ["/metrics"], verbs: ["get"] },
+    ]);
+
+    // Each of the four is bound to the operator's ServiceAccount, and only to it.
     const bound = rendered
       .filter((o) => o.kind === "ClusterRoleBinding" || o.kind === "RoleBinding")
       .map((b) => {
@@ -173,6 +188,7 @@ describe("the install manifests in config/default", () => {
       .sort();
     assert.deepEqual(bound, [
       "ClusterRole/gitops-reverser",
+      "ClusterRole/gitops-reverser-metrics-auth",
       "ClusterRole/gitops-reverser-watched",
       "Role/gitops-reverser-leader-election",
     ]);
@@ -211,7 +227,8 @@ describe("the install manifests in config/default", () => {
 
     const options = parseFlags(container.args, flagParser().exitOverride());
     assert.equal(options.leaderElect, true);
-    assert.equal(options.metricsBindAddress, ":8080");
+    assert.equal(options.metricsBindAddress, ":8443");
+    assert.equal(options.metricsSecure, true);
     assert.equal(options.healthProbeBindAddress, ":8081");
     assert.deepEqual(container.env, [
       { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
@@ -236,7 +253,7 @@ describe("the install manifests in config/default", () => {
     };
     assert.deepEqual(
       ports.map((p) => [p.port, p.targetPort]),
-      [[8080, "metrics"]],
+      [[8443, "https"]],
     );
     for (const [key, value] of Object.entries(selector))
       assert.equal(spec.template.metadata.labels[key], value, `the Service selects the pod by ${key}`);
@@ -253,7 +270,7 @@ describe("the install manifests in config/default", () => {
     await assertDryRunAccepts(t, plane, file, objects);
   });
 
-  it("applied for real, gives the operator exactly what it needs: it leads, writes status and finalizers, and records events", async () => {
+  it("applied for real, gives the operator exactly what it needs: it leads, serves /metrics only to a scraper bound to the reader role (401, 403, 200), writes status and finalizers, and records events", async () => {
     const applied = await kubectl(plane, "apply", "--server-side", "-f", renderedFile);
     assert.equal(applied.code, 0, applied.stderr);
 
@@ -289,6 +306,8 @@ describe("the install manifests in config/default", () => {
       ["patch", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
       ["get", "argoproj.io", "applications", "team-a"],
       ["update", "argoproj.io", "applications", "team-a"],
+      ["create", "authentication.k8s.io", "tokenreviews"],
+      ["create", "authorization.k8s.io", "subjectaccessreviews"],
     ];
     const denied: [string, string, string, string?][] = [
       ["create", "configbutler.ai", "gittargets", "team-a"],
@@ -314,6 +333,7 @@ describe("the install manifests in config/default", () => {
     const {
       process: operator,
       probePort,
+      metricsPort,
       logFile,
     } = await startOperatorProcess(identity.kubeconfigPath, plane.dir, ["--leader-elect=true"], {
       POD_NAMESPACE: systemNamespace,
@@ -334,6 +354,40 @@ describe("the install manifests in config/default", () => {
             .spec?.holderIdentity,
         { description: "the operator to hold its Lease in its own namespace" },
       );
+
+      // /metrics over HTTPS: the API server says who a scraper is, and whether they may read it.
+      const metricsUrl = `https://127.0.0.1:${metricsPort}/metrics`;
+      const noToken = await scrape(metricsUrl);
+      assert.equal(noToken.status, 401, noToken.body);
+      const prometheus = await plane.serviceAccountToken("default", "prometheus");
+      const token = prometheus.kubeConfig.getCurrentUser()?.token;
+      assert.equal((await scrape(metricsUrl, "not-a-token")).status, 401);
+      const unbound = await scrape(metricsUrl, token);
+      assert.equal(unbound.status, 403, "a ServiceAccount not bound to the reader role is refused");
+      assert.match(unbound.body, /system:serviceaccount:default:prometheus may not get \/metrics/);
+      await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
+        body: {
+          metadata: { name: "prometheus-metrics-reader" },
+          roleRef: {
+            apiGroup: "rbac.authorization.k8s.io",
+            kind: "ClusterRole",
+            name: "gitops-reverser-metrics-reader",
+          },
+          subjects: [{ kind: "ServiceAccount", namespace: "default", name: "prometheus" }],
+        },
+      });
+      // A refusal is kept a minute: a second token of the same account is a new question.
+      const boundToken = (
+        await plane.serviceAccountToken("default", "prometheus")
+      ).kubeConfig.getCurrentUser()?.token;
+      const scraped = await eventually(
+        async () => {
+          const answer = await scrape(metricsUrl, boundToken);
+          return answer.status === 200 && answer;
+        },
+        { description: "a scrape by the bound ServiceAccount to answer 200" },
+      );
+      assert.match(scraped.body, /^gitopsreverser_leader 1$/m);
 
       const ns = "deploy-a";
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });

@@ -34,7 +34,11 @@ describe("operator flags", () => {
       additionalSensitiveResources: [],
       workerRoot: "/tmp/gitops-reverser-workers",
       kustomizePath: "kustomize",
-      metricsBindAddress: ":8080",
+      metricsBindAddress: ":8443",
+      metricsSecure: true,
+      metricsCertPath: "",
+      metricsCertName: "tls.crt",
+      metricsCertKey: "tls.key",
       healthProbeBindAddress: ":8081",
       leaderElect: false,
       logLevel: "info",
@@ -46,6 +50,7 @@ describe("operator flags", () => {
     assert.equal(parseFlags(["--leader-elect"], strictParser().command).leaderElect, true);
     assert.equal(parseFlags(["--leader-elect=true"], strictParser().command).leaderElect, true);
     assert.equal(parseFlags(["--leader-elect=false"], strictParser().command).leaderElect, false);
+    assert.equal(parseFlags(["--metrics-secure=false"], strictParser().command).metricsSecure, false);
   });
 
   it("reads lists, durations and quantities", () => {
