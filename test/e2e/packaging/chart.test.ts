@@ -10,7 +10,7 @@ import { AppsV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { flagParser, parseFlags } from "../../../cmd/flags.ts";
 import { chart, helm, helmTemplate } from "../../support/helm.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
-import { assertDryRunAccepts, find, grants, render } from "../../support/rendered.ts";
+import { assertDryRunAccepts, find, grants, render, type Manifest } from "../../support/rendered.ts";
 import { eventually } from "../../support/wait.ts";
 
 const namespace = "gitops-reverser";
