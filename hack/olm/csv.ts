@@ -163,11 +163,7 @@ const matches = (labels: Record<string, string> | undefined, selector: Record<st
  */
 export function effectiveRules(role: Role, objects: KubeObject[]): Rule[] {
   if (!role.aggregationRule) return role.rules ?? [];
-  const selectors = role.aggregationRule.clusterRoleSelectors.map((s) => s.matchLabels ?? {});
-  return (objects as Role[])
-    .filter((o) => o.kind === "ClusterRole" && o !== role)
-    .filter((o) => selectors.some((s) => matches(o.metadata.labels, s)))
-    .flatMap((o) => o.rules ?? []);
+  return (aggregatedFrom(role, objects) as Role[]).flatMap((o) => o.rules ?? []);
 }
 
 /**
@@ -199,6 +195,35 @@ export function permissionsFor(
   if (clusterRules.length === 0 && namespacedRules.length === 0)
     return `config/rbac binds nothing to the ServiceAccount ${serviceAccount}`;
   return { clusterRules, namespacedRules };
+}
+
+/**
+ * The ClusterRoles config/rbac offers for others to bind (the metrics reader, for Prometheus):
+ * named by no binding of its own and selected by no aggregating role. A bundle ships them as
+ * manifests, since a CSV's permissions are only what the operator's ServiceAccount holds.
+ */
+export function offeredRoles(rbac: KubeObject[]): KubeObject[] {
+  const bound = new Set(
+    (rbac as Binding[])
+      .filter((b) => b.kind === "ClusterRoleBinding" || b.kind === "RoleBinding")
+      .map((b) => `${b.roleRef.kind}/${b.roleRef.name}`),
+  );
+  const aggregated = (rbac as Role[]).flatMap((r) => (r.aggregationRule ? aggregatedFrom(r, rbac) : []));
+  return rbac.filter(
+    (o) =>
+      o.kind === "ClusterRole" &&
+      !bound.has(`ClusterRole/${o.metadata.name}`) &&
+      !aggregated.includes(o) &&
+      !(o as Role).aggregationRule,
+  );
+}
+
+/** The ClusterRoles an aggregated role's selectors match. */
+function aggregatedFrom(role: Role, objects: KubeObject[]): KubeObject[] {
+  const selectors = role.aggregationRule!.clusterRoleSelectors.map((sel) => sel.matchLabels ?? {});
+  return (objects as Role[]).filter(
+    (o) => o.kind === "ClusterRole" && o !== role && selectors.some((sel) => matches(o.metadata.labels, sel)),
+  );
 }
 
 /** ">=1.30.0-0" → "1.30.0": the chart's kubeVersion floor as the CSV's minKubeVersion. */
@@ -345,9 +370,13 @@ export function manifestFileName(object: KubeObject): string {
   );
 }
 
-/** The manifests/ objects: the CSV, the CRDs, and config/manager's extras, unnamespaced. */
+/** The manifests/ objects: the CSV, the CRDs, config/manager's extras and the roles config/rbac offers, unnamespaced. */
 export function bundleManifests(inputs: Inputs): KubeObject[] | string {
   const csv = clusterServiceVersion(inputs);
   if (typeof csv === "string") return csv;
-  return [csv, ...inputs.crds, ...inputs.extras.map((o) => unnamespaced(o))];
+  return [
+    csv,
+    ...inputs.crds,
+    ...[...inputs.extras, ...offeredRoles(inputs.rbac)].map((o) => unnamespaced(o)),
+  ];
 }

@@ -153,9 +153,13 @@ describe("the OLM bundle", () => {
     );
     const rbac = (
       await Promise.all(
-        ["role.yaml", "watched_role.yaml", "leader_election_role.yaml"].map((f) =>
-          readObjects(`config/rbac/${f}`),
-        ),
+        [
+          "role.yaml",
+          "watched_role.yaml",
+          "leader_election_role.yaml",
+          "metrics_auth_role.yaml",
+          "metrics_reader_role.yaml",
+        ].map((f) => readObjects(`config/rbac/${f}`)),
       )
     ).flat() as (KubeObject & { rules?: Rule[] })[];
     const rulesOf = (name: string) => rbac.find((o) => o.metadata.name === name)!.rules!;
@@ -167,8 +171,17 @@ describe("the OLM bundle", () => {
     );
     assert.deepEqual(
       grants(install.spec.clusterPermissions[0]!.rules),
-      grants([...rulesOf("gitops-reverser"), ...rulesOf("gitops-reverser-watched-default")]),
+      grants([
+        ...rulesOf("gitops-reverser"),
+        ...rulesOf("gitops-reverser-watched-default"),
+        ...rulesOf("gitops-reverser-metrics-auth"),
+      ]),
     );
+    // The role config/rbac offers Prometheus is shipped for an administrator to bind.
+    const reader = await readYaml(
+      "bundle/manifests/gitops-reverser-metrics-reader_rbac.authorization.k8s.io_v1_clusterrole.yaml",
+    );
+    assert.deepEqual((reader as { rules: Rule[] }).rules, rulesOf("gitops-reverser-metrics-reader"));
     assert.deepEqual(install.spec.permissions, [
       { serviceAccountName: "gitops-reverser", rules: rulesOf("gitops-reverser-leader-election") },
     ]);

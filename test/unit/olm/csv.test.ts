@@ -8,6 +8,7 @@ import {
   displayName,
   manifestFileName,
   minKubeVersion,
+  offeredRoles,
   permissionsFor,
   specXDescriptors,
   statusXDescriptors,
@@ -106,6 +107,11 @@ describe("the OLM bundle's decisions", () => {
     assert.equal(
       permissionsFor("op", dangling),
       "RoleBinding leader binds Role leader, which config/rbac lacks",
+    );
+    // What no binding names and no aggregation selects is offered to others to bind.
+    assert.deepEqual(
+      offeredRoles(rbac).map((o) => o.metadata.name),
+      ["unbound"],
     );
   });
 
