@@ -98,7 +98,7 @@ RUN_ARGS ?= --log-format=text
 
 .PHONY: run
 run: node_modules kustomize ## Run the operator against the current kubeconfig with the pinned kustomize (RUN_ARGS adds flags; see --help).
-	node --import tsx cmd/operator.ts --kustomize-path=$$(bash hack/tools/gotool.sh kustomize --print-path) $(RUN_ARGS)
+	node --import tsx cmd/operator.ts --kustomize-path=$$(bash hack/tools/gotool.sh kustomize --print-path) --author-attribution=false $(RUN_ARGS)
 
 
 .PHONY: install

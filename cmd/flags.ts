@@ -111,9 +111,9 @@ export function flagParser(): Command {
     )
     .option(
       "--author-attribution [bool]",
-      "name the actor of each change as the commit author, from audit events",
+      "name the actor of each change as the commit author, from audit events (on by default, as the seeds say: the install manifests and the chart pass false for a first install)",
       parseBool,
-      false,
+      true,
     )
     .addOption(
       new Option("--author-attribution-grace <duration>", "how long a live change waits for its audit fact")

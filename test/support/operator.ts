@@ -79,6 +79,8 @@ export async function startOperatorProcess(
     command: process.execPath,
     args: [
       ...(entry ? [entry] : ["--import", "tsx", join(repoRoot, "cmd/operator.ts")]),
+      // Configured-author unless the test asks for attribution (a later flag wins).
+      "--author-attribution=false",
       ...args,
       `--metrics-bind-address=127.0.0.1:${metricsPort}`,
       `--health-probe-bind-address=127.0.0.1:${probePort}`,

@@ -20,7 +20,7 @@ describe("operator flags", () => {
       allowKubeconfigExec: false,
       allowKubeconfigInsecureTls: false,
       redisAddr: "",
-      authorAttribution: false,
+      authorAttribution: true,
       authorAttributionGrace: 3_000,
       authorAttributionTransport: "redis",
       replicaCount: 1,
@@ -110,6 +110,15 @@ describe("parseBindAddress", () => {
       "the redis transport serves any number of replicas",
     );
     assert.equal(attributionSettings(options(["--author-attribution-transport=memory"]))?.graceMs, 3_000);
-    assert.equal(attributionSettings(parseFlags([], strictParser().command)), undefined, "off by default");
+    assert.throws(
+      () => attributionSettings(parseFlags([], strictParser().command)),
+      /needs --redis-addr: set it, or run with --author-attribution-transport=memory \(one replica\) or --author-attribution=false/,
+      "on by default, as the seeds say: the redis transport then needs an address",
+    );
+    assert.equal(
+      attributionSettings(parseFlags(["--author-attribution=false"], strictParser().command)),
+      undefined,
+      "off when asked",
+    );
   });
 });
