@@ -32,7 +32,13 @@ import {
 } from "../internal/gittarget/decide.ts";
 import { refOf, keyOf, parseKey } from "../internal/types/names.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
-import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import {
+  Controller,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import {
@@ -46,6 +52,7 @@ import {
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { GitTargetEventStream } from "../internal/stream/stream.ts";
+import type { Logger } from "../internal/telemetry/logger.ts";
 import { fieldManager } from "./fieldmanager.ts";
 
 const steadyRecheckMs = 5 * 60_000;
@@ -86,7 +93,7 @@ export class GitTargetReconciler implements Reconciler {
     private readonly writeSide: WriteSide,
   ) {}
 
-  async reconcile(request: Request): Promise<Result> {
+  async reconcile(request: Request, { logger }: ReconcileContext): Promise<Result> {
     const key = keyOf(request);
     const target = this.informers.targets.get(request.name, request.namespace);
     if (!target) {
@@ -110,7 +117,7 @@ export class GitTargetReconciler implements Reconciler {
       await this.release(key);
     }
 
-    await this.connectWorker(target, world.branch, context?.watchManager.streamFor(ref));
+    await this.connectWorker(target, world.branch, context?.watchManager.streamFor(ref), logger);
 
     const streams = context?.watchManager.summary(ref);
     const writeState = this.writeSide.workers.targetState(key);
@@ -177,6 +184,7 @@ export class GitTargetReconciler implements Reconciler {
     target: GitTarget,
     branch: GitBranch | undefined,
     stream: GitTargetEventStream | undefined,
+    logger: Logger,
   ): Promise<void> {
     const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
     const key = keyOf(ref);
@@ -185,7 +193,7 @@ export class GitTargetReconciler implements Reconciler {
       this.writeSide.workers.detach(ref);
       if (outcome.kind === "none" && this.detachedFor.get(key) !== outcome.reason) {
         this.detachedFor.set(key, outcome.reason);
-        this.manager.logger.info("GitTarget feeds no branch worker", { target: key, reason: outcome.reason });
+        logger.info("GitTarget feeds no branch worker", { reason: outcome.reason });
       }
       return;
     }

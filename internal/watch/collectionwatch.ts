@@ -166,7 +166,7 @@ export class CollectionWatch {
       }
       const code = outcome.error.statusCode;
       if (initializing && !this.watchListRefused && code !== undefined && [400, 422].includes(code)) {
-        this.logger.info("the API server refused a watch-list; using LIST and watch", {
+        this.logger.warn("the API server refused a watch-list; using LIST and watch", {
           collection: this.collection.key,
         });
         this.watchListRefused = true;
@@ -383,6 +383,7 @@ export class CollectionWatch {
       // Deletion intent arrives first as the deletionTimestamp, then as DELETED: send it once.
       if (!accepted.has(key)) return;
       accepted.forget(key);
+      this.logger.debug("watch event routed", { collection: this.collection.key, phase, object: key });
       const identity = this.identityOf(object);
       // A terminating object is deleted; a DELETED may also be the object leaving the selector.
       const item =
@@ -397,7 +398,15 @@ export class CollectionWatch {
     // or not its proof has been answered yet, and the comparison is made in the watch's order.
     const pending = unsettled(object);
     const digest = accepted.acceptIfChanged(key, pending.stripped, pending.unowned);
-    if (digest === undefined) return;
+    if (digest === undefined) {
+      this.logger.debug("watch event dropped: no desired-state change", {
+        collection: this.collection.key,
+        phase,
+        object: key,
+      });
+      return;
+    }
+    this.logger.debug("watch event routed", { collection: this.collection.key, phase, object: key });
     const identity = this.identityOf(object);
     const upsert = (projection: Projection): StreamItem => ({
       type: "upsert",

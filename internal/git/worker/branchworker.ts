@@ -298,6 +298,12 @@ export class BranchWorker {
       return;
     }
     const change = liveChange(item);
+    this.options.logger.debug("write accepted", {
+      target: target.key,
+      type: item.type,
+      object: identityKeyOf(change.identity),
+      author: owner.author,
+    });
     const before = this.window.owner;
     const opens = before?.author !== owner.author || before.target !== owner.target;
     for (const closed of this.window.add(
@@ -353,7 +359,16 @@ export class BranchWorker {
   }
 
   private decide(closed: ClosedWindow<WindowWrite> | undefined): void {
-    if (closed) this.options.onWindowClosed?.(closed.reason);
+    if (closed) {
+      this.options.onWindowClosed?.(closed.reason);
+      this.options.logger.debug("commit window closed", {
+        target: closed.owner.target,
+        author: closed.owner.author,
+        reason: closed.reason,
+        writes: closed.writes.length,
+        bytes: closed.bytes,
+      });
+    }
     if (!closed || closed.writes.length === 0) return;
     const { target, author } = closed.writes[0]!;
     const changes = closed.writes.map(({ target: _t, author: _a, ...change }) => change);

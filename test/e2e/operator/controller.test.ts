@@ -20,9 +20,9 @@ import type { ResourceClient, ResourceType } from "../../../internal/kube/resour
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
 const namespace = "runtime";
-const quiet = { info: () => undefined, error: () => undefined };
 
 function sourceOf<T extends GitTarget | GitBranch>(
   client: ResourceClient<T>,
@@ -190,7 +190,7 @@ describe("the controller runtime against a real API server", () => {
 
     const errors: string[] = [];
     const recorder = new EventRecorder(kc, "test-instance", {
-      info: () => undefined,
+      ...quiet,
       error: (_m, meta) => errors.push(JSON.stringify(meta)),
     });
     const subject = (await targets.get(namespace, "waits-for-branch"))!;

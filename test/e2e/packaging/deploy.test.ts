@@ -37,6 +37,7 @@ import {
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
 const systemNamespace = "gitops-reverser-system";
 const serviceAccount = `system:serviceaccount:${systemNamespace}:gitops-reverser`;
@@ -419,7 +420,7 @@ describe("the install manifests in config/default", () => {
 
       const errors: string[] = [];
       const recorder = new EventRecorder(identity.kubeConfig, "deploy-test", {
-        info: () => undefined,
+        ...quiet,
         error: (_message, meta) => errors.push(JSON.stringify(meta)),
       });
       await recorder.record(branch, "Normal", "Checked", "Check", "recorded as the ServiceAccount");
