@@ -1,5 +1,6 @@
 // GitTarget: checks its references in status, and has its KubeProvider's source context serve
 // it, which opens one watch per planned collection and streams the target's items.
+import { hostname } from "node:os";
 import { CoreV1Api, type KubernetesObject, type V1Namespace } from "@kubernetes/client-node";
 import {
   gitTargets,
@@ -40,6 +41,9 @@ import {
   type Result,
 } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
+import { ConditionEvents } from "../internal/operator/conditionevents.ts";
+import { EventRecorder } from "../internal/operator/events.ts";
+import { gitTargetEventRules } from "../internal/gittarget/events.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import {
   anyOf,
@@ -85,13 +89,18 @@ export class GitTargetReconciler implements Reconciler {
   private readonly askedRequests = new Map<string, string>();
   /** Why each target feeds no worker, as last logged. */
   private readonly detachedFor = new Map<string, string>();
+  /** Its folder refused or accepted again, encryption refused, its pushes failing or landing: as Events. */
+  private readonly transitions: ConditionEvents;
 
   constructor(
     private readonly manager: Manager,
     private readonly informers: Informers,
     private readonly sourceContexts: SourceContexts,
     private readonly writeSide: WriteSide,
-  ) {}
+    events: EventRecorder,
+  ) {
+    this.transitions = new ConditionEvents(events, gitTargetEventRules);
+  }
 
   async reconcile(request: Request, { logger }: ReconcileContext): Promise<Result> {
     const key = keyOf(request);
@@ -100,6 +109,7 @@ export class GitTargetReconciler implements Reconciler {
       await this.release(key);
       this.askedRequests.delete(key);
       this.detachedFor.delete(key);
+      this.transitions.forget(key);
       this.writeSide.workers.detach({ namespace: request.namespace ?? "", name: request.name });
       return {};
     }
@@ -142,6 +152,7 @@ export class GitTargetReconciler implements Reconciler {
         ...(lastHandledReconcileAt ? { lastHandledReconcileAt } : {}),
       },
     });
+    await this.transitions.observe(key, target, conditions);
     // A suspended target waits for a person, not for a dependency: no quick re-check.
     const settled = target.spec.suspend || conditions.find((c) => c.type === "Ready")?.status === "True";
     return { requeueAfterMs: settled ? steadyRecheckMs : progressRecheckMs };
@@ -329,7 +340,13 @@ export function setupGitTargetController(
 
   const controller = new Controller(
     "gittarget",
-    new GitTargetReconciler(manager, informers, sourceContexts, writeSide),
+    new GitTargetReconciler(
+      manager,
+      informers,
+      sourceContexts,
+      writeSide,
+      new EventRecorder(kc, hostname(), manager.logger),
+    ),
     manager.logger,
   )
     .for(informers.targets, anyOf(generationChanged, reconcileRequested))
