@@ -23,12 +23,22 @@ export type LogLevel = "error" | "warn" | "info" | "debug";
 export function createLogger(level: LogLevel, format: LogFormat, stream?: Writable): Logger & winston.Logger {
   return winston.createLogger({
     level,
-    format:
-      format === "json"
-        ? winston.format.combine(winston.format.timestamp(), winston.format.json())
-        : winston.format.combine(winston.format.timestamp(), winston.format.simple()),
+    format: winston.format.combine(
+      enabledAt(level),
+      winston.format.timestamp(),
+      format === "json" ? winston.format.json() : winston.format.simple(),
+    ),
     transports: [stream ? new winston.transports.Stream({ stream }) : new winston.transports.Console()],
   });
+}
+
+/**
+ * Drops a line below `level` before it is formatted: winston formats every line and leaves the
+ * level to the transport, so a debug line on a hot path would be stringified to be thrown away.
+ */
+function enabledAt(level: LogLevel) {
+  const { levels } = winston.config.npm;
+  return winston.format((info) => (levels[info.level]! <= levels[level] ? info : false))();
 }
 
 /** A logger whose every line carries `fields`, as winston's child loggers do. */

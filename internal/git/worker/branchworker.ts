@@ -294,6 +294,7 @@ export class BranchWorker {
     if (item.type === "snapshot") {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
+      this.options.logger.debug("resync accepted", { target: target.key, bytes });
       this.retain(resyncWrite(target, item), bytes);
       return;
     }

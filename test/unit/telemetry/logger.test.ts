@@ -38,6 +38,19 @@ describe("--log-level", () => {
     assert.deepEqual(await written("debug"), ["debug", "info", "warn", "error"]);
   });
 
+  it("a line below the level is dropped before it is serialized", async () => {
+    let serialized = 0;
+    const field = { toJSON: () => (serialized++, "value") };
+    const logger = createLogger("info", "json", new PassThrough());
+    for (let i = 0; i < 100; i++) logger.debug("routed", { field });
+    logger.info("kept", { field });
+    await new Promise<void>((resolve) => {
+      logger.on("finish", resolve);
+      logger.end();
+    });
+    assert.equal(serialized, 1);
+  });
+
   it("a JSON line carries the message and the fields", async () => {
     const stream = new PassThrough();
     const logger = createLogger("info", "json", stream);
