@@ -299,10 +299,11 @@ export class BranchWorker {
       return;
     }
     const change = liveChange(item);
+    const object = identityKeyOf(change.identity);
     this.options.logger.debug("write accepted", {
       target: target.key,
       type: item.type,
-      object: identityKeyOf(change.identity),
+      object,
       author: owner.author,
     });
     const before = this.window.owner;
@@ -310,7 +311,7 @@ export class BranchWorker {
     for (const closed of this.window.add(
       owner,
       target.timers,
-      identityKeyOf(change.identity),
+      object,
       { ...change, target, ...(author ? { author } : {}) },
       bytes,
       Date.now(),
