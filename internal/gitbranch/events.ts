@@ -1,14 +1,19 @@
 // The Events a GitBranch's conditions make when they turn: its branch claimed or lost, and its
-// worker's publications failing and landing again. GitTargets share the outage rule, since every
-// target on the branch reports the outage from the same worker report.
+// worker's publications failing (or its push-session proof refused) and landing again.
+// GitTargets share the outage rule: every target on the branch reports the outage from the same
+// worker report.
 import { GitBranchCondition, GitBranchReason } from "../../generated/v1alpha3/index.ts";
 import type { KnownCondition, TransitionRule } from "../operator/conditionevents.ts";
 
-/** The Ready reasons a worker's outage gives, on the GitBranch and on each GitTarget alike. */
+/**
+ * The Ready reasons a worker's outage gives, on the GitBranch and on each GitTarget alike, and
+ * the GitBranch's own push-session proof refused (a credential that no longer opens one).
+ */
 const outageReasons: readonly string[] = [
   GitBranchReason.RemoteUnreachable,
   GitBranchReason.LocalWriteFailed,
   GitBranchReason.ParentBranchNotFound,
+  GitBranchReason.PushSessionFailed,
 ];
 
 const inOutage = (c: KnownCondition | undefined) =>

@@ -87,6 +87,17 @@ describe("Events on condition transitions", () => {
     );
   });
 
+  it("a push session refused while it is retried (Ready Unknown) is no Event; refused for good (Ready False) is", async () => {
+    assert.deepEqual(
+      await eventsOf(gitBranchEventRules, [
+        [c("Ready", "Unknown", "PushSessionFailed")],
+        [c("Ready", "False", "PushSessionFailed")],
+        [c("Ready", "True")],
+      ]),
+      ["Warning PushSessionFailed", "Normal PushRecovered"],
+    );
+  });
+
   it("a branch claimed is a Normal BranchClaimed, and lost a Warning BranchLost", async () => {
     assert.deepEqual(
       await eventsOf(gitBranchEventRules, [
