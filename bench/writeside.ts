@@ -20,7 +20,8 @@ import { configMapData, configMapName } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";
 import { progress } from "./sampler.ts";
 import type { Harness } from "./size.ts";
-import { committing, quiet, unheardFolders } from "../test/support/worker.ts";
+import { committing, unheardFolders } from "../test/support/worker.ts";
+import { quiet } from "../test/support/logger.ts";
 
 export interface WriteSideResult {
   offeredPerSecond: number;

@@ -3,6 +3,7 @@
 // request to look at; the request itself is read through the uncached client, because each step
 // is decided from the object as stored and a cached copy may be a step behind. A worker's report
 // wakes its request at once; otherwise the owner looks again every couple of seconds.
+import { hostname } from "node:os";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import {
   commitRequests,
@@ -16,6 +17,8 @@ import type { SaveRoutes } from "../internal/git/index.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
+import { EventRecorder } from "../internal/operator/events.ts";
+import { outcomeEvent } from "../internal/commitrequest/outcome.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import type { ResourceClient } from "../internal/kube/resourceclient.ts";
 import { keyOf } from "../internal/types/names.ts";
@@ -68,18 +71,28 @@ export class CommitRequestReconciler implements Reconciler {
   }
 }
 
-/** The core, built on the control cluster's GitTargets, KubeProviders and Namespace labels. */
+/**
+ * The core, built on the control cluster's GitTargets, KubeProviders and Namespace labels. A
+ * finished request on the control cluster records its outcome as an Event; one on a source
+ * cluster says it in its status only, since this process records Events on its own cluster.
+ */
 export function commitRequestCore(manager: Manager, deps: CommitRequestDeps): CommitRequestCore {
   const kc = manager.kubeConfig;
   const targets = manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget));
   const providers = manager.informer<KubeProvider>(informerSource(kc, resourceTypes.KubeProvider));
   const namespaces = manager.informer<KubernetesObject>(informerSource(kc, namespaceType));
+  const events = new EventRecorder(kc, hostname(), manager.logger);
   return new CommitRequestCore({
     ...deps,
     targets: (ref) => targets.get(ref.name, ref.namespace),
     providers: (ref) => providers.get(ref.name, ref.namespace),
     namespaceLabels: (namespace) => namespaces.get(namespace)?.metadata?.labels ?? {},
-    onFinished: (outcome) => commitRequestsTotal.inc({ outcome }),
+    onFinished: (outcome, request, path) => {
+      commitRequestsTotal.inc({ outcome: outcome.reason });
+      if (path.cluster !== "control") return;
+      const { type, reason, action, note } = outcomeEvent(outcome);
+      void events.record(request, type, reason, action, note);
+    },
     fieldManager,
     logger: manager.logger,
   });

@@ -39,6 +39,8 @@ import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import { storeKey, keyOf } from "../internal/types/names.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
+import { ConditionEvents } from "../internal/operator/conditionevents.ts";
+import { gitBranchEventRules } from "../internal/gitbranch/events.ts";
 import { ensureFinalizer, hasFinalizer, removeFinalizer } from "../internal/operator/finalizers.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
@@ -86,15 +88,18 @@ export class GitBranchReconciler implements Reconciler {
   private readonly proofs = new Map<string, Proof>();
   /** The requestedAt each GitBranch last had handled. */
   private readonly handledRequests = new Map<string, string>();
+  /** The branch claimed or lost, its publications failing or landing again: as Events. */
+  private readonly transitions: ConditionEvents;
 
   constructor(
     private readonly core: CoreV1Api,
     private readonly client: ReturnType<typeof gitBranches>,
     private readonly informers: GitBranchInformers,
     private readonly deps: GitBranchDeps,
-    /** Where the finalizer reports writes it could not publish. */
+    /** Where the finalizer reports writes it could not publish, and the conditions' transitions. */
     private readonly events: EventRecorder,
   ) {
+    this.transitions = new ConditionEvents(events, gitBranchEventRules);
     this.intervals = { ...defaultRecheckIntervals, ...deps.intervals };
     this.now = deps.now ?? (() => new Date());
     this.status = new StatusWriter(fieldManager, this.now);
@@ -107,6 +112,7 @@ export class GitBranchReconciler implements Reconciler {
       // Gone without our finalizer running (removed by hand): it claims nothing any more.
       this.deps.claims.withdrawByName(request.namespace ?? "", request.name);
       this.proofs.delete(key);
+      this.transitions.forget(key);
       await this.retireWorker(key);
       return {};
     }
@@ -139,6 +145,7 @@ export class GitBranchReconciler implements Reconciler {
       conditions: decision.conditions,
       fields: { gitTargetCount: this.targetCount(branch), ...(repository ? { repository } : {}) },
     });
+    await this.transitions.observe(key, branch, decision.conditions);
     const ready = decision.conditions.find((c) => c.type === "Ready")!;
     // A steady pass comes back when the proof goes stale, so it is re-proved once per interval.
     const intervals = { ...this.intervals, steadyMs: this.proofExpiresInMs(key) };

@@ -1,5 +1,6 @@
 // GitTarget: checks its references in status, and has its KubeProvider's source context serve
 // it, which opens one watch per planned collection and streams the target's items.
+import { hostname } from "node:os";
 import { CoreV1Api, type KubernetesObject, type V1Namespace } from "@kubernetes/client-node";
 import {
   gitTargets,
@@ -32,8 +33,17 @@ import {
 } from "../internal/gittarget/decide.ts";
 import { refOf, keyOf, parseKey } from "../internal/types/names.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
-import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import {
+  Controller,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
+import { ConditionEvents } from "../internal/operator/conditionevents.ts";
+import { EventRecorder } from "../internal/operator/events.ts";
+import { gitTargetEventRules } from "../internal/gittarget/events.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import {
   anyOf,
@@ -46,6 +56,7 @@ import {
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { GitTargetEventStream } from "../internal/stream/stream.ts";
+import type { Logger } from "../internal/telemetry/logger.ts";
 import { fieldManager } from "./fieldmanager.ts";
 
 const steadyRecheckMs = 5 * 60_000;
@@ -78,21 +89,27 @@ export class GitTargetReconciler implements Reconciler {
   private readonly askedRequests = new Map<string, string>();
   /** Why each target feeds no worker, as last logged. */
   private readonly detachedFor = new Map<string, string>();
+  /** Its folder refused or accepted again, encryption refused, its pushes failing or landing: as Events. */
+  private readonly transitions: ConditionEvents;
 
   constructor(
     private readonly manager: Manager,
     private readonly informers: Informers,
     private readonly sourceContexts: SourceContexts,
     private readonly writeSide: WriteSide,
-  ) {}
+    events: EventRecorder,
+  ) {
+    this.transitions = new ConditionEvents(events, gitTargetEventRules);
+  }
 
-  async reconcile(request: Request): Promise<Result> {
+  async reconcile(request: Request, { logger }: ReconcileContext): Promise<Result> {
     const key = keyOf(request);
     const target = this.informers.targets.get(request.name, request.namespace);
     if (!target) {
       await this.release(key);
       this.askedRequests.delete(key);
       this.detachedFor.delete(key);
+      this.transitions.forget(key);
       this.writeSide.workers.detach({ namespace: request.namespace ?? "", name: request.name });
       return {};
     }
@@ -110,7 +127,7 @@ export class GitTargetReconciler implements Reconciler {
       await this.release(key);
     }
 
-    await this.connectWorker(target, world.branch, context?.watchManager.streamFor(ref));
+    await this.connectWorker(target, world.branch, context?.watchManager.streamFor(ref), logger);
 
     const streams = context?.watchManager.summary(ref);
     const writeState = this.writeSide.workers.targetState(key);
@@ -135,6 +152,7 @@ export class GitTargetReconciler implements Reconciler {
         ...(lastHandledReconcileAt ? { lastHandledReconcileAt } : {}),
       },
     });
+    await this.transitions.observe(key, target, conditions);
     // A suspended target waits for a person, not for a dependency: no quick re-check.
     const settled = target.spec.suspend || conditions.find((c) => c.type === "Ready")?.status === "True";
     return { requeueAfterMs: settled ? steadyRecheckMs : progressRecheckMs };
@@ -177,6 +195,7 @@ export class GitTargetReconciler implements Reconciler {
     target: GitTarget,
     branch: GitBranch | undefined,
     stream: GitTargetEventStream | undefined,
+    logger: Logger,
   ): Promise<void> {
     const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
     const key = keyOf(ref);
@@ -185,7 +204,7 @@ export class GitTargetReconciler implements Reconciler {
       this.writeSide.workers.detach(ref);
       if (outcome.kind === "none" && this.detachedFor.get(key) !== outcome.reason) {
         this.detachedFor.set(key, outcome.reason);
-        this.manager.logger.info("GitTarget feeds no branch worker", { target: key, reason: outcome.reason });
+        logger.info("GitTarget feeds no branch worker", { reason: outcome.reason });
       }
       return;
     }
@@ -321,7 +340,13 @@ export function setupGitTargetController(
 
   const controller = new Controller(
     "gittarget",
-    new GitTargetReconciler(manager, informers, sourceContexts, writeSide),
+    new GitTargetReconciler(
+      manager,
+      informers,
+      sourceContexts,
+      writeSide,
+      new EventRecorder(kc, hostname(), manager.logger),
+    ),
     manager.logger,
   )
     .for(informers.targets, anyOf(generationChanged, reconcileRequested))

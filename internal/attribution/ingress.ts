@@ -118,6 +118,7 @@ export class AuditIngress implements Runnable {
       throw err;
     }
     auditAppends.inc({ transport, outcome: "ok" });
+    this.options.logger.debug("audit facts appended", { route, type, facts: facts.length });
     auditFacts.inc({ audit_route: route }, facts.length);
   }
 

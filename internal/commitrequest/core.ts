@@ -42,8 +42,8 @@ export interface CoreDeps {
   retentionMs: number;
   /** The margin of the safety window past attachTimeout + maxDuration: 120 s unless a test shortens it. */
   withdrawMarginMs?: number;
-  /** Called once per request that finished, with its outcome: the metric. */
-  onFinished?: (outcome: Outcome["reason"]) => void;
+  /** Called once per request that finished, with its outcome: the metric, and its Event. */
+  onFinished?: (outcome: Outcome, request: CommitRequest, path: Path) => void;
   fieldManager: string;
   logger: Logger;
   now?: () => Date;
@@ -85,7 +85,7 @@ export class CommitRequestCore {
       case "wait":
         return step.afterMs !== undefined ? { requeueAfterMs: step.afterMs } : {};
       case "targetNotFound":
-        await this.finish(client, request, {
+        await this.finish(client, request, facts.path, {
           reason: "GitTargetNotFound",
           message: notFound(request, facts),
         });
@@ -93,10 +93,10 @@ export class CommitRequestCore {
       case "claim":
         return this.claim(client, request, facts);
       case "finish":
-        await this.finish(client, request, step.outcome);
+        await this.finish(client, request, facts.path, step.outcome);
         return {};
       case "withdraw":
-        return this.withdraw(client, request, targetKey);
+        return this.withdraw(client, request, facts.path, targetKey);
       case "progress": {
         const save = saveRequestOf(request, targetKey, request.status?.author || undefined);
         const attached = this.deps.saves.attach(targetKey, save);
@@ -125,7 +125,7 @@ export class CommitRequestCore {
         ? { cluster: "control" as const, namespace, labels: this.deps.namespaceLabels(namespace) }
         : { cluster: "source" as const, namespace };
     if (!admitsCommitRequest(target!, origin)) {
-      await this.finish(client, request, {
+      await this.finish(client, request, path, {
         reason: "NotAdmitted",
         message: notAdmitted(target!, origin.cluster),
       });
@@ -133,7 +133,7 @@ export class CommitRequestCore {
     }
     const author = await this.author(request, provider);
     if ("unresolved" in author) {
-      await this.finish(client, request, { reason: "AuthorUnresolved", message: author.unresolved });
+      await this.finish(client, request, path, { reason: "AuthorUnresolved", message: author.unresolved });
       return {};
     }
     const claim = {
@@ -186,7 +186,12 @@ export class CommitRequestCore {
    * Withdraws a request no worker holds, past its safety window: it fails once the worker that
    * accepted its attach (or, if none did, its GitTarget's) confirms it will never act on it.
    */
-  private async withdraw(client: ResourceClient<CommitRequest>, request: CommitRequest, targetKey: string) {
+  private async withdraw(
+    client: ResourceClient<CommitRequest>,
+    request: CommitRequest,
+    path: Path,
+    targetKey: string,
+  ) {
     const uid = request.metadata.uid ?? "";
     const message = `The request was not saved within attachTimeout + maxDuration + 120s of its creation, and no worker holds it.`;
     const answer = await this.deps.saves.withdraw(uid, targetKey, message);
@@ -195,17 +200,22 @@ export class CommitRequestCore {
       answer === undefined
         ? `${message} GitTarget ${targetKey || "(none)"} never started a branch worker that could commit it.`
         : message;
-    await this.finish(client, request, { reason: "FinalizeFailed", message: why });
+    await this.finish(client, request, path, { reason: "FinalizeFailed", message: why });
     return {};
   }
 
   /** Writes a finished request's outcome, counts it, and lets its worker forget it. */
-  private async finish(client: ResourceClient<CommitRequest>, request: CommitRequest, outcome: Outcome) {
+  private async finish(
+    client: ResourceClient<CommitRequest>,
+    request: CommitRequest,
+    path: Path,
+    outcome: Outcome,
+  ) {
     const fields =
       "commit" in outcome && outcome.commit ? { commit: outcome.commit, branch: outcome.branch } : {};
     const done = { ...request, status: { ...request.status, ...fields } };
     await this.write(client, done, outcomeConditions(outcome, request.metadata.generation));
-    this.deps.onFinished?.(outcome.reason);
+    this.deps.onFinished?.(outcome, request, path);
     this.deps.saves.forget(request.metadata.uid ?? "");
     this.deps.logger.info("CommitRequest finished", {
       commitRequest: keyOf(request.metadata),

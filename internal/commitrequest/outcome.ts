@@ -2,6 +2,7 @@
 // pure function. Automation stops on Ready=True or Stalled=True; Pushed=True with status.commit
 // says a pushed commit exists, and Ready=True alone also covers the benign no-commit outcomes.
 import type { ConditionUpdate } from "../operator/conditions.ts";
+import type { EventSpec } from "../operator/conditionevents.ts";
 
 /** Where a request is while it is served: each is a Reconciling reason. */
 export type Phase =
@@ -78,4 +79,18 @@ export function outcomeConditions(outcome: Outcome, generation?: number): Condit
     condition("Reconciling", "False", message),
     condition("Pushed", pushed ? "True" : "False", message),
   ];
+}
+
+/**
+ * The Event a finished request records, reason the outcome's: Normal when it is Ready (a commit,
+ * or a benign no-commit outcome), Warning when it failed or was refused; the note is Ready's.
+ */
+export function outcomeEvent(outcome: Outcome): EventSpec {
+  const ready = outcomeConditions(outcome).find((c) => c.type === "Ready")!;
+  return {
+    type: ready.status === "True" ? "Normal" : "Warning",
+    reason: outcome.reason,
+    action: "Commit",
+    note: ready.message,
+  };
 }

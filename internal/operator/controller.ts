@@ -1,7 +1,8 @@
+import { randomUUID } from "node:crypto";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { type SharedInformer } from "./informer.ts";
 import { storeKeyOf, parseStoreKey, storeKey } from "../types/names.ts";
-import type { Logger } from "../telemetry/logger.ts";
+import { withFields, type Logger } from "../telemetry/logger.ts";
 import { factsOf, generationChanged, type UpdatePredicate } from "./predicates.ts";
 import { WorkQueue } from "./workqueue.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
@@ -17,9 +18,17 @@ export interface Result {
   requeueAfterMs?: number;
 }
 
+/** What one reconcile is given besides its object: a logger whose lines name the reconcile. */
+export interface ReconcileContext {
+  /** Every line carries controller, object ("<namespace>/<name>") and reconcileID. */
+  logger: Logger;
+  /** Unique per reconcile, so its lines can be told from another reconcile's of the same object. */
+  reconcileID: string;
+}
+
 /** Reads the world, decides, acts, and writes status, for one object. Throwing requeues it with backoff. */
 export interface Reconciler {
-  reconcile(request: Request): Promise<Result | void>;
+  reconcile(request: Request, context: ReconcileContext): Promise<Result | void>;
 }
 
 /** Maps a changed dependency to the objects that must reconcile because of it. */
@@ -94,14 +103,19 @@ export class Controller {
     for (;;) {
       const key = await this.queue.get();
       if (key === undefined) return;
+      const reconcileID = randomUUID();
+      const logger = withFields(this.logger, { controller: this.name, object: key, reconcileID });
+      logger.debug("reconciling");
       try {
-        const result = await this.reconciler.reconcile(parseStoreKey(key));
+        const result = await this.reconciler.reconcile(parseStoreKey(key), { logger, reconcileID });
         this.queue.forget(key);
-        if (result?.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
+        // Most passes ask to be looked at again later, so this is no news: debug, as the start is.
+        if (result?.requeueAfterMs !== undefined) {
+          logger.debug("reconciled; looking again later", { requeueAfterMs: result.requeueAfterMs });
+          this.queue.addAfter(key, result.requeueAfterMs);
+        }
       } catch (err) {
-        this.logger.error("reconcile failed; retrying with backoff", {
-          controller: this.name,
-          object: key,
+        logger.error("reconcile failed; retrying with backoff", {
           attempt: this.queue.numRequeues(key) + 1,
           error: err instanceof Error ? err.message : String(err),
         });

@@ -63,7 +63,7 @@ export class EventRecorder {
         },
       });
     } catch (err) {
-      this.logger.error("could not record an event", {
+      this.logger.warn("could not record an event", {
         reason,
         object: keyOf({ namespace, name }),
         error: String(err),

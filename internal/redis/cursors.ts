@@ -26,7 +26,7 @@ export class RedisCursorStore implements CursorStore {
     try {
       return (await this.redis.client.get(text)) ?? undefined;
     } catch (err) {
-      this.logger.info("resume cursor unreadable; the collection initializes again", {
+      this.logger.warn("resume cursor unreadable; the collection initializes again", {
         error: (err as Error).message,
       });
       return undefined;

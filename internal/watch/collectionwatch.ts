@@ -167,7 +167,7 @@ export class CollectionWatch {
       }
       const code = outcome.error.statusCode;
       if (initializing && !this.watchListRefused && code !== undefined && [400, 422].includes(code)) {
-        this.logger.info("the API server refused a watch-list; using LIST and watch", {
+        this.logger.warn("the API server refused a watch-list; using LIST and watch", {
           collection: this.collection.key,
         });
         this.watchListRefused = true;
@@ -393,6 +393,7 @@ export class CollectionWatch {
       if (!accepted.has(key)) return this.meter.event(phase, "noop");
       accepted.forget(key);
       this.meter.event(phase, "routed");
+      this.logger.debug("watch event routed", { collection: this.collection.key, phase, object: key });
       const identity = this.identityOf(object);
       // A terminating object is deleted; a DELETED may also be the object leaving the selector.
       const item =
@@ -412,8 +413,16 @@ export class CollectionWatch {
     // or not its proof has been answered yet, and the comparison is made in the watch's order.
     const pending = unsettled(object);
     const digest = accepted.acceptIfChanged(key, pending.stripped, pending.unowned);
-    if (digest === undefined) return this.meter.event(phase, "noop");
+    if (digest === undefined) {
+      this.logger.debug("watch event dropped: no desired-state change", {
+        collection: this.collection.key,
+        phase,
+        object: key,
+      });
+      return this.meter.event(phase, "noop");
+    }
     this.meter.event(phase, "routed");
+    this.logger.debug("watch event routed", { collection: this.collection.key, phase, object: key });
     const identity = this.identityOf(object);
     const upsert = (projection: Projection): StreamItem => ({
       type: "upsert",

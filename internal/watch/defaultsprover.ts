@@ -98,7 +98,7 @@ export class DefaultsProver {
     const message = err instanceof Error ? err.message : String(err);
     if (code === 403) {
       if (!this.forbidden.has(kind) || this.forbidden.get(kind)! <= Date.now()) {
-        this.logger.info(
+        this.logger.warn(
           "the source credential may not create this kind, so its server defaults cannot be proven and are written to Git; " +
             "grant create on it (a dry-run creates nothing, see docs/rbac.md) to leave them out",
           { resource: kind },
@@ -110,7 +110,7 @@ export class DefaultsProver {
       return none;
     }
     if (code !== undefined && code >= 400 && code < 500 && code !== 404 && code !== 429) {
-      this.logger.info("a dry-run of the object was refused; its unowned values are kept", {
+      this.logger.warn("a dry-run of the object was refused; its unowned values are kept", {
         resource: kind,
         code,
         error: message,

@@ -32,7 +32,7 @@ export async function selectorExitOf(
   } catch (err) {
     if (err instanceof ApiStatusError && err.code === 404) return undefined;
     // Unread, it is taken for the deletion the event announces, as it was before exits were told apart.
-    logger.error("could not tell a selector exit from a deletion; taking it as a deletion", {
+    logger.warn("could not tell a selector exit from a deletion; taking it as a deletion", {
       collection: collection.key,
       object: keyOf(identity),
       error: err instanceof Error ? err.message : String(err),

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { setupOperator, type Operator, type OperatorSettings } from "../../controllers/setup.ts";
 import { Manager } from "../../internal/operator/manager.ts";
+import type { Logger } from "../../internal/telemetry/logger.ts";
 import { kustomizeBinary, repoRoot } from "./binaries.ts";
 import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
@@ -23,10 +24,13 @@ export function startOperator(
   // Every line, for a test that checks what the operator never logs.
   const logs: string[] = [];
   const line = (message: string, meta?: object) => `${message} ${JSON.stringify(meta ?? {})}`;
-  const logger = {
-    info: (message: string, meta?: object) => void logs.push(line(message, meta)),
+  const keep = (message: string, meta?: object) => void logs.push(line(message, meta));
+  const logger: Logger = {
+    debug: keep,
+    info: keep,
+    warn: keep,
     error: (message: string, meta?: object) => {
-      logs.push(line(message, meta));
+      keep(message, meta);
       errors.push(line(message, meta));
     },
   };

@@ -1,12 +1,11 @@
 // What a branch worker built by hand, in a test or the benchmark, is given where nothing
-// listens: a logger that drops everything, folder callbacks that report nowhere, and the
-// materialize options of a committer with no sensitive types of its own.
+// listens: folder callbacks that report nowhere, and the materialize options of a committer
+// with no sensitive types of its own.
 import type { Signature } from "../../internal/types/signature.ts";
 import type { MaterializeOptions } from "../../internal/git/folder/materialize.ts";
 import { commitMessageFor } from "../../internal/git/folder/message.ts";
+import { quiet } from "./logger.ts";
 import type { TargetFolderCallbacks } from "../../internal/git/folder/targetfolders.ts";
-
-export const quiet = { info: () => undefined, error: () => undefined };
 
 export const unheardFolders: TargetFolderCallbacks = {
   onReport: () => undefined,

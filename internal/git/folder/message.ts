@@ -26,7 +26,7 @@ export function commitMessageFor(author: Signature, logger: Logger) {
       }),
     );
     if (result.fallback) {
-      logger.error("a commit message template failed; the default was used", {
+      logger.warn("a commit message template failed; the default was used", {
         gitTarget: write.target.key,
         template: result.fallback.template,
         reason: result.fallback.reason,

@@ -297,16 +297,24 @@ export class BranchWorker {
     if (item.type === "snapshot") {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
+      this.options.logger.debug("resync accepted", { target: target.key, bytes });
       this.retain(resyncWrite(target, item), bytes);
       return;
     }
     const change = liveChange(item);
+    const object = identityKeyOf(change.identity);
+    this.options.logger.debug("write accepted", {
+      target: target.key,
+      type: item.type,
+      object,
+      author: owner.author,
+    });
     const before = this.window.owner;
     const opens = before?.author !== owner.author || before.target !== owner.target;
     for (const closed of this.window.add(
       owner,
       target.timers,
-      identityKeyOf(change.identity),
+      object,
       { ...change, target, ...(author ? { author } : {}) },
       bytes,
       Date.now(),
@@ -356,7 +364,16 @@ export class BranchWorker {
   }
 
   private decide(closed: ClosedWindow<WindowWrite> | undefined): void {
-    if (closed) this.options.onWindowClosed?.(closed.reason);
+    if (closed) {
+      this.options.onWindowClosed?.(closed.reason);
+      this.options.logger.debug("commit window closed", {
+        target: closed.owner.target,
+        author: closed.owner.author,
+        reason: closed.reason,
+        writes: closed.writes.length,
+        bytes: closed.bytes,
+      });
+    }
     if (!closed || closed.writes.length === 0) return;
     const { target, author } = closed.writes[0]!;
     const changes = closed.writes.map(({ target: _t, author: _a, ...change }) => change);

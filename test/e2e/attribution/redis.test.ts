@@ -13,6 +13,7 @@ import type { TestIdentity } from "../../support/controlplane.ts";
 import { freePort } from "../../support/ports.ts";
 import { RedisServer } from "../../support/redis.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
 const namespace = "team-a";
 const folder = "clusters/dev";
@@ -70,10 +71,7 @@ describe("with --redis-addr: resume cursors and the redis fact transport", () =>
 
   it("the pod is not ready until Redis answers", async () => {
     const port = await freePort();
-    const connection = new RedisConnection(`127.0.0.1:${port}`, {
-      info: () => undefined,
-      error: () => undefined,
-    });
+    const connection = new RedisConnection(`127.0.0.1:${port}`, quiet);
     const stop = new AbortController();
     const running = connection.start(stop.signal);
     let late: RedisServer | undefined;

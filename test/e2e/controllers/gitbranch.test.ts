@@ -19,8 +19,8 @@ import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually, untilYoungerThan } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
-const quiet = { info: () => undefined, error: () => undefined };
 const writer = { username: "writer", password: "writer-password-1" };
 const reader = { username: "reader", password: "reader-password-1", access: "read" as const };
 const apiVersion = "configbutler.ai/v1alpha3" as const;

@@ -10,8 +10,8 @@ import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
-const quiet = { info: () => undefined, error: () => undefined };
 const writer = { username: "writer", password: "writer-password-1" };
 const wrongPassword = "not-the-password-9";
 

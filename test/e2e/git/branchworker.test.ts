@@ -12,7 +12,8 @@ import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { committing, quiet, unheardFolders } from "../../support/worker.ts";
+import { committing, unheardFolders } from "../../support/worker.ts";
+import { quiet } from "../../support/logger.ts";
 
 const user = { username: "gitops", password: "s3cret" };
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };

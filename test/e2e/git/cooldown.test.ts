@@ -9,7 +9,8 @@ import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 import { configMaps } from "../../unit/git/fixtures.ts";
 import { configMapIdentity } from "../../support/streams.ts";
-import { committing, quiet, unheardFolders } from "../../support/worker.ts";
+import { committing, unheardFolders } from "../../support/worker.ts";
+import { quiet } from "../../support/logger.ts";
 
 const user = { username: "gitops", password: "s3cret" };
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };

@@ -14,8 +14,8 @@ import { installCrds } from "../../support/manifests.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { SshServer, sshKeyPair, type SshKeyPair } from "../../support/sshserver.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
-const quiet = { info: () => undefined, error: () => undefined };
 const signature = { name: "Operator", email: "operator@example.com" };
 
 describe("the SSH transport", () => {

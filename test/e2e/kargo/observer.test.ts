@@ -14,6 +14,7 @@ import { repoRoot } from "../../support/binaries.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrdFiles } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
 const stageNs = "shop";
 const appNs = "argocd";
@@ -21,7 +22,7 @@ const repo = "ghcr.io/org/app";
 type Obj = KubernetesObject & { spec?: Record<string, unknown>; status?: Record<string, unknown> };
 
 function startObserver(kc: KubeConfig, mode: ObserveMode, identity = "observer", lease = false) {
-  const logger = { info: () => undefined, error: () => undefined };
+  const logger = quiet;
   const manager = new Manager(kc, {
     logger,
     ...(lease

@@ -5,8 +5,8 @@ import { LeaderElector } from "../../../internal/operator/leaderelection.ts";
 import { Manager, type Runnable } from "../../../internal/operator/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
-const quiet = { info: () => undefined, error: () => undefined };
 const timings = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
 
 /** A leader-only runnable that records whether it is running. */
@@ -51,8 +51,8 @@ describe("leader election on a Lease", () => {
     const second = new Manager(kc, {
       leaderElection: { ...lease, identity: "second" },
       logger: {
+        ...quiet,
         info: (_m: string, meta?: object) => observed.push(String((meta as { identity?: string })?.identity)),
-        error: () => undefined,
       },
     });
     const secondWork = leaderWork();

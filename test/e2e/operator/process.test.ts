@@ -1,9 +1,11 @@
 import { startOperatorProcess } from "../../support/operator.ts";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { gitBranches } from "../../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { repoRoot } from "../../support/binaries.ts";
@@ -27,6 +29,69 @@ describe("the operator process", () => {
   after(async () => {
     await plane?.stop();
     removeOwnedTempDir(scratch);
+  });
+
+  type Line = Record<string, unknown>;
+
+  /** The JSON lines the process at `level` wrote by the time `done` holds; then it is stopped. */
+  async function linesAt(level: string, done: (lines: Line[], probePort: number) => Promise<boolean>) {
+    const logDir = makeOwnedTempDir("log-level");
+    const {
+      process: operator,
+      logFile,
+      probePort,
+    } = await startOperatorProcess(plane.kubeconfigPath, logDir, [`--log-level=${level}`]);
+    const read = () =>
+      readFileSync(logFile, "utf8")
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as Line);
+    try {
+      await eventually(
+        () => {
+          operator.assertRunning();
+          return done(read(), probePort);
+        },
+        {
+          timeoutMs: 60_000,
+          description: () => `the process at ${level}; last lines:\n${operator.logTail()}`,
+        },
+      );
+      await operator.stop();
+      return read();
+    } finally {
+      await operator.stop();
+      removeOwnedTempDir(logDir);
+    }
+  }
+
+  it("at --log-level=debug each reconcile logs its controller, object and reconcile id; at warn no info line is written", async () => {
+    await gitBranches(plane.kubeConfig()).apply(
+      {
+        apiVersion: "configbutler.ai/v1alpha3",
+        kind: "GitBranch",
+        metadata: { name: "logged", namespace: "default" },
+        spec: { gitProviderRef: { name: "missing" }, branch: "main" },
+      },
+      "test",
+    );
+    const reconciling = (l: Line) =>
+      l.message === "reconciling" &&
+      l.controller === "gitbranch" &&
+      l.object === "default/logged" &&
+      typeof l.reconcileID === "string";
+    const debug = await linesAt("debug", (lines) => Promise.resolve(lines.some(reconciling)));
+    assert.equal(debug.find(reconciling)!.level, "debug");
+    assert.ok(debug.some((l) => l.level === "info" && l.message === "starting"));
+
+    // Ready means it started, which it says at info: at warn that line, and every debug line, is dropped.
+    const ready = async (_lines: Line[], probePort: number) =>
+      (await fetch(`http://127.0.0.1:${probePort}/readyz`)).status === 200;
+    const warn = await linesAt("warn", ready);
+    assert.deepEqual(
+      warn.filter((l) => l.level === "info" || l.level === "debug"),
+      [],
+    );
   });
 
   it("serves probes and metrics (plain HTTP to anyone with --metrics-secure=false), leads, and on SIGTERM stops cleanly and releases its lease", async () => {

@@ -7,6 +7,7 @@ import { WatchManager } from "../../../internal/watch/manager.ts";
 import type { ObjectItem } from "../../../internal/stream/stream.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { nextItem } from "../../support/streams.ts";
+import { quiet } from "../../support/logger.ts";
 
 /** Each object an item is about, with its data: a snapshot lists all of its objects. */
 const describeItem = (item: ObjectItem): string[] => {
@@ -56,8 +57,8 @@ describe("a watch whose history expired", () => {
       }),
     );
     const manager = new WatchManager(plane.kubeConfig(), rules, {
+      ...quiet,
       info: (m: string) => infos.push(m),
-      error: () => undefined,
     });
     manager.serve({ namespace: "gone", name: "t" });
     running = manager.start(stop.signal);

@@ -9,6 +9,7 @@ import { AuditSink, type AuditEvent } from "../../support/auditsink.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { nextItem } from "../../support/streams.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
 /** Audits every stage of the admin's reads of configmaps in "legacy", and nothing else. */
 const readsPolicy = {
@@ -84,8 +85,8 @@ describe("a source that refuses watch-list", () => {
       }),
     );
     const manager = new WatchManager(kc, rules, {
-      info: (m: string) => infos.push(m),
-      error: () => undefined,
+      ...quiet,
+      warn: (m: string) => infos.push(m),
     });
     manager.serve({ namespace: "legacy", name: "t" });
     running = manager.start(stop.signal);

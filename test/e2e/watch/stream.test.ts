@@ -17,8 +17,7 @@ import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { nextItem } from "../../support/streams.ts";
 import { eventually } from "../../support/wait.ts";
-
-const quiet = { info: () => undefined, error: () => undefined };
+import { quiet } from "../../support/logger.ts";
 
 /** A one-line picture of an item, for exact assertions on order. */
 function describeItem(item: ObjectItem): string {

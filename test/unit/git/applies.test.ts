@@ -9,7 +9,7 @@ import {
   type AttemptReport,
 } from "../../../internal/git/worker/applies.ts";
 import { configMapIdentity } from "../../support/streams.ts";
-import { quiet } from "../../support/worker.ts";
+import { quiet } from "../../support/logger.ts";
 
 const applier: Applier = {
   claim: { kind: "FluxClaim", namespace: "shop", name: "apps" },

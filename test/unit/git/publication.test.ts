@@ -6,8 +6,8 @@ import type { Change, DecidedWrite } from "../../../internal/git/folder/writes.t
 import { FakeClone, FakeRemote } from "./fakeremote.ts";
 import { configMaps } from "./fixtures.ts";
 import { configMapIdentity } from "../../support/streams.ts";
+import { quiet } from "../../support/logger.ts";
 
-const quiet = { info: () => undefined, error: () => undefined };
 const target = {
   key: "apps/t",
   path: "f",

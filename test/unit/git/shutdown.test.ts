@@ -5,6 +5,7 @@ import { FakeClone, FakeRemote } from "./fakeremote.ts";
 import { configMaps } from "./fixtures.ts";
 import { configMapIdentity } from "../../support/streams.ts";
 import { unheardFolders } from "../../support/worker.ts";
+import { quiet } from "../../support/logger.ts";
 
 const collection = configMaps;
 // Timers long enough that only shutdown can close the window.
@@ -24,7 +25,7 @@ function worker(clone: FakeClone, errors: string[]) {
     pushCooldownMs: 0,
     refreshIntervalMs: 3_600_000,
     logger: {
-      info: () => undefined,
+      ...quiet,
       error: (message, meta) => errors.push(`${message} ${JSON.stringify(meta)}`),
     },
     materialize: { committer, additionalSensitive: [], message: () => "m", onRefused: () => undefined },

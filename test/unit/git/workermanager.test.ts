@@ -7,9 +7,9 @@ import { after, describe, it } from "node:test";
 import { claimDirectory } from "../../../internal/git/workerdirs.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
 import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
 
 const root = mkdtempSync(join(tmpdir(), "workermanager-test-"));
-const quiet = { info: () => undefined, error: () => undefined };
 const manager = (dir: string) =>
   new WorkerManager({
     root: dir,

@@ -1,3 +1,4 @@
+import { quiet } from "../../support/logger.ts";
 import assert from "node:assert/strict";
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { mkdir, rename, writeFile } from "node:fs/promises";
@@ -12,7 +13,6 @@ import { freePort } from "../../support/ports.ts";
 import { scrape } from "../../support/scrape.ts";
 import { eventually } from "../../support/wait.ts";
 
-const quiet = { info: () => undefined, error: () => undefined };
 const fingerprint = (pem: string) => new X509Certificate(pem).fingerprint256;
 
 describe("the metrics serving certificate", () => {
