@@ -4,7 +4,7 @@
 // so nothing is ever pushed unsigned or with a credential the GitProvider has not proven; the
 // GitProvider's and GitBranch's conditions tell the user what to fix.
 import type { GitBranch, GitProvider } from "../../generated/v1alpha3/index.ts";
-import { basicAuthFor } from "../gitauth/credentials.ts";
+import { authorizationOf } from "../gitauth/credentials.ts";
 import type { WorkerSpec } from "../git/index.ts";
 import type { CredentialProblem, LoadedCredential } from "../gitprovider/secrets.ts";
 import type { SigningRead } from "../gitprovider/signing.ts";
@@ -78,11 +78,14 @@ function authOf(
       return { reason: "the SSH credential has no known_hosts, so every host would be refused" };
     return { auth: { kind: "ssh", privateKey, knownHosts, ...(passphrase ? { passphrase } : {}) } };
   }
+  const authorization = authorizationOf(credential);
+  const { caCert, clientCert, clientKey } = credential;
   return {
     auth: {
       kind: "http",
-      ...basicAuthFor(credential),
-      ...(credential.caCert ? { caCert: credential.caCert } : {}),
+      ...(authorization ? { authorization } : {}),
+      ...(caCert ? { caCert } : {}),
+      ...(clientCert && clientKey ? { clientCert, clientKey } : {}),
     },
   };
 }

@@ -1,7 +1,9 @@
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { dirname, join } from "node:path";
 import { gitServiceOf, parseBasicAuth, parseCgiHead } from "./cgi.ts";
 import { git } from "./gitcli.ts";
@@ -14,6 +16,19 @@ export interface GitUser {
   password: string;
   /** `read` may fetch but not open a receive-pack session. Default `write`. */
   access?: GitAccess;
+  /** A token this user may also send as `Authorization: Bearer`. */
+  bearerToken?: string;
+}
+
+/**
+ * HTTPS instead of HTTP: the server's certificate and key (PEM), and, when `clientCa` is set, a
+ * client certificate signed by it is required before any request is read. A client
+ * certificate whose common name is a user's name authenticates that user without a header.
+ */
+export interface GitServerTls {
+  cert: string;
+  key: string;
+  clientCa?: string;
 }
 
 /** One request the server answered, for tests that count what a client asked for. */
@@ -43,7 +58,7 @@ const httpBackend = "/usr/lib/git-core/git-http-backend";
 
 /**
  * A real Git server over smart HTTP: `git http-backend` behind a Node HTTP server on
- * loopback, with HTTP Basic auth. `stop()` and `start()` take it down and bring it back on
+ * loopback, with HTTP Basic auth (and bearer tokens, and over HTTPS client certificates). `stop()` and `start()` take it down and bring it back on
  * the same port, with its repositories intact, to simulate an outage; `close()` tears it
  * down and removes everything.
  */
@@ -59,11 +74,14 @@ export class GitServer {
     private listenPort: number,
     /** The loopback address it listens on: 127.0.0.1 unless a test needs a port of its own there. */
     readonly host: string,
+    private readonly tls: GitServerTls | undefined,
   ) {}
 
-  static async start(options: { users?: GitUser[]; port?: number; host?: string } = {}): Promise<GitServer> {
+  static async start(
+    options: { users?: GitUser[]; port?: number; host?: string; tls?: GitServerTls } = {},
+  ): Promise<GitServer> {
     const root = makeOwnedTempDir("gitserver");
-    const gitServer = new GitServer(root, options.port ?? 0, options.host ?? "127.0.0.1");
+    const gitServer = new GitServer(root, options.port ?? 0, options.host ?? "127.0.0.1", options.tls);
     for (const user of options.users ?? []) gitServer.addUser(user);
     try {
       await gitServer.start();
@@ -78,9 +96,13 @@ export class GitServer {
     return this.listenPort;
   }
 
-  /** http://host:port, or http://host on port 80: the spelling a hosted repository's URL has. */
+  /** http(s)://host:port, without the scheme's default port: the spelling a hosted repository's URL has. */
   get baseUrl(): string {
-    return this.listenPort === 80 ? `http://${this.host}` : `http://${this.host}:${this.listenPort}`;
+    const scheme = this.tls ? "https" : "http";
+    const defaultPort = this.tls ? 443 : 80;
+    return this.listenPort === defaultPort
+      ? `${scheme}://${this.host}`
+      : `${scheme}://${this.host}:${this.listenPort}`;
   }
 
   addUser(user: GitUser): void {
@@ -146,8 +168,8 @@ export class GitServer {
   }
 
   /**
-   * Pushes a commit made by somebody else, with the real git CLI over HTTP, the way a person
-   * or CI would, and returns its hash.
+   * Pushes a commit made by somebody else, with the real git CLI over HTTP (on an HTTPS server,
+   * straight into the repository), the way a person or CI would, and returns its hash.
    */
   async pushForeignCommit(repository: string, commit: ForeignCommit): Promise<string> {
     const branch = commit.branch ?? "main";
@@ -166,7 +188,9 @@ export class GitServer {
     };
     try {
       await git(["init", "--quiet", work]);
-      await git(["remote", "add", "origin", url.toString()], { cwd: work });
+      // Over HTTPS the foreign pusher has no certificate to show: it pushes on the server's disk.
+      const remote = this.tls ? this.repositoryPath(repository) : url.toString();
+      await git(["remote", "add", "origin", remote], { cwd: work });
       const start = (await this.branchHead(repository, branch)) ? branch : commit.startFrom;
       if (start) {
         await git(["fetch", "--quiet", "origin", `refs/heads/${start}`], { cwd: work });
@@ -206,8 +230,19 @@ export class GitServer {
   /** Starts serving, on the port it had before if it had one. */
   async start(): Promise<void> {
     if (this.server) return;
-    const server = createServer((req, res) => this.handle(req, res));
-    server.on("connection", (socket) => {
+    const handle = (req: IncomingMessage, res: ServerResponse) => this.handle(req, res);
+    const tls = this.tls;
+    const server: Server = tls
+      ? createTlsServer(
+          {
+            cert: tls.cert,
+            key: tls.key,
+            ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+          },
+          handle,
+        )
+      : createServer(handle);
+    server.on("connection", (socket: Socket) => {
       this.sockets.add(socket);
       socket.once("close", () => this.sockets.delete(socket));
     });
@@ -236,9 +271,23 @@ export class GitServer {
   }
 
   private authenticate(req: IncomingMessage): GitUser | undefined {
-    const credentials = parseBasicAuth(req.headers.authorization);
-    const user = credentials && this.users.get(credentials.username);
-    return user && user.password === credentials.password ? user : undefined;
+    const header = req.headers.authorization;
+    const bearer = header ? /^Bearer\s+(\S+)$/i.exec(header)?.[1] : undefined;
+    if (bearer) return [...this.users.values()].find((u) => u.bearerToken === bearer);
+    const credentials = parseBasicAuth(header);
+    if (credentials) {
+      const user = this.users.get(credentials.username);
+      return user && user.password === credentials.password ? user : undefined;
+    }
+    return this.clientCertificateUser(req);
+  }
+
+  /** The user a verified client certificate names by its common name, on an HTTPS server. */
+  private clientCertificateUser(req: IncomingMessage): GitUser | undefined {
+    const socket = req.socket as Partial<TLSSocket>;
+    if (!socket.authorized || !socket.getPeerCertificate) return undefined;
+    const commonName = socket.getPeerCertificate().subject?.CN;
+    return typeof commonName === "string" ? this.users.get(commonName) : undefined;
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {

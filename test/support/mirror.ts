@@ -62,7 +62,8 @@ export async function applyMirror(
   kc: KubeConfig,
   namespace: string,
   url: string,
-  user: { username: string; password: string },
+  /** The credential Secret's keys: a username and password, and what else the remote needs. */
+  user: Record<string, string>,
   targets: MirrorTarget[],
   branch = "main",
   parentBranch?: string,

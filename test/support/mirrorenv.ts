@@ -4,7 +4,7 @@
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { OperatorSettings } from "../../controllers/setup.ts";
 import { ControlPlane } from "./controlplane.ts";
-import { GitServer } from "./gitserver.ts";
+import { GitServer, type GitServerTls } from "./gitserver.ts";
 import { installCrds } from "./manifests.ts";
 import { applyMirror, type MirrorTarget } from "./mirror.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
@@ -27,14 +27,16 @@ export interface MirrorEnvironment {
   stop(): Promise<void>;
 }
 
+/** `gitTls` serves the repository over HTTPS instead of HTTP. */
 export async function startMirrorEnvironment(
   namespaces: string[],
   settings: Partial<OperatorSettings> = {},
+  gitTls?: GitServerTls,
 ): Promise<MirrorEnvironment> {
   // Started together; if one fails, the other is stopped, so nothing keeps the test process alive.
   const [planeStart, gitStart] = await Promise.allSettled([
     ControlPlane.start(),
-    GitServer.start({ users: [mirrorUser] }),
+    GitServer.start({ users: [mirrorUser], ...(gitTls ? { tls: gitTls } : {}) }),
   ]);
   if (planeStart.status === "rejected" || gitStart.status === "rejected") {
     if (planeStart.status === "fulfilled") await planeStart.value.stop();

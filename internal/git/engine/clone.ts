@@ -20,6 +20,7 @@ import { signCommits } from "./commitsigner.ts";
 import type { SigningKey } from "../../signing/sshkey.ts";
 import type { Signature } from "../../types/signature.ts";
 import { withTransport, type RemoteAuth } from "./transport.ts";
+import { basicAuthorization } from "../../gitauth/credentials.ts";
 
 export interface CloneOptions {
   dir: string;
@@ -27,7 +28,7 @@ export interface CloneOptions {
   branch: string;
   /** The branch a missing write branch is created from; the remote's default branch when omitted. */
   parentBranch?: string;
-  /** HTTP basic auth (kind omitted or "http") or an SSH key with its known hosts. */
+  /** HTTP basic auth as a username and password, an http(s) transport, or an SSH key with its known hosts. */
   auth: { username: string; password: string } | RemoteAuth | undefined;
   /** How long one call to the Git server may take: two minutes unless a test shortens it. */
   callTimeoutMs?: number;
@@ -88,7 +89,10 @@ export class Clone implements Repository {
 
   constructor(private readonly options: CloneOptions) {
     const auth = options.auth;
-    this.auth = auth === undefined || "kind" in auth ? auth : { kind: "http", ...auth };
+    this.auth =
+      auth === undefined || "kind" in auth
+        ? auth
+        : { kind: "http", authorization: basicAuthorization(auth.username, auth.password) };
     this.stream = new CommitStream(options.dir, {
       at: () => ({ commit: this.head, tree: this.headTree }),
       moved: (commit, tree, paths) => {

@@ -6,7 +6,12 @@
 // `git ls-remote` with the service asked for, through the same transport the clone uses.
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { basicAuthFor, type GitCredential, type HttpCredential } from "../../gitauth/credentials.ts";
+import {
+  authorizationOf,
+  secretValuesOf,
+  type GitCredential,
+  type HttpCredential,
+} from "../../gitauth/credentials.ts";
 import { GitCommandError, runGit } from "./gitexec.ts";
 import { redactUrl } from "../../types/repourl.ts";
 import { isSshUrl, withTransport } from "./transport.ts";
@@ -86,17 +91,24 @@ function advertisementOf(
   const service = forPush ? "git-receive-pack" : "git-upload-pack";
   const target = new URL(`${url.replace(/\/+$/, "")}/info/refs?service=${service}`);
   const headers: Record<string, string> = { "User-Agent": "git/2.39 gitops-reverser" };
-  if (credential) {
-    const { username, password } = basicAuthFor(credential);
-    headers.Authorization = `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`;
-  }
-  const ca = credential?.caCert;
+  const authorization = credential && authorizationOf(credential);
+  if (authorization) headers.Authorization = authorization;
   const send = target.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = send(target, { headers, signal, ...(ca ? { ca } : {}) }, resolve);
+    const req = send(target, { headers, signal, ...tlsOptionsOf(credential) }, resolve);
     req.on("error", reject);
     req.end();
   });
+}
+
+/** The CA to trust and the client certificate to show, as Node's TLS options. */
+function tlsOptionsOf(credential: HttpCredential | undefined): { ca?: string; cert?: string; key?: string } {
+  return {
+    ...(credential?.caCert ? { ca: credential.caCert } : {}),
+    ...(credential?.clientCert && credential.clientKey
+      ? { cert: credential.clientCert, key: credential.clientKey }
+      : {}),
+  };
 }
 
 function outcomeOf(response: IncomingMessage, forPush: boolean, secrets: string[]): ProbeOutcome {
@@ -183,10 +195,51 @@ export function sshHostOf(url: string): string {
   return /^(?:[^@/]*@)?([^:/]+):/.exec(url)?.[1] ?? url;
 }
 
+/** Node's codes for a server certificate that no CA given vouches for. */
+const untrustedCodes = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "CERT_UNTRUSTED",
+  "CERT_SIGNATURE_FAILURE",
+]);
+
+/**
+ * What a TLS error code says a human must fix, or undefined for one that is not about the
+ * certificates. A server that wants a client certificate answers a missing or refused one with
+ * a TLS alert: certificate required (TLS 1.3), or bad certificate, unknown CA or handshake failure.
+ */
+export function tlsProblemOf(code: string): string | undefined {
+  if (untrustedCodes.has(code)) {
+    return `the server's certificate is not trusted (${code}): put the CA that signed it under ca.crt in the credential Secret`;
+  }
+  if (code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID") {
+    return `the server's certificate is not valid now (${code})`;
+  }
+  if (code === "ERR_TLS_CERT_ALTNAME_INVALID") {
+    return `the server's certificate does not name the URL's host (${code})`;
+  }
+  if (
+    /^ERR_SSL_(TLSV13_ALERT_CERTIFICATE_REQUIRED|SSLV3_ALERT_BAD_CERTIFICATE|TLSV1_ALERT_UNKNOWN_CA|SSLV3_ALERT_HANDSHAKE_FAILURE|SSLV3_ALERT_CERTIFICATE_)/.test(
+      code,
+    )
+  ) {
+    return (
+      `the server asks for a client certificate and refused the connection without one it accepts (${code}): ` +
+      `put the certificate and its key under tls.crt and tls.key (Argo CD: tlsClientCertData and tlsClientCertKey) in the credential Secret`
+    );
+  }
+  return undefined;
+}
+
 function classify(err: unknown, signal: AbortSignal, secrets: string[]): ProbeOutcome {
   if (signal.aborted) return { kind: "failed", transient: true, detail: "the remote did not answer in time" };
   const e = err as { code?: unknown } | null;
   const code = typeof e?.code === "string" ? e.code : undefined;
+  const tls = code && tlsProblemOf(code);
+  if (tls) return { kind: "failed", transient: false, detail: tls };
   if (code && code in transientCodes) {
     return { kind: "failed", transient: true, detail: `${transientCodes[code]} (${code})` };
   }
@@ -196,10 +249,7 @@ function classify(err: unknown, signal: AbortSignal, secrets: string[]): ProbeOu
 
 /** The values of a credential, which no message may carry. */
 function secretsOf(credential: GitCredential | undefined): string[] {
-  if (!credential || credential.kind === "ssh") return [];
-  // Short values are left alone: scrubbing "ab" from every message would garble it for nothing.
-  const { password } = basicAuthFor(credential);
-  return password.length >= 4 ? [password] : [];
+  return !credential || credential.kind === "ssh" ? [] : secretValuesOf(credential);
 }
 
 /** A message from a library, with URL user info and every credential value taken out. */

@@ -1,15 +1,26 @@
 // How git reaches a remote with a credential, without the credential ever being an argument or
-// in a log. HTTP basic auth goes as an `http.extraHeader` through GIT_CONFIG_* environment
-// variables; an SSH key and its known_hosts lines go into files in a private directory (0700,
-// files 0600) made for the one call and removed after it, named by `core.sshCommand`. Host keys
-// are checked strictly, always: a host not in known_hosts is refused, never learned.
+// in a log. An HTTP Authorization header (basic or bearer) goes as an `http.extraHeader` through
+// GIT_CONFIG_* environment variables; what git can only read from a file (an https CA bundle, a
+// client certificate and its key, an SSH key and its known_hosts lines) goes into files in a
+// private directory (0700, files 0600) made for the one call and removed after it, named by
+// `http.sslCAInfo`, `http.sslCert`, `http.sslKey` or `core.sshCommand`. Host keys are checked
+// strictly, always: a host not in known_hosts is refused, never learned.
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 export type RemoteAuth =
-  | { kind: "http"; username: string; password: string; caCert?: string }
+  | {
+      kind: "http";
+      /** The Authorization header's value: `Basic …` or `Bearer …`; none for TLS alone. */
+      authorization?: string;
+      caCert?: string;
+      clientCert?: string;
+      clientKey?: string;
+    }
   | { kind: "ssh"; privateKey: string; knownHosts: string; passphrase?: string };
+
+type HttpAuth = Extract<RemoteAuth, { kind: "http" }>;
 
 /** Whether git reads `url` as SSH: ssh:// or scp-like (a colon before any slash, no scheme). */
 export function isSshUrl(url: string): boolean {
@@ -54,7 +65,7 @@ export async function withTransport<T>(
   work: (env: Record<string, string>) => Promise<T>,
 ): Promise<T> {
   if (!auth) return work({});
-  if (auth.kind === "http" && !auth.caCert) return work(configEnv(httpSettings(auth)));
+  if (auth.kind === "http" && !auth.caCert && !auth.clientCert) return work(configEnv(httpSettings(auth)));
   const dir = await mkdtemp(join(tmpdir(), "gitops-reverser-transport-"));
   try {
     return await work(await writeTransport(dir, auth));
@@ -63,9 +74,22 @@ export async function withTransport<T>(
   }
 }
 
-function httpSettings(auth: Extract<RemoteAuth, { kind: "http" }>): [string, string][] {
-  const basic = Buffer.from(`${auth.username}:${auth.password}`).toString("base64");
-  return [["http.extraHeader", `Authorization: Basic ${basic}`]];
+function httpSettings(auth: HttpAuth): [string, string][] {
+  return auth.authorization ? [["http.extraHeader", `Authorization: ${auth.authorization}`]] : [];
+}
+
+/** The files an https call's TLS material is written to, as git's config names them. */
+async function tlsSettings(
+  auth: HttpAuth,
+  secret: (name: string, content: string) => Promise<string>,
+): Promise<[string, string][]> {
+  const settings: [string, string][] = [];
+  if (auth.caCert) settings.push(["http.sslCAInfo", await secret("ca.crt", auth.caCert)]);
+  if (auth.clientCert && auth.clientKey) {
+    settings.push(["http.sslCert", await secret("tls.crt", auth.clientCert)]);
+    settings.push(["http.sslKey", await secret("tls.key", auth.clientKey)]);
+  }
+  return settings;
 }
 
 async function writeTransport(dir: string, auth: RemoteAuth): Promise<Record<string, string>> {
@@ -75,10 +99,7 @@ async function writeTransport(dir: string, auth: RemoteAuth): Promise<Record<str
     await writeFile(path, content, { mode });
     return path;
   };
-  if (auth.kind === "http") {
-    const ca = await secret("ca.crt", auth.caCert ?? "");
-    return configEnv([...httpSettings(auth), ["http.sslCAInfo", ca]]);
-  }
+  if (auth.kind === "http") return configEnv([...httpSettings(auth), ...(await tlsSettings(auth, secret))]);
   // OpenSSH refuses a key file that does not end in a newline.
   const key = await secret(
     "identity",

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
-  basicAuthFor,
+  authorizationOf,
   readGitCredential,
+  secretValuesOf,
   type CredentialRefusal,
   type GitCredential,
 } from "../../../internal/gitauth/credentials.ts";
@@ -36,15 +37,62 @@ describe("readGitCredential", () => {
     );
   });
 
-  it("reads token, then bearerToken, as a token", () => {
+  it("reads token as a token, over bearerToken", () => {
     assert.deepEqual(readGitCredential(secret({ token: "tok-a", bearerToken: "tok-b" }), https), {
       kind: "token",
       token: "tok-a",
     });
-    assert.deepEqual(readGitCredential(secret({ bearerToken: "tok-b" }), "http://git.internal/fleet"), {
-      kind: "token",
+  });
+
+  it("reads bearerToken alone as a bearer token (Flux and Argo CD)", () => {
+    assert.deepEqual(readGitCredential(secret({ bearerToken: "tok-b\n" }), "http://git.internal/fleet"), {
+      kind: "bearer",
       token: "tok-b",
     });
+  });
+
+  it("reads a client certificate from tls.crt and tls.key, with ca.crt, beside basic auth", () => {
+    assert.deepEqual(
+      readGitCredential(
+        secret({ username: "bot", password: "pw", "tls.crt": "CERT", "tls.key": "KEY", "ca.crt": caCert }),
+        https,
+      ),
+      { kind: "basic", username: "bot", password: "pw", caCert, clientCert: "CERT", clientKey: "KEY" },
+    );
+  });
+
+  it("reads Argo CD's tlsClientCertData and tlsClientCertKey as a client certificate", () => {
+    assert.deepEqual(
+      readGitCredential(
+        secret({ tlsClientCertData: "CERT", tlsClientCertKey: "KEY", bearerToken: "t" }),
+        https,
+      ),
+      { kind: "bearer", token: "t", clientCert: "CERT", clientKey: "KEY" },
+    );
+  });
+
+  it("reads TLS material alone (a kubernetes.io/tls Secret, or a CA alone) as a credential of its own", () => {
+    assert.deepEqual(readGitCredential(secret({ "tls.crt": "CERT", "tls.key": "KEY" }), https), {
+      kind: "tls",
+      clientCert: "CERT",
+      clientKey: "KEY",
+    });
+    assert.deepEqual(readGitCredential(secret({ caFile: caCert }), https), { kind: "tls", caCert });
+    assert.deepEqual(readGitCredential(secret({ "ca.crt": caCert, caFile: "legacy" }), https), {
+      kind: "tls",
+      caCert,
+    });
+  });
+
+  it("refuses half a client certificate pair, naming the missing key", () => {
+    assert.match(
+      refusal(readGitCredential(secret({ token: "t", "tls.crt": "CERT" }), https)).message,
+      /holds tls\.crt but no tls\.key/,
+    );
+    assert.match(
+      refusal(readGitCredential(secret({ tlsClientCertKey: "KEY" }), https)).message,
+      /holds tlsClientCertKey but no tlsClientCertData/,
+    );
   });
 
   it("reads a password without a username as a token", () => {
@@ -135,12 +183,14 @@ describe("readGitCredential", () => {
       identity: "key-VALUE-5",
       known_hosts: "hosts-VALUE-6",
       "ca.crt": "ca-VALUE-7",
+      "tls.key": "tlskey-VALUE-9",
     };
     const cases: [Record<string, string>, string][] = [
       [{ identity: values.identity, password: values.password, known_hosts: values.known_hosts }, https],
       [{ username: values.username, password: values.password, "ca.crt": values["ca.crt"] }, scpUrl],
       [{ token: values.token, bearerToken: values.bearerToken }, sshUrl],
       [{ username: values.username }, https],
+      [{ username: values.username, "tls.key": values["tls.key"] }, https],
       [values, "ftp://user:pass-VALUE-8@example.com/fleet.git"],
     ];
     for (const [data, url] of cases) {
@@ -153,18 +203,40 @@ describe("readGitCredential", () => {
   });
 });
 
-describe("basicAuthFor", () => {
+describe("authorizationOf", () => {
   it("sends basic auth as written", () => {
-    assert.deepEqual(basicAuthFor({ kind: "basic", username: "bot", password: "pw" }), {
-      username: "bot",
-      password: "pw",
-    });
+    assert.equal(
+      authorizationOf({ kind: "basic", username: "bot", password: "pw" }),
+      `Basic ${Buffer.from("bot:pw").toString("base64")}`,
+    );
   });
 
   it("sends a token as the password beside the username git", () => {
-    assert.deepEqual(basicAuthFor({ kind: "token", token: "ghp_abc" }), {
-      username: "git",
-      password: "ghp_abc",
-    });
+    assert.equal(
+      authorizationOf({ kind: "token", token: "ghp_abc" }),
+      `Basic ${Buffer.from("git:ghp_abc").toString("base64")}`,
+    );
+  });
+
+  it("sends a bearer token as a bearer token, and TLS material alone as no header", () => {
+    assert.equal(authorizationOf({ kind: "bearer", token: "tok" }), "Bearer tok");
+    assert.equal(authorizationOf({ kind: "tls", clientCert: "C", clientKey: "K" }), undefined);
+  });
+});
+
+describe("secretValuesOf", () => {
+  it("names the password, the token and the client key, never the certificates", () => {
+    assert.deepEqual(
+      secretValuesOf({
+        kind: "basic",
+        username: "bot",
+        password: "pass",
+        caCert,
+        clientCert: "CERT",
+        clientKey: "KEY-1",
+      }),
+      ["pass", "KEY-1"],
+    );
+    assert.deepEqual(secretValuesOf({ kind: "bearer", token: "tok-1" }), ["tok-1"]);
   });
 });
