@@ -1,6 +1,7 @@
 // HTTPS remotes behind a private CA, with and without a required client certificate: the
 // credential Secret's CA, client certificate and bearer token reach git and the GitProvider's
 // probe, in the Kubernetes, Flux and Argo CD dialects, and a missing one is reported clearly.
+import { quiet } from "../../support/logger.ts";
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { join } from "node:path";
@@ -24,7 +25,6 @@ import { createCertificateAuthority, issueCertificate, type CertFiles } from "..
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 
-const quiet = { info: () => undefined, error: () => undefined };
 const signature = { name: "Operator", email: "operator@example.com" };
 const bot = { username: "bot", password: "bot-password", bearerToken: "bearer-token-of-bot" };
 
