@@ -34,6 +34,8 @@ import { attributionEnv, grantEditing } from "../../test/support/attributionenv.
 import { RedisServer } from "../../test/support/redis.ts";
 import { eventually } from "../../test/support/wait.ts";
 import { kubectlOk } from "../../test/support/kubectl.ts";
+import { registerInstruments } from "../../internal/telemetry/instruments.ts";
+import { createRegistry } from "../../internal/telemetry/metrics.ts";
 
 const namespace = "demo";
 const user = { username: "demo", password: "demo-password" };
@@ -292,6 +294,29 @@ try {
     `${keysInRedis
       .sort()
       .map((k) => `    ${k}`)
+      .join("\n")}\n`,
+  );
+  say(`kubectl events -n ${namespace}: what the operator recorded on the objects it reconciles`);
+  process.stdout.write(await kubectlOk(plane, "events", "-n", namespace));
+  // The instruments /metrics serves (docs/metrics.md), read from this process's registry.
+  const registry = createRegistry();
+  registerInstruments(registry);
+  const exposition = await registry.metrics();
+  const shown = [
+    "watch_events_total",
+    "git_documents_total",
+    "git_commits_total",
+    "git_pushes_total",
+    "git_branch_targets",
+    "resource_condition",
+  ].map((family) => `gitopsreverser_${family}`);
+  say("/metrics: the pipeline's funnel for this run, and every object's Ready (docs/metrics.md)");
+  process.stdout.write(
+    `${exposition
+      .split("\n")
+      .filter((line) => shown.some((name) => line.startsWith(`${name}{`)))
+      .filter((line) => !line.includes('condition="Reconciling"') && !line.includes('condition="Stalled"'))
+      .map((line) => `    ${line}`)
       .join("\n")}\n`,
   );
   say(`Done in ${Math.round((Date.now() - started) / 1000)} s. Stopping everything.`);
