@@ -134,7 +134,7 @@ describe("the Events an operator user watches for", () => {
     assert.equal(await count(events, "EncryptionNotConfigured", "GitTarget"), 1);
   });
 
-  it("a folder refused records UnsupportedContent, and fixed in Git, GitPathAccepted", async () => {
+  it("Events are emitted for a refused folder: UnsupportedContent, and fixed in Git, GitPathAccepted", async () => {
     const folder = "clusters/refused";
     const { seed } = folderBranches(env);
     await seed(

@@ -3,14 +3,12 @@
 // follow it, labeled by the configuration objects that carried it (never the mirrored object).
 // What is read is the registry's exposition, the text /metrics serves.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
 import { registerInstruments } from "../../../internal/telemetry/instruments.ts";
 import { createRegistry, leaderGauge } from "../../../internal/telemetry/metrics.ts";
-import { repoRoot } from "../../support/binaries.ts";
+import { declaredMetrics, documentedMetrics, runtimeMetric } from "../../support/metricsdoc.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
@@ -31,20 +29,6 @@ function operatorRegistry(): Registry {
   return registry;
 }
 
-/** Node's runtime metrics, prom-client's defaults under our prefix: documented as a group. */
-const runtime = /^gitopsreverser_(process|nodejs)_/;
-
-/** The instrument names docs/metrics.md gives a row: the first cell of each table row. */
-function documented(): Set<string> {
-  const text = readFileSync(join(repoRoot, "docs/metrics.md"), "utf8");
-  return new Set([...text.matchAll(/^\| `(gitopsreverser_[a-z_]+)`\s*\|/gm)].map((m) => m[1]!));
-}
-
-/** The names a scrape declares (# TYPE lines). */
-function declared(exposition: string): Set<string> {
-  return new Set([...exposition.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!));
-}
-
 /** The value of the first sample of `name` whose labels include every one of `labels`. */
 function sample(exposition: string, name: string, labels: Record<string, string>): number | undefined {
   for (const line of exposition.split("\n")) {
@@ -60,8 +44,10 @@ function sample(exposition: string, name: string, labels: Record<string, string>
 
 describe("the metrics surface", () => {
   it("every instrument the operator registers is documented in docs/metrics.md, and every documented one is served", async () => {
-    const served = [...declared(await operatorRegistry().metrics())].filter((n) => !runtime.test(n));
-    const rows = documented();
+    const served = [...declaredMetrics(await operatorRegistry().metrics())].filter(
+      (n) => !runtimeMetric.test(n),
+    );
+    const rows = documentedMetrics();
     assert.ok(served.length > 40, `the registry declares our instruments (${served.length})`);
     assert.deepEqual(
       served.filter((n) => !rows.has(n)),

@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
 import { gitBranches } from "../../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
+import { declaredMetrics, documentedMetrics } from "../../support/metricsdoc.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { repoRoot } from "../../support/binaries.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
@@ -65,7 +66,7 @@ describe("the operator process", () => {
     }
   }
 
-  it("at --log-level=debug each reconcile logs its controller, object and reconcile id; at warn no info line is written", async () => {
+  it("--log-level=debug logs reconcile ids: each reconcile logs its controller, object and reconcile id; at warn no info line is written", async () => {
     await gitBranches(plane.kubeConfig()).apply(
       {
         apiVersion: "configbutler.ai/v1alpha3",
@@ -98,7 +99,7 @@ describe("the operator process", () => {
     await runs(undefined, ["--metrics-secure=false"], (port) => scrape(`http://127.0.0.1:${port}/metrics`));
   });
 
-  it("bundled as the image runs it, serves metrics over HTTPS to a ServiceAccount bound to read them, and stops cleanly", async () => {
+  it("metrics require a token and serve every documented name: bundled as the image runs it, over HTTPS to a ServiceAccount bound to read them, and it stops cleanly", async () => {
     const reader = await plane.serviceAccountToken("default", "process-scraper");
     const rbac = plane.kubeConfig().makeApiClient(RbacAuthorizationV1Api);
     await rbac.createClusterRole({
@@ -118,9 +119,11 @@ describe("the operator process", () => {
         subjects: [{ kind: "ServiceAccount", namespace: "default", name: "process-scraper" }],
       },
     });
-    await runs(bundle, [], (port) =>
-      scrape(`https://127.0.0.1:${port}/metrics`, reader.kubeConfig.getCurrentUser()?.token),
-    );
+    await runs(bundle, [], async (port) => {
+      const url = `https://127.0.0.1:${port}/metrics`;
+      assert.equal((await scrape(url)).status, 401, "a scrape without a token is refused");
+      return scrape(url, reader.kubeConfig.getCurrentUser()?.token);
+    });
   });
 
   async function runs(
@@ -156,11 +159,11 @@ describe("the operator process", () => {
         },
         { description: "the leader gauge to read 1" },
       );
-      const names = [...metrics.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]!);
-      assert.ok(names.length > 5);
-      assert.ok(
-        names.includes("gitopsreverser_placement_refusals_total"),
-        "the writer's instruments are registered",
+      const names = [...declaredMetrics(metrics)];
+      assert.deepEqual(
+        [...documentedMetrics()].filter((n) => !names.includes(n)),
+        [],
+        "every instrument docs/metrics.md documents is served",
       );
       assert.deepEqual(
         names.filter((n) => !n.startsWith("gitopsreverser_")),

@@ -225,7 +225,7 @@ describe("the OLM bundle", () => {
     assert.match(dockerfile, /^COPY bundle\/metadata \/metadata\/$/m);
   });
 
-  it("passes the operator-framework's validators with no error and only the two known warnings", async (t) => {
+  it("the bundle validates: the operator-framework's validators find no error and only the two known warnings", async (t) => {
     const { code, report } = await validate(join(repoRoot, "bundle"));
     for (const w of report.warnings) t.diagnostic(`${w.validator}: ${w.detail}`);
     assert.equal(code, 0, JSON.stringify(report.errors, null, 2));

@@ -102,7 +102,7 @@ describe("the kustomize overlays in config/overlays", () => {
     await plane?.stop();
   });
 
-  it("each overlay renders, and a server-side dry run accepts every object of it", async (t) => {
+  it("every overlay renders and is accepted: a server-side dry run accepts every object of each", async (t) => {
     for (const overlay of overlays) {
       const { text, objects } = await render(plane, `config/overlays/${overlay}`);
       rendered.set(overlay, objects);
