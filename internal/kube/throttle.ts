@@ -48,13 +48,19 @@ function isWatch(context: RequestContext): boolean {
   return new URL(context.getUrl()).searchParams.get("watch") === "true";
 }
 
+const closers = new WeakMap<KubeConfig, AbortController>();
+
 /** Makes every request of `kubeConfig` wait for its turn and time out as `limits` say; returns it. */
 export function throttle(kubeConfig: KubeConfig, limits: ClientLimits): KubeConfig {
   const bucket = new TokenBucket(limits.qps, limits.burst, performance.now());
+  const closed = new AbortController();
+  closers.set(kubeConfig, closed);
   const authenticate = kubeConfig.applySecurityAuthentication.bind(kubeConfig);
   kubeConfig.applySecurityAuthentication = async (context) => {
+    closed.signal.throwIfAborted();
     const wait = bucket.reserve(performance.now());
-    if (wait > 0) await sleep(wait);
+    if (wait > 0) await sleep(wait, closed.signal);
+    closed.signal.throwIfAborted();
     await authenticate(context);
     if (limits.timeoutMs === 0 || isWatch(context)) return;
     const timeout = AbortSignal.timeout(limits.timeoutMs);
@@ -62,4 +68,13 @@ export function throttle(kubeConfig: KubeConfig, limits: ClientLimits): KubeConf
     context.setSignal(own ? AbortSignal.any([own, timeout]) : timeout);
   };
   return kubeConfig;
+}
+
+/**
+ * Ends a throttled client whose context stopped: the requests still waiting for a token, and any
+ * later one, fail at once instead of going out long after, or holding up the stop. Does nothing
+ * to a KubeConfig that is not throttled, such as the operator's own.
+ */
+export function closeThrottle(kubeConfig: KubeConfig): void {
+  closers.get(kubeConfig)?.abort(new Error("this KubeProvider's client was replaced or released"));
 }

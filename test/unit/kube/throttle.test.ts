@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, KubeConfig, Watch, type RequestContext } from "@kubernetes/client-node";
+import { CoreV1Api, HttpMethod, KubeConfig, RequestContext, Watch } from "@kubernetes/client-node";
 import { getJson, postJson } from "../../../internal/kube/rawget.ts";
-import { throttle, TokenBucket } from "../../../internal/kube/throttle.ts";
+import { closeThrottle, throttle, TokenBucket } from "../../../internal/kube/throttle.ts";
 import { eventually } from "../../support/wait.ts";
 
 /** When each of `count` requests, all asked for at `asked`, may go, on a bucket of qps and burst. */
@@ -110,5 +110,25 @@ describe("every request path of a provider's client passes its throttle; all but
     });
     assert.match(seen.at(-1)!.getUrl(), /watch=true/);
     assert.equal(seen.at(-1)!.getSignal(), undefined);
+  });
+});
+
+describe("a closed throttle", () => {
+  it("fails the requests still waiting for a token, and every later one, at once", async () => {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: "c", server: "https://127.0.0.1:1" }],
+      users: [{ name: "u", token: "t" }],
+      contexts: [{ name: "x", cluster: "c", user: "u" }],
+      currentContext: "x",
+    });
+    // One token an hour: the second request would wait for most of it.
+    throttle(kubeConfig, { qps: 1 / 3600, burst: 1, timeoutMs: 0 });
+    const context = () => new RequestContext("https://127.0.0.1:1/api", HttpMethod.GET);
+    await kubeConfig.applySecurityAuthentication(context());
+    const waiting = kubeConfig.applySecurityAuthentication(context());
+    closeThrottle(kubeConfig);
+    await assert.rejects(waiting, /replaced or released/);
+    await assert.rejects(kubeConfig.applySecurityAuthentication(context()), /replaced or released/);
   });
 });
