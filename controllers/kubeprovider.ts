@@ -1,16 +1,19 @@
 // KubeProvider: decides whether the connection may be used at all (the installation's consent
 // for inCluster, the kubeconfig Secret's safety checks), proves the cluster answers, and keeps
-// the provider's source context in line. The Secret is read uncached, so no Secret value sits in
-// an informer, and again on every 30-second pass, which is what picks up a rotated credential.
+// the provider's source context in line, its client throttled and bounded as spec.client says.
+// The Secret is read uncached, so no Secret value sits in an informer, and again on every
+// 30-second pass, which is what picks up a rotated credential.
 import { CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node";
 import { kubeProviders, resourceTypes, type KubeProvider } from "../generated/v1alpha3/index.ts";
 import { KubeProviderReason } from "../generated/v1alpha3/conditions.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import { unlessNotFound } from "../internal/kube/resourceclient.ts";
+import { throttle } from "../internal/kube/throttle.ts";
 import { readKubeconfigSecret, type KubeconfigOptions } from "../internal/kubeconfig/secret.ts";
 import {
   auditFactsCondition,
   auditRouteOf,
+  clientLimits,
   commitRequestsCondition,
   servesCommitRequests,
   routeHolder,
@@ -75,15 +78,18 @@ export class KubeProviderReconciler implements Reconciler {
       await this.deps.commitRequests?.release(key);
       outcome = connection;
     } else {
+      // The probe uses this pass's client, with a throttle of its own: behind a slow provider's
+      // queue it would hold up every other provider's reconcile.
       outcome = await this.probe(connection.kubeConfig, connection.server);
-      await this.deps.sourceContexts.ensure(
+      const { kubeConfig } = await this.deps.sourceContexts.ensure(
         key,
         connection.fingerprint,
         connection.kubeConfig,
         connection.server,
         auditRouteOf(provider),
       );
-      await this.serveCommitRequests(provider, connection);
+      // The running context's client: the provider's watches share one throttle.
+      await this.serveCommitRequests(provider, { ...connection, kubeConfig });
     }
 
     const route = auditRouteOf(provider);
@@ -179,8 +185,9 @@ export class KubeProviderReconciler implements Reconciler {
     }
     const read = readKubeconfigSecret(secret.data, ref.key, this.deps.kubeconfig);
     if ("reason" in read) return { kind: "refused", ...read, transient: false };
-    const fingerprint = `${secret.metadata?.uid}/${secret.metadata?.resourceVersion}/${ref.key ?? ""}/${provider.metadata.generation}`;
-    return { kubeConfig: read.kubeConfig, server: read.server, fingerprint };
+    const limits = clientLimits(provider.spec.client);
+    const fingerprint = `${secret.metadata?.uid}/${secret.metadata?.resourceVersion}/${ref.key ?? ""}/${provider.metadata.generation}/${JSON.stringify(limits)}`;
+    return { kubeConfig: throttle(read.kubeConfig, limits), server: read.server, fingerprint };
   }
 
   private async probe(kubeConfig: KubeConfig, server: string): Promise<ProviderOutcome> {

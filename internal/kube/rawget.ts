@@ -55,6 +55,8 @@ async function requestJson<T>(
     method,
     headers,
     dispatcher: context.getDispatcher(),
+    // A provider's timeout (kube/throttle.ts), which also bounds reading the answer.
+    ...(context.getSignal() ? { signal: context.getSignal() } : {}),
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();

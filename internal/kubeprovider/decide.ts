@@ -6,6 +6,8 @@ import {
 } from "../../generated/v1alpha3/index.ts";
 import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
 import { objectKeyOf } from "../types/names.ts";
+import { parseDuration } from "../types/units.ts";
+import type { ClientLimits } from "../kube/throttle.ts";
 
 export function providerKey(provider: Pick<KubeProvider, "metadata">): string {
   return objectKeyOf(provider);
@@ -14,6 +16,18 @@ export function providerKey(provider: Pick<KubeProvider, "metadata">): string {
 /** The audit route in effect: spec.attribution.auditRoute, or <namespace>.<name>. */
 export function auditRouteOf(provider: KubeProvider): string {
   return provider.spec.attribution?.auditRoute ?? `${provider.metadata.namespace}.${provider.metadata.name}`;
+}
+
+/**
+ * How the provider's client is throttled and bounded: spec.client with the schema's defaults,
+ * which also hold when spec.client is omitted (20 qps, a burst of 40, a 30 s timeout).
+ */
+export function clientLimits(client: KubeProvider["spec"]["client"]): ClientLimits {
+  return {
+    qps: client?.qps ?? 20,
+    burst: client?.burst ?? 40,
+    timeoutMs: parseDuration(client?.timeout ?? "30s"),
+  };
 }
 
 /**

@@ -163,8 +163,15 @@ export class WatchManager implements Runnable {
     await this.refresh();
     this.started = true;
     for (const target of this.served.values()) this.plan(target, "served");
+    // A pass still running is not started again: on a throttled client a slow pass would
+    // otherwise queue the next behind it, and the queue would grow without end.
+    let refreshing = false;
     const timer = setInterval(() => {
-      this.refresh().catch((err: unknown) => this.logger.error("discovery failed", { error: String(err) }));
+      if (refreshing) return;
+      refreshing = true;
+      this.refresh()
+        .catch((err: unknown) => this.logger.error("discovery failed", { error: String(err) }))
+        .finally(() => (refreshing = false));
     }, this.options.catalogRefreshMs ?? 30_000);
     await untilAborted(signal);
     clearInterval(timer);

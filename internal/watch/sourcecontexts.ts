@@ -11,6 +11,7 @@ import type { Attributor } from "./attributor.ts";
 import type { CursorStore } from "./cursor.ts";
 import type { Collection } from "../stream/collection.ts";
 import { untilAborted } from "../timing/sleep.ts";
+import { closeThrottle } from "../kube/throttle.ts";
 
 export interface SourceContext {
   key: string;
@@ -133,7 +134,10 @@ export class SourceContexts implements Runnable {
     const abort = new AbortController();
     void untilAborted(parent).then(() => abort.abort());
     const done = context.watchManager.start(abort.signal).catch((err: unknown) => {
-      this.logger.error("source context stopped on an error", { provider: context.key, error: String(err) });
+      const meta = { provider: context.key, error: String(err) };
+      // Once stopped, its client is closed and what still waited fails: not an error of its own.
+      if (abort.signal.aborted) this.logger.info("source context stopped during discovery", meta);
+      else this.logger.error("source context stopped on an error", meta);
     });
     return { context, abort, done };
   }
@@ -144,6 +148,7 @@ export class SourceContexts implements Runnable {
     if (!entry) return [];
     this.contexts.delete(key);
     const served = entry.context.watchManager.servedTargets();
+    closeThrottle(entry.context.kubeConfig);
     if ("abort" in entry) {
       entry.abort.abort();
       await entry.done;

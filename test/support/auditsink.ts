@@ -6,6 +6,9 @@ export interface AuditEvent {
   stage: string;
   verb: string;
   requestURI?: string;
+  /** When the API server received the request, to the microsecond. */
+  requestReceivedTimestamp?: string;
+  userAgent?: string;
   user: { username: string; groups?: string[] };
   objectRef?: {
     resource?: string;

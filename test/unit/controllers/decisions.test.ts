@@ -5,6 +5,7 @@ import { targetConditions, validate, type TargetWorld } from "../../../internal/
 import { overlappingOlder, pathsOverlap } from "../../../internal/gittarget/paths.ts";
 import {
   auditRouteOf,
+  clientLimits,
   inClusterConsented,
   providerConditions,
 } from "../../../internal/kubeprovider/decide.ts";
@@ -46,6 +47,17 @@ describe("KubeProvider decisions", () => {
   it("defaults the audit route to <namespace>.<name>", () => {
     assert.equal(auditRouteOf(provider()), "team-a.p");
     assert.equal(auditRouteOf(provider({ inCluster: {}, attribution: { auditRoute: "shared" } })), "shared");
+  });
+
+  it("throttles as spec.client says, with the schema's defaults when it or a field is omitted", () => {
+    assert.deepEqual(clientLimits(undefined), { qps: 20, burst: 40, timeoutMs: 30_000 });
+    assert.deepEqual(clientLimits({ qps: 2 }), { qps: 2, burst: 40, timeoutMs: 30_000 });
+    assert.deepEqual(clientLimits({ qps: 5, burst: 7, timeout: "1m30s" }), {
+      qps: 5,
+      burst: 7,
+      timeoutMs: 90_000,
+    });
+    assert.equal(clientLimits({ timeout: "0s" }).timeoutMs, 0, "0s: no timeout, as in client-go");
   });
 
   it("a refusal a human must fix is Stalled; a missing Secret is waited for", () => {
