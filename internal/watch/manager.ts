@@ -16,7 +16,8 @@ import { discover } from "./discovery.ts";
 import { GitTargetEventStream } from "../stream/stream.ts";
 import { planCollections, type WatchPlan } from "./watchedtypes.ts";
 import type { Collection } from "../stream/collection.ts";
-import { untilAborted } from "../timing/sleep.ts";
+import { sleep, untilAborted } from "../timing/sleep.ts";
+import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import { keyOf as targetKey } from "../types/names.ts";
 import {
   apiCatalogRefreshDuration,
@@ -46,6 +47,9 @@ export interface StreamSummary {
   replaying: number;
   blocked: number;
 }
+
+/** 1 s doubling to 30 s, jittered: a source that cannot be discovered at start is asked again. */
+const discoveryBackoff: Backoff = { baseMs: 1000, maxMs: 30_000, jitter: "equal" };
 
 /** A served target's collection watches by state, and what its last plan resolved. */
 export interface TargetStreams {
@@ -160,7 +164,7 @@ export class WatchManager implements Runnable {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    await this.refresh();
+    if (!(await this.firstDiscovery(signal))) return;
     this.started = true;
     for (const target of this.served.values()) this.plan(target, "served");
     // A pass still running is not started again: on a throttled client a slow pass would
@@ -179,6 +183,29 @@ export class WatchManager implements Runnable {
     await Promise.all([...this.watches.values()].flatMap((m) => [...m.values()].map((w) => w.stop())));
     this.watches.clear();
     for (const stream of this.streams.values()) stream.close();
+  }
+
+  /**
+   * The first discovery, tried again with backoff until it answers: a source that cannot be
+   * reached (or answers too slowly for its client's timeout) at start is waited for, never
+   * given up on. False when the context stopped first.
+   */
+  private async firstDiscovery(signal: AbortSignal): Promise<boolean> {
+    for (let failures = 0; !signal.aborted; failures++) {
+      try {
+        await this.refresh();
+        return true;
+      } catch (err) {
+        const delay = backoffDelay(discoveryBackoff, failures);
+        this.logger.error("discovery failed; trying again", {
+          source: this.options.source ?? "",
+          error: String(err),
+          retryInMs: delay,
+        });
+        await sleep(delay, signal);
+      }
+    }
+    return false;
   }
 
   /** Runs discovery; when the served types changed, every target is planned again. */
