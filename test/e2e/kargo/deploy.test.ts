@@ -6,12 +6,12 @@ import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
+import { CoreV1Api } from "@kubernetes/client-node";
 import { repoRoot } from "../../support/binaries.ts";
 import { kubectlOk } from "../../support/kubectl.ts";
 import { freePort } from "../../support/ports.ts";
 import { ManagedProcess } from "../../support/process.ts";
-import { scrape } from "../../support/scrape.ts";
+import { scrape, scrapeAsBoundReader } from "../../support/scrape.ts";
 import { eventually } from "../../support/wait.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrdFiles } from "../../support/manifests.ts";
@@ -96,41 +96,18 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
     });
     try {
       const url = `https://127.0.0.1:${metricsPort}/metrics`;
-      const anonymous = await eventually(
+      await eventually(
         async () => {
           observer.assertRunning();
           return await scrape(url).catch(() => undefined);
         },
         { description: "the observer's metrics server to answer" },
       );
-      assert.equal(anonymous.status, 401, anonymous.body);
-      const scraper = await plane.serviceAccountToken("default", "observer-scraper");
-      const unbound = await scrape(url, scraper.kubeConfig.getCurrentUser()?.token);
-      assert.equal(unbound.status, 403, unbound.body);
-      await plane
-        .kubeConfig()
-        .makeApiClient(RbacAuthorizationV1Api)
-        .createClusterRoleBinding({
-          body: {
-            metadata: { name: "observer-scraper" },
-            roleRef: {
-              apiGroup: "rbac.authorization.k8s.io",
-              kind: "ClusterRole",
-              name: "kargo-argocd-observer-metrics-reader",
-            },
-            subjects: [{ kind: "ServiceAccount", namespace: "default", name: "observer-scraper" }],
-          },
-        });
-      // The refusal above is kept a while for its token: a new token is a new question.
-      const bound = (
-        await plane.serviceAccountToken("default", "observer-scraper")
-      ).kubeConfig.getCurrentUser()?.token;
-      const scraped = await eventually(
-        async () => {
-          const answer = await scrape(url, bound);
-          return answer.status === 200 && answer;
-        },
-        { description: "the bound scraper to read the observer's metrics" },
+      const scraped = await scrapeAsBoundReader(
+        plane,
+        url,
+        "kargo-argocd-observer-metrics-reader",
+        "observer-scraper",
       );
       assert.match(scraped.body, /^gitopsreverser_leader /m);
     } finally {

@@ -12,7 +12,6 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   EventsV1Api,
-  RbacAuthorizationV1Api,
   type KubeConfig,
 } from "@kubernetes/client-node";
 import { flagParser, parseFlags } from "../../../cmd/flags.ts";
@@ -38,7 +37,7 @@ import {
 import { ControlPlane } from "../../support/controlplane.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
-import { scrape } from "../../support/scrape.ts";
+import { scrapeAsBoundReader } from "../../support/scrape.ts";
 import { quiet } from "../../support/logger.ts";
 
 const systemNamespace = "gitops-reverser-system";
@@ -357,36 +356,11 @@ describe("the install manifests in config/default", () => {
       );
 
       // /metrics over HTTPS: the API server says who a scraper is, and whether they may read it.
-      const metricsUrl = `https://127.0.0.1:${metricsPort}/metrics`;
-      const noToken = await scrape(metricsUrl);
-      assert.equal(noToken.status, 401, noToken.body);
-      const prometheus = await plane.serviceAccountToken("default", "prometheus");
-      const token = prometheus.kubeConfig.getCurrentUser()?.token;
-      assert.equal((await scrape(metricsUrl, "not-a-token")).status, 401);
-      const unbound = await scrape(metricsUrl, token);
-      assert.equal(unbound.status, 403, "a ServiceAccount not bound to the reader role is refused");
-      assert.match(unbound.body, /system:serviceaccount:default:prometheus may not get \/metrics/);
-      await kc.makeApiClient(RbacAuthorizationV1Api).createClusterRoleBinding({
-        body: {
-          metadata: { name: "prometheus-metrics-reader" },
-          roleRef: {
-            apiGroup: "rbac.authorization.k8s.io",
-            kind: "ClusterRole",
-            name: "gitops-reverser-metrics-reader",
-          },
-          subjects: [{ kind: "ServiceAccount", namespace: "default", name: "prometheus" }],
-        },
-      });
-      // A refusal is kept a minute: a second token of the same account is a new question.
-      const boundToken = (
-        await plane.serviceAccountToken("default", "prometheus")
-      ).kubeConfig.getCurrentUser()?.token;
-      const scraped = await eventually(
-        async () => {
-          const answer = await scrape(metricsUrl, boundToken);
-          return answer.status === 200 && answer;
-        },
-        { description: "a scrape by the bound ServiceAccount to answer 200" },
+      const scraped = await scrapeAsBoundReader(
+        plane,
+        `https://127.0.0.1:${metricsPort}/metrics`,
+        "gitops-reverser-metrics-reader",
+        "prometheus",
       );
       assert.match(scraped.body, /^gitopsreverser_leader 1$/m);
 
