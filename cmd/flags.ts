@@ -79,8 +79,25 @@ function commaList(check: (item: string) => void) {
 const namespacedName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const resourceName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/**
+ * Every flag may also come from the environment, as GITOPS_REVERSER_ and the flag's name in
+ * capitals (--redis-addr: GITOPS_REVERSER_REDIS_ADDR); a flag given on the command line wins.
+ * OLM's Subscription, and many a platform's templating, can set a pod's environment but not
+ * its arguments.
+ */
+export function envNameOf(flag: string): string {
+  return `GITOPS_REVERSER_${flag.replace(/^--/, "").replaceAll("-", "_").toUpperCase()}`;
+}
+
+/** A command whose every option also reads its environment variable (commander wires it as an option is added). */
+class EnvironmentCommand extends Command {
+  override addOption(option: Option): this {
+    return super.addOption(option.long ? option.env(envNameOf(option.long)) : option);
+  }
+}
+
 export function flagParser(): Command {
-  return withTelemetryFlags(new Command("gitops-reverser"))
+  return withTelemetryFlags(new EnvironmentCommand("gitops-reverser"))
     .description(
       "Watches a Kubernetes cluster and writes the desired state of the objects it follows to Git.",
     )

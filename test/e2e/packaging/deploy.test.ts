@@ -199,7 +199,7 @@ describe("the install manifests in config/default", () => {
     interface Container {
       image: string;
       args: string[];
-      env: { name: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
+      env: { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }[];
       livenessProbe: { httpGet: { path: string; port: number } };
       readinessProbe: { httpGet: { path: string; port: number } };
       resources: { requests: object; limits: object };
@@ -225,12 +225,23 @@ describe("the install manifests in config/default", () => {
     const [container] = pod.containers as [Container];
     assert.equal(container.image, "ghcr.io/configbutler/gitops-reverser-ts:latest");
 
-    const options = parseFlags(container.args, flagParser().exitOverride());
+    // Parsed as the process parses them: the container's args, and its plain environment values.
+    const plain = container.env.filter((e): e is { name: string; value: string } => "value" in e);
+    for (const { name, value } of plain) process.env[name] = value;
+    const options = (() => {
+      try {
+        return parseFlags(container.args, flagParser().exitOverride());
+      } finally {
+        for (const { name } of plain) delete process.env[name];
+      }
+    })();
+    assert.equal(options.authorAttribution, false, "a first install is configured-author");
     assert.equal(options.leaderElect, true);
     assert.equal(options.metricsBindAddress, ":8443");
     assert.equal(options.metricsSecure, true);
     assert.equal(options.healthProbeBindAddress, ":8081");
     assert.deepEqual(container.env, [
+      { name: "GITOPS_REVERSER_AUTHOR_ATTRIBUTION", value: "false" },
       { name: "POD_NAMESPACE", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
     ]);
     assert.deepEqual(container.livenessProbe.httpGet, { path: "/healthz", port: 8081 });

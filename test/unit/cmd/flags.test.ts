@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { attributionSettings, flagParser, parseFlags } from "../../../cmd/flags.ts";
+import { attributionSettings, envNameOf, flagParser, parseFlags } from "../../../cmd/flags.ts";
 import { parseBindAddress } from "../../../internal/telemetry/servers.ts";
 
 /** A parser that throws instead of exiting, with its error output captured. */
@@ -13,6 +13,38 @@ function strictParser() {
 }
 
 describe("operator flags", () => {
+  it("every flag may come from the environment as GITOPS_REVERSER_<FLAG>, and one on the command line wins", () => {
+    const set = {
+      GITOPS_REVERSER_REDIS_ADDR: "redis:6379",
+      GITOPS_REVERSER_AUTHOR_ATTRIBUTION: "false",
+      GITOPS_REVERSER_IN_CLUSTER_KUBE_PROVIDERS: "team-a/self,team-b/self",
+      GITOPS_REVERSER_LOG_LEVEL: "debug",
+      GITOPS_REVERSER_METRICS_SECURE: "false",
+    };
+    Object.assign(process.env, set);
+    try {
+      const options = parseFlags(["--log-level=warn"], strictParser().command);
+      assert.equal(options.redisAddr, "redis:6379");
+      assert.equal(options.authorAttribution, false);
+      assert.deepEqual(options.inClusterKubeProviders, ["team-a/self", "team-b/self"]);
+      assert.equal(options.metricsSecure, false);
+      assert.equal(options.logLevel, "warn", "the command line wins");
+      // A value from the environment is checked as the flag's is, and the refusal names it.
+      process.env.GITOPS_REVERSER_LOG_LEVEL = "loud";
+      const { command, errors } = strictParser();
+      assert.throws(() => parseFlags([], command));
+      assert.match(errors.join(""), /from env 'GITOPS_REVERSER_LOG_LEVEL' is invalid/);
+    } finally {
+      for (const name of Object.keys(set)) delete process.env[name];
+    }
+  });
+
+  it("names each flag's environment variable in --help", () => {
+    const help = flagParser().helpInformation();
+    for (const option of flagParser().options)
+      assert.ok(help.includes(envNameOf(option.long!)), `${option.long} shows ${envNameOf(option.long!)}`);
+  });
+
   it("defaults as the seeds give them", () => {
     const options = parseFlags([], strictParser().command);
     assert.deepEqual(options, {
