@@ -4,21 +4,15 @@
 // What is read is the registry's exposition, the text /metrics serves.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { Registry } from "prom-client";
 import { registerInstruments } from "../../../internal/telemetry/instruments.ts";
 import { createRegistry, leaderGauge } from "../../../internal/telemetry/metrics.ts";
 import { declaredMetrics, documentedMetrics, runtimeMetric } from "../../support/metricsdoc.ts";
-import { ControlPlane } from "../../support/controlplane.ts";
-import { GitServer } from "../../support/gitserver.ts";
-import { installCrds } from "../../support/manifests.ts";
 import { applyMirror } from "../../support/mirror.ts";
-import { startOperator } from "../../support/operator.ts";
-import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
 
 const namespace = "metered";
-const user = { username: "gitops", password: "git-password" };
 const folder = "clusters/metered";
 
 /** The operator's registry as the process builds it: Node's runtime metrics, our instruments, the leader gauge. */
@@ -62,40 +56,23 @@ describe("the metrics surface", () => {
   });
 
   describe("a change mirrored end to end", () => {
-    let plane: ControlPlane;
-    let git: GitServer;
-    let kc: KubeConfig;
-    let operator: ReturnType<typeof startOperator>;
-    let workerRoot: string;
+    let env: MirrorEnvironment;
     const registry = operatorRegistry();
     const target = { gittarget_namespace: namespace, gittarget_name: "metered" };
     const branch = { gitbranch_namespace: namespace, gitbranch_name: "main" };
 
     before(async () => {
-      [plane, git] = await Promise.all([ControlPlane.start(), GitServer.start({ users: [user] })]);
-      kc = plane.kubeConfig();
-      await installCrds(kc);
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
-      const url = await git.createRepository("state");
-      await applyMirror(kc, namespace, url, user, [
+      env = await startMirrorEnvironment([namespace]);
+      await applyMirror(env.kc, namespace, env.url, mirrorUser, [
         { name: "metered", path: folder, rules: [{ apiGroups: [""], resources: ["configmaps"] }] },
       ]);
-      workerRoot = makeOwnedTempDir("metered-workers");
-      operator = startOperator(kc, {
-        inClusterKubeProviders: [`${namespace}/self`],
-        workerRoot,
-        pushCooldownMs: 0,
-      });
     });
     after(async () => {
-      await operator?.stop();
-      await git?.close();
-      await plane?.stop();
-      if (workerRoot) removeOwnedTempDir(workerRoot);
+      await env?.stop();
     });
 
     it("shows on the watch, document, commit and push families with its GitTarget's and GitBranch's labels", async () => {
-      const core = kc.makeApiClient(CoreV1Api);
+      const { core, git } = env;
       await core.createNamespacedConfigMap({
         namespace,
         body: { metadata: { name: "settings", namespace }, data: { mode: "fast" } },
