@@ -29,7 +29,6 @@ import {
   applyDuration,
   applyEchoes,
   applyWindowCollisions,
-  applyOperationsUnresolved,
   applyRequests,
   applyRevisionMismatches,
 } from "../internal/telemetry/instruments.ts";
@@ -104,7 +103,6 @@ export function setupApplies(
         `Applying ${operation.commit} (${operation.reason ?? "CatchUp"}) with token ${operation.requestToken}.`,
       ),
     onUnresolved: (claim: AnyClaim, operation: ApplyOperation) => {
-      applyOperationsUnresolved.set(labelsOf(refOfClaim(kind, claim)), 1);
       void record(
         claim,
         "Warning",
@@ -122,7 +120,6 @@ export function setupApplies(
     if (report.durationMs !== undefined)
       applyDuration.observe({ ...labels, outcome: report.ended }, report.durationMs / 1000);
     if (report.mismatch) applyRevisionMismatches.inc(labels);
-    applyOperationsUnresolved.set(labels, 0);
     const log = report.ended === "Succeeded" || report.ended === "Stale" || report.ended === "Dropped";
     manager.logger[log ? "info" : "error"]("an apply attempt ended", {
       claim: key,

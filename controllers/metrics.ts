@@ -9,6 +9,7 @@ import { informerSource } from "../internal/kube/sources.ts";
 import type { BranchState, WorkerManager } from "../internal/git/index.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import {
+  applyOperationsUnresolved,
   gitBranchTargets,
   intakePaused,
   nextRetry,
@@ -39,6 +40,18 @@ const declaredKinds = [
 
 type Sample = [Record<string, string>, number];
 
+/** A claim's apply operation past its budget and still followed: what its status.operation says. */
+export function unresolvedSample(
+  kind: string,
+  claim: KubernetesObject & { status?: { operation?: { phase?: string } } },
+): Sample {
+  const { namespace = "", name = "" } = claim.metadata ?? {};
+  return [
+    { claim_kind: kind, claim_namespace: namespace, claim_name: name },
+    claim.status?.operation?.phase === "Unresolved" ? 1 : 0,
+  ];
+}
+
 /** resource_condition's samples for one object: 1 on the status each trio condition holds. */
 export function conditionSamples(
   kind: string,
@@ -65,6 +78,10 @@ export function setupScrapeGauges(manager: Manager, sources: SourceContexts, wor
     kind: type.kind,
     informer: manager.informer(informerSource(manager.kubeConfig, type)),
   }));
+  const claims = informers.filter(({ kind }) => kind === "FluxClaim" || kind === "ArgoCDClaim");
+  readAtScrape(applyOperationsUnresolved, () =>
+    claims.flatMap(({ kind, informer }) => informer.list().map((claim) => unresolvedSample(kind, claim))),
+  );
   readAtScrape(resourceCondition, () =>
     informers.flatMap(({ kind, informer }) =>
       informer.list().flatMap((object) => conditionSamples(kind, object)),

@@ -182,14 +182,6 @@ export const applyDuration = new Histogram({
   registers: [],
 });
 
-/** Operations past their budget and still followed: each holds its applier. */
-export const applyOperationsUnresolved = new Gauge({
-  name: `${metricPrefix}apply_operations_unresolved`,
-  help: "Apply operations past their 5-minute budget and still followed, per claim.",
-  labelNames: claimLabels,
-  registers: [],
-});
-
 /** Applied at the revision the source holds now, not the commit asked for: the residual race. */
 export const applyRevisionMismatches = new Counter({
   name: `${metricPrefix}apply_revision_mismatches_total`,
@@ -417,6 +409,13 @@ export const nextRetry = scrapeTimeGauge(
   "git_next_retry_timestamp_seconds",
   "When a branch worker next tries a remote it could not reach, as Unix seconds; 0 while none is failing.",
   branchLabels,
+);
+
+/** Operations past their budget and still followed, from each claim's status.operation: each holds its applier. */
+export const applyOperationsUnresolved = scrapeTimeGauge(
+  "apply_operations_unresolved",
+  "1 while a claim's apply operation is past its 5-minute budget and still followed (status.operation.phase Unresolved), else 0.",
+  claimLabels,
 );
 
 /** Which GitTargets each GitBranch's worker serves: the join between the two identities. */

@@ -2,7 +2,7 @@
 // reason each condition holds, and nothing else of its conditions.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { conditionSamples } from "../../../controllers/metrics.ts";
+import { conditionSamples, unresolvedSample } from "../../../controllers/metrics.ts";
 
 describe("resource_condition", () => {
   it("reports Ready, Reconciling and Stalled as 1 on their status and reason, and no other condition", () => {
@@ -36,5 +36,16 @@ describe("resource_condition", () => {
       status: "False",
       reason: "GitPathRefused",
     });
+  });
+
+  it("apply_operations_unresolved reads 1 only while a claim's status.operation is Unresolved", () => {
+    const claim = (phase?: "Running" | "Unresolved" | "Succeeded") => ({
+      metadata: { namespace: "team", name: "apps" },
+      ...(phase ? { status: { operation: { phase } } } : {}),
+    });
+    const labels = { claim_kind: "FluxClaim", claim_namespace: "team", claim_name: "apps" };
+    assert.deepEqual(unresolvedSample("FluxClaim", claim("Unresolved")), [labels, 1]);
+    assert.deepEqual(unresolvedSample("FluxClaim", claim("Running")), [labels, 0]);
+    assert.deepEqual(unresolvedSample("FluxClaim", claim()), [labels, 0]);
   });
 });
