@@ -54,6 +54,16 @@ function ipBytes(address: string): Buffer {
  * from an hour ago for a year: what a scraper that skips verification (a ServiceMonitor's
  * insecureSkipVerify) accepts, and what a restart replaces.
  */
+/**
+ * A certificate serial from random bytes, as DER's INTEGER needs it: positive (the top bit
+ * clear) and minimal (no leading zero byte, which X.509 parsers refuse as illegal padding).
+ */
+export function serialFrom(random: Buffer): Buffer {
+  const serial = Buffer.from(random);
+  serial[0] = (serial[0]! & 0x7f) | 0x01;
+  return serial;
+}
+
 export function selfSignedCertificate(
   name: string,
   dnsNames: string[],
@@ -62,8 +72,7 @@ export function selfSignedCertificate(
 ): ServingCertificate {
   const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
   const signatureAlgorithm = sequence(objectId("1.2.840.10045.4.3.2"));
-  const serial = randomBytes(16);
-  serial[0] = serial[0]! & 0x7f;
+  const serial = serialFrom(randomBytes(16));
   const altNames = sequence(
     ...dnsNames.map((n) => der(0x82, Buffer.from(n))),
     ...ipAddresses.map((ip) => der(0x87, ipBytes(ip))),

@@ -6,7 +6,11 @@ import { join } from "node:path";
 import type { Server } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { Registry } from "prom-client";
-import { readCertificate, selfSignedCertificate } from "../../../internal/telemetry/servingcert.ts";
+import {
+  readCertificate,
+  selfSignedCertificate,
+  serialFrom,
+} from "../../../internal/telemetry/servingcert.ts";
 import { serveMetrics } from "../../../internal/telemetry/servers.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { freePort } from "../../support/ports.ts";
@@ -21,6 +25,14 @@ describe("the metrics serving certificate", () => {
     dir = makeOwnedTempDir("servingcert-test");
   });
   after(() => removeOwnedTempDir(dir));
+
+  it("a serial is a positive, minimal DER integer whatever the random bytes: never a leading zero byte", () => {
+    for (const first of [0x00, 0x01, 0x7f, 0x80, 0xff]) {
+      const serial = serialFrom(Buffer.from([first, 0x10, 0x20]));
+      assert.ok(serial[0]! >= 0x01 && serial[0]! <= 0x7f, `from ${first}: ${serial[0]}`);
+      assert.deepEqual([...serial.subarray(1)], [0x10, 0x20]);
+    }
+  });
 
   it("made in memory is a server certificate for the names asked, with its own key, valid now", () => {
     const now = new Date("2026-12-03T12:00:00Z");
