@@ -17,8 +17,8 @@ import {
   sharedConfigured,
   boundNames,
   handBackFrame,
+  type ClaimDecision,
   type ClaimFacts,
-  type EventNote,
 } from "./claimstatus.ts";
 import { keyOf, type NamespacedName } from "../types/names.ts";
 import type { Verdict } from "./eligibility.ts";
@@ -58,16 +58,7 @@ export type Step =
   | { kind: "giveUp" }
   | { kind: "removeFinalizer" };
 
-export interface FluxClaimDecision {
-  step: Step;
-  conditions: ConditionUpdate[];
-  /** The status fields this decision sets; absent ones are kept as they are. */
-  previousSuspendState?: "Suspended" | "Active" | null;
-  operation?: ApplyOperation;
-  event?: EventNote;
-  /** Whether to look again soon (a token or a write under way). */
-  soon: boolean;
-}
+export type FluxClaimDecision = ClaimDecision<Step>;
 
 export function decideFluxClaim(world: FluxClaimWorld): FluxClaimDecision {
   const { claim, verdict } = world;
@@ -114,14 +105,15 @@ function factsOf(world: FluxClaimWorld): ClaimFacts {
 
 /**
  * Whether the claim holds its Kustomization, so a branch worker may ask it to apply: it carries
- * its finalizer and is InControl as Suspended or Applying, or Suspending while Flux handles the
- * suspend after an apply (a transient state of the claim's own operations, not a hand-back).
+ * its finalizer and is InControl=True, Suspended or Applying. A claim still adopting, whose
+ * suspend Flux has not handled yet (Suspending), is not resumed (applier-claims.md): a resume
+ * then would apply a Kustomization the claim never held.
  */
 export function holdsApplier(claim: FluxClaim): boolean {
   if (!claim.metadata.finalizers?.includes(fluxClaimFinalizer) || claim.metadata.deletionTimestamp)
     return false;
   const inControl = claim.status?.conditions?.find((c) => c.type === C.InControl);
-  return ([R.Suspended, R.Applying, R.Suspending] as string[]).includes(inControl?.reason ?? "");
+  return ([R.Suspended, R.Applying] as string[]).includes(inControl?.reason ?? "");
 }
 
 export function claimedRef(claim: FluxClaim): NamespacedName {

@@ -373,10 +373,9 @@ describe("FluxClaim: when a branch worker may ask it to apply", () => {
       },
     });
 
-  it("it holds its Kustomization while Suspended, Applying, or Suspending after an apply, with its finalizer", () => {
-    for (const reason of ["Suspended", "Applying", "Suspending"])
-      assert.equal(holdsApplier(withInControl(reason)), true);
-    for (const reason of ["Releasing", "NotConfigured", "NotReferenced", "Released"])
+  it("a FluxClaim that is not InControl=True (still adopting, releasing) is not resumed: it holds its Kustomization only while Suspended or Applying, with its finalizer", () => {
+    for (const reason of ["Suspended", "Applying"]) assert.equal(holdsApplier(withInControl(reason)), true);
+    for (const reason of ["Suspending", "Releasing", "NotConfigured", "NotReferenced", "Released"])
       assert.equal(holdsApplier(withInControl(reason)), false, reason);
     assert.equal(holdsApplier(withInControl("Suspended", false)), false, "no finalizer: never adopted");
   });
