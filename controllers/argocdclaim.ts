@@ -18,14 +18,14 @@ import {
   type ArgoCDClaimDecision,
   type ArgoCDClaimWorld,
 } from "../internal/applier/argocdclaim.ts";
-import { judgeBinding, judgeConfig, type Verdict } from "../internal/applier/eligibility.ts";
+import { judgeBinding, type Verdict } from "../internal/applier/eligibility.ts";
 import type { Following } from "../internal/applier/following.ts";
 import type { Controller } from "../internal/operator/controller.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { keyOf } from "../internal/types/names.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import { ClaimReconciler, claimConfig, connect, placeInLine, setupClaimController } from "./claims.ts";
+import { ClaimReconciler, claimConfig, placeInLine, readApplier, setupClaimController } from "./claims.ts";
 import { fieldManager } from "./fieldmanager.ts";
 
 /** What was read in the Application's cluster, when the claim's configuration let us read. */
@@ -70,22 +70,15 @@ export class ArgoCDClaimReconciler extends ClaimReconciler<ArgoCDClaim, Reading,
   /** Judges the claim, reading the Application's cluster only when its configuration allows, or it holds. */
   protected async read(claim: ArgoCDClaim): Promise<Reading> {
     const config = claimConfig(this.informers, claim, "ArgoCDClaim", applicationRefOf(claim));
-    const early = judgeConfig(config);
     const holding = claim.metadata.finalizers?.includes(argoCDClaimFinalizer) ?? false;
-    const connection = connect(this.sourceContexts, config, early, holding);
-    if ("settled" in connection) return { verdict: connection.settled, applierMissing: false };
-    const { context } = connection;
-    const client = new ArgoCDClient(context.kubeConfig, fieldManager);
-    const base = { client, server: context.server };
-    const raw = await client.application(config.applier);
-    if (!raw) {
-      const message = `Application ${keyOf(config.applier)} does not exist.`;
-      return {
-        ...base,
-        verdict: early ?? { kind: "refused", reason: "ApplierNotFound", message },
-        applierMissing: true,
-      };
-    }
+    const read = await readApplier(this.sourceContexts, config, holding, {
+      noun: "Application",
+      open: (kubeConfig) => new ArgoCDClient(kubeConfig, fieldManager),
+      get: (client) => client.application(config.applier),
+    });
+    if ("reading" in read) return read.reading;
+    const { raw, early, ...base } = read;
+    const { client } = base;
     const application = viewApplication(raw, fieldManager);
     const found = { ...base, application, applierMissing: false };
     if (early) return { ...found, verdict: early };

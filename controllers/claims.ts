@@ -2,7 +2,7 @@
 // what each writes, and the claim's configuration for eligibility; and the two clocks a claim
 // keeps in this process, when its hand-back started and how long an operation in flight has
 // gone unfollowed.
-import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
+import type { KubeConfig, KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import {
   resourceTypes,
   type ApplierClaimStatus,
@@ -13,7 +13,12 @@ import {
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
 import type { AnyClaim } from "../internal/applier/dispatch.ts";
-import type { ClaimConfig, ReferringTarget, Verdict } from "../internal/applier/eligibility.ts";
+import {
+  judgeConfig,
+  type ClaimConfig,
+  type ReferringTarget,
+  type Verdict,
+} from "../internal/applier/eligibility.ts";
 import { line } from "../internal/applier/line.ts";
 import type { Following } from "../internal/applier/following.ts";
 import { inFlight } from "../internal/applier/operation.ts";
@@ -22,7 +27,7 @@ import { Controller, type Reconciler, type Request, type Result } from "../inter
 import { EventRecorder } from "../internal/operator/events.ts";
 import { unlessNotFound, type ResourceClient, type ResourceType } from "../internal/kube/resourceclient.ts";
 import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
-import type { EventNote } from "../internal/applier/claimstatus.ts";
+import type { ClaimDecision } from "../internal/applier/claimstatus.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { ConditionUpdate } from "../internal/operator/conditions.ts";
 import type { SourceContext, SourceContexts } from "../internal/watch/sourcecontexts.ts";
@@ -229,7 +234,7 @@ export function placeInLine<C extends AnyClaim>(
  * without one: a claim nothing names or its KubeProvider refuses reads nothing there unless it
  * holds its applier (it must hand it back), and a KubeProvider not connected yet is pending.
  */
-export function connect(
+function connect(
   sourceContexts: SourceContexts,
   config: ClaimConfig,
   early: Verdict | undefined,
@@ -245,6 +250,43 @@ export function connect(
       message: `KubeProvider ${keyOf(config.providerRef)} is not connected yet.`,
     },
   };
+}
+
+/** What reading a claim's applier came to. */
+export type ApplierRead<Client, Raw> =
+  /** Settled without reading it, or it does not exist: the reading as it is. */
+  | { reading: { verdict: Verdict; applierMissing: boolean; client?: Client; server?: string } }
+  /** Read: its cluster's client and server, the object, and the configuration's verdict, if it gave one. */
+  | { client: Client; server: string; raw: Raw; early?: Verdict };
+
+/**
+ * Both claims' first steps: the configuration judged, the applier's cluster connected (or the
+ * claim settled without it, as `connect` says), and the applier read there; one that does not
+ * exist is ApplierNotFound, unless the configuration already judged the claim.
+ */
+export async function readApplier<Client, Raw>(
+  sourceContexts: SourceContexts,
+  config: ClaimConfig,
+  holding: boolean,
+  applier: {
+    /** What the applier is called in a message: Kustomization, Application. */
+    noun: string;
+    open: (kubeConfig: KubeConfig) => Client;
+    get: (client: Client) => Promise<Raw | undefined>;
+  },
+): Promise<ApplierRead<Client, Raw>> {
+  const early = judgeConfig(config);
+  const connection = connect(sourceContexts, config, early, holding);
+  if ("settled" in connection) return { reading: { verdict: connection.settled, applierMissing: false } };
+  const { kubeConfig, server } = connection.context;
+  const client = applier.open(kubeConfig);
+  const raw = await applier.get(client);
+  if (!raw) {
+    const message = `${applier.noun} ${keyOf(config.applier)} does not exist.`;
+    const verdict: Verdict = early ?? { kind: "refused", reason: "ApplierNotFound", message };
+    return { reading: { client, server, verdict, applierMissing: true } };
+  }
+  return { client, server, raw, ...(early ? { early } : {}) };
 }
 
 /** Writes a claim's conditions and status fields, onto the version the decision was made from. */
@@ -295,16 +337,6 @@ export function setupClaimController<C extends AnyClaim>(
   );
   manager.addController(controller);
   return controller;
-}
-
-/** What a claim kind's pass decides: its conditions, status fields, and whether to look again soon. */
-export interface ClaimDecision {
-  step: { kind: string };
-  event?: EventNote;
-  conditions: ConditionUpdate[];
-  previousSuspendState?: "Suspended" | "Active" | null;
-  operation?: ApplyOperation;
-  soon: boolean;
 }
 
 const steadyRecheckMs = 60_000;

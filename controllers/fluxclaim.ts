@@ -8,7 +8,7 @@ import {
   type ApplierClaimStatus,
   type FluxClaim,
 } from "../generated/v1alpha3/index.ts";
-import { judgeBinding, judgeConfig, type Verdict } from "../internal/applier/eligibility.ts";
+import { judgeBinding, type Verdict } from "../internal/applier/eligibility.ts";
 import { FluxClient } from "../internal/applier/flux/client.ts";
 import { newToken } from "../internal/applier/operation.ts";
 import { otherConsumers } from "../internal/applier/flux/consumers.ts";
@@ -31,7 +31,7 @@ import type { Controller } from "../internal/operator/controller.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
-import { ClaimReconciler, claimConfig, connect, placeInLine, setupClaimController } from "./claims.ts";
+import { ClaimReconciler, claimConfig, placeInLine, readApplier, setupClaimController } from "./claims.ts";
 
 /** What was read in the Kustomization's cluster, when the claim's configuration let us read. */
 interface Reading {
@@ -84,22 +84,15 @@ export class FluxClaimReconciler extends ClaimReconciler<FluxClaim, Reading, Flu
   /** Judges the claim, reading the applier's cluster only when its configuration allows, or it holds. */
   protected async read(claim: FluxClaim): Promise<Reading> {
     const config = this.config(claim);
-    const early = judgeConfig(config);
     const holding = claim.metadata.finalizers?.includes(fluxClaimFinalizer) ?? false;
-    const connection = connect(this.sourceContexts, config, early, holding);
-    if ("settled" in connection) return { verdict: connection.settled, applierMissing: false };
-    const { context } = connection;
-    const client = new FluxClient(context.kubeConfig, fieldManager);
-    const base = { client, server: context.server };
-    const raw = await client.kustomization(config.applier);
-    if (!raw) {
-      const message = `Kustomization ${keyOf(config.applier)} does not exist.`;
-      return {
-        ...base,
-        verdict: early ?? { kind: "refused", reason: "ApplierNotFound", message },
-        applierMissing: true,
-      };
-    }
+    const read = await readApplier(this.sourceContexts, config, holding, {
+      noun: "Kustomization",
+      open: (kubeConfig) => new FluxClient(kubeConfig, fieldManager),
+      get: (client) => client.kustomization(config.applier),
+    });
+    if ("reading" in read) return read.reading;
+    const { raw, early, ...base } = read;
+    const { client } = base;
     const kustomization = viewKustomization(raw, fieldManager);
     const found = { ...base, kustomization, applierMissing: false };
     if (early) return { ...found, verdict: early };

@@ -5,7 +5,7 @@
 // switch up on hand-back. A switch an ApplicationSet or another field manager applies is never
 // written, only checked. Automated sync off needs no suspend after a sync: an Argo CD operation
 // that completed is followed by none nobody started.
-import type { ApplyOperation, ArgoCDClaim } from "../../generated/v1alpha3/index.ts";
+import type { ArgoCDClaim } from "../../generated/v1alpha3/index.ts";
 import { ArgoCDClaimCondition as C, ArgoCDClaimReason as R } from "../../generated/v1alpha3/conditions.ts";
 import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
 import { keyOf, type NamespacedName } from "../types/names.ts";
@@ -17,6 +17,7 @@ import {
   configuredAt,
   handBackFrame,
   sharedConfigured,
+  type ClaimDecision,
   type ClaimFacts,
   type EventNote,
   type Trio,
@@ -58,14 +59,7 @@ export type ArgoCDStep =
   | { kind: "leaveOff" }
   | { kind: "removeFinalizer" };
 
-export interface ArgoCDClaimDecision {
-  step: ArgoCDStep;
-  conditions: ConditionUpdate[];
-  previousSuspendState?: "Suspended" | "Active" | null;
-  operation?: ApplyOperation;
-  event?: EventNote;
-  soon: boolean;
-}
+export type ArgoCDClaimDecision = ClaimDecision<ArgoCDStep>;
 
 export function decideArgoCDClaim(world: ArgoCDClaimWorld): ArgoCDClaimDecision {
   const { claim, verdict } = world;

@@ -11,6 +11,20 @@ import { failed, inFlight } from "./operation.ts";
 
 export type EventNote = { type: "Normal" | "Warning"; reason: string; note: string };
 
+/**
+ * What a claim kind's pass decides: the one step it takes, its conditions, the status fields it
+ * sets (absent ones are kept as they are), its Event, and whether to look again soon (a token
+ * or a write under way).
+ */
+export interface ClaimDecision<S extends { kind: string } = { kind: string }> {
+  step: S;
+  conditions: ConditionUpdate[];
+  previousSuspendState?: "Suspended" | "Active" | null;
+  operation?: ApplyOperation;
+  event?: EventNote;
+  soon: boolean;
+}
+
 /** What every claim's conditions are judged from. */
 export interface ClaimFacts {
   claim: {
