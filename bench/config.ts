@@ -21,6 +21,8 @@ export interface BenchConfig {
   writeRates: number[];
   /** How long (w) offers each rate. */
   writeSeconds: number;
+  /** Whether (w) runs each rate without the durable write queue, with it (on a real Redis), or both. */
+  writeQueue: "off" | "on" | "both";
   /** (h): ConfigMaps in the folder a FluxClaim's Kustomization applies, and rounds; 0 rounds skips it. */
   claimObjects: number;
   claimRounds: number;
@@ -70,6 +72,7 @@ export function readConfig(): BenchConfig {
       .map(Number)
       .filter((r) => r > 0),
     writeSeconds: numberFrom("BENCH_WRITE_SECONDS", 30),
+    writeQueue: queueModeFrom(process.env.BENCH_WRITE_QUEUE ?? "both"),
     claimObjects: Math.max(2, numberFrom("BENCH_CLAIM_OBJECTS", 200)),
     claimRounds: numberFrom("BENCH_CLAIM_ROUNDS", 10),
     referenceRepeats: Math.max(1, numberFrom("BENCH_REFERENCE_REPEATS", 3)),
@@ -78,4 +81,9 @@ export function readConfig(): BenchConfig {
     editTimeoutMs: numberFrom("BENCH_EDIT_TIMEOUT_S", 30) * 1000,
     resultsDir: process.env.BENCH_RESULTS_DIR ?? "bench-results",
   };
+}
+
+function queueModeFrom(value: string): BenchConfig["writeQueue"] {
+  if (value === "off" || value === "on" || value === "both") return value;
+  throw new Error(`BENCH_WRITE_QUEUE="${value}": use off, on or both`);
 }

@@ -113,7 +113,7 @@ export function resultTable(result: RunResult): string {
     }
     for (const w of r.writeSide ?? []) {
       rows.push([
-        `(w) write side alone, ${w.offeredPerSecond}/s offered`,
+        `(w) write side alone, ${w.offeredPerSecond}/s offered${w.durableQueue ? ", durable queue (Redis)" : ""}`,
         n,
         w.editsPerSecond === undefined ? "not settled" : `${w.editsPerSecond.toFixed(0)} edits/s`,
         `${w.sent} edits; the last value of every object pushed ${s(w.drainMs)} after the last send; ${w.pushes} pushes; at most ${w.maxBacklog} writes retained`,

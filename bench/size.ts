@@ -29,7 +29,10 @@ import { sleep } from "../internal/timing/sleep.ts";
 import { mib, progress, RssSampler, seconds } from "./sampler.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 import { measureWriter } from "./writer.ts";
-import { measureWriteSide } from "./writeside.ts";
+import { measureWriteSide, type WriteSideResult } from "./writeside.ts";
+import { RedisConnection } from "../internal/redis/connection.ts";
+import { RedisServer } from "../test/support/redis.ts";
+import { quiet } from "../test/support/logger.ts";
 
 export interface Harness {
   kc: KubeConfig;
@@ -193,16 +196,7 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
     progress(
       `  the edit landed ${s(restart.firstEditMs)} after the start, ${restart.pushesBefore} push(es) before it`,
     );
-    if (withEdits) {
-      for (const rate of config.writeRates) {
-        progress(`(w) N=${size}: the write side alone, ${rate} edits/s for ${config.writeSeconds} s`);
-        const w = await measureWriteSide(h, size, rate);
-        (r.writeSide ??= []).push(w);
-        progress(
-          `  ${w.editsPerSecond?.toFixed(0) ?? "not settled"} edits/s; drained ${s(w.drainMs)} after the last send`,
-        );
-      }
-    }
+    if (withEdits) r.writeSide = await measureWriteSides(h, size);
   } finally {
     sampler.end();
     progress("  stopping the operator");
@@ -252,4 +246,32 @@ async function idleWindow(kc: KubeConfig, namespace: string, config: BenchConfig
     },
     { timeoutMs: 60_000, description: "the GitTarget to observe idleTimeout 0s" },
   );
+}
+
+/** (w) at every rate, without the durable write queue, with it on a real Redis, or both. */
+async function measureWriteSides(h: Harness, size: number): Promise<WriteSideResult[]> {
+  const { config } = h;
+  const modes = config.writeQueue === "both" ? [false, true] : [config.writeQueue === "on"];
+  const redis = modes.includes(true) && config.writeRates.length > 0 ? await RedisServer.start() : undefined;
+  const stop = new AbortController();
+  const connection = redis && new RedisConnection(redis.address, quiet);
+  const connected = connection?.start(stop.signal);
+  const results: WriteSideResult[] = [];
+  try {
+    for (const queued of modes)
+      for (const rate of config.writeRates) {
+        const how = queued ? ", through the durable write queue" : "";
+        progress(`(w) N=${size}: the write side alone, ${rate} edits/s for ${config.writeSeconds} s${how}`);
+        const w = await measureWriteSide(h, size, rate, queued ? connection : undefined);
+        results.push(w);
+        progress(
+          `  ${w.editsPerSecond?.toFixed(0) ?? "not settled"} edits/s; drained ${s(w.drainMs)} after the last send`,
+        );
+      }
+  } finally {
+    stop.abort();
+    await connected;
+    await redis?.stop();
+  }
+  return results;
 }

@@ -6,7 +6,9 @@
 // ConfigMap, round-robin, with the window of (b) and no push cooldown. A later value of an
 // object replaces an earlier one in the same window (last write wins, by design), so an edit
 // has reached Git when its object's last value has; the backlog is bounded when the remote holds
-// every last value within a window's length of the last send.
+// every last value within a window's length of the last send. With the durable write queue on
+// (a real redis-server), each upsert is appended to the branch's Redis Stream before the worker
+// takes it, as a GitTarget's stream reader does, one after another: what the queue costs.
 import { join } from "node:path";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { BranchWorker } from "../internal/git/worker/branchworker.ts";
@@ -22,9 +24,13 @@ import { progress } from "./sampler.ts";
 import type { Harness } from "./size.ts";
 import { committing, unheardFolders } from "../test/support/worker.ts";
 import { quiet } from "../test/support/logger.ts";
+import type { RedisConnection } from "../internal/redis/connection.ts";
+import { RedisWriteLog } from "../internal/redis/writelog.ts";
 
 export interface WriteSideResult {
   offeredPerSecond: number;
+  /** Each upsert went through the durable write queue in Redis. */
+  durableQueue?: boolean;
   sent: number;
   /** From the first item enqueued to the push that landed the last object's last value. */
   spanMs: number | undefined;
@@ -61,9 +67,15 @@ function configMap(i: number, data: Record<string, string>): DesiredObject {
   return { identity, object };
 }
 
-export async function measureWriteSide(h: Harness, size: number, rate: number): Promise<WriteSideResult> {
+export async function measureWriteSide(
+  h: Harness,
+  size: number,
+  rate: number,
+  /** Redis for the durable write queue; none: the worker keeps writes in memory only. */
+  redis?: RedisConnection,
+): Promise<WriteSideResult> {
   const { git, user, config } = h;
-  const repository = `writeside-${size}-${rate}`;
+  const repository = `writeside-${size}-${rate}${redis ? "-queued" : ""}`;
   const url = await git.createRepository(repository);
   const log = await PushLog.install(git, repository);
   const target: TargetSettings = {
@@ -83,6 +95,7 @@ export async function measureWriteSide(h: Harness, size: number, rate: number): 
     materialize: committing(committer),
     folders: unheardFolders,
     logger: quiet,
+    ...(redis ? { queue: { log: new RedisWriteLog(redis, `${namespace}/${repository}`) } } : {}),
   });
   worker.start();
   try {
@@ -105,11 +118,13 @@ export async function measureWriteSide(h: Harness, size: number, rate: number): 
         const i = sent % size;
         const token = `w-${run}-${sent}`;
         last.set(i, token);
-        worker.enqueue(target, {
-          type: "upsert",
+        const item = {
+          type: "upsert" as const,
           collection,
           ...configMap(i, { ...configMapData(i), alpha: token }),
-        });
+        };
+        if (redis) await worker.accept(target, item);
+        else worker.enqueue(target, item);
       }
       maxBacklog = Math.max(maxBacklog, worker.backlog);
       await sleep(5);
@@ -129,6 +144,7 @@ export async function measureWriteSide(h: Harness, size: number, rate: number): 
     const spanMs = landedAt === undefined ? undefined : landedAt - started;
     return {
       offeredPerSecond: rate,
+      ...(redis ? { durableQueue: true } : {}),
       sent,
       spanMs,
       editsPerSecond: spanMs ? (sent * 1000) / spanMs : undefined,

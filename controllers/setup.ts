@@ -3,6 +3,7 @@
 import type { Attribution, AttributionSettings } from "../internal/attribution/attribution.ts";
 import { RedisConnection } from "../internal/redis/connection.ts";
 import { RedisCursorStore } from "../internal/redis/cursors.ts";
+import { RedisWriteLog } from "../internal/redis/writelog.ts";
 import { resourceTypes, type GitBranch, type GitProvider } from "../generated/v1alpha3/index.ts";
 import { PushReceiver } from "../internal/receiver/receiver.ts";
 import { branchesWoken } from "../internal/receiver/route.ts";
@@ -21,6 +22,8 @@ import {
   gitCommitFailures,
   gitDocuments,
   gitFetches,
+  gitQueueAppends,
+  gitQueueReplayed,
   gitPushes,
   placementRefusals,
   secretEncryptions,
@@ -137,6 +140,14 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
       else gitCommitFailures.inc({ ...labels, reason: outcome });
     },
     onDocument: (write, outcome) => gitDocuments.inc({ outcome, ...targetLabels(write.target.key) }),
+    // With Redis, each branch's accepted writes outlive the process: a crash replays them.
+    ...(redis ? { writeLog: (branchKey: string) => new RedisWriteLog(redis, branchKey) } : {}),
+    onQueue: (branchKey, event, count) => {
+      const { namespace, name } = targetRef(branchKey);
+      const labels = { gitbranch_namespace: namespace, gitbranch_name: name };
+      if (event === "replayed") gitQueueReplayed.inc(labels, count);
+      else gitQueueAppends.inc({ ...labels, outcome: event }, count);
+    },
     onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
     onBranchProved: (branchKey, commit, by) => {
       if (commit) remoteStatus.record(branchKey, commit, by);

@@ -220,6 +220,8 @@ export const GitBranchCondition = {
   Validated: "Validated",
   /** This GitBranch holds its repository branch, so its branch worker may write it. */
   BranchClaimed: "BranchClaimed",
+  /** Set while this GitBranch holds its branch and the operator runs with --redis-addr. True while every live write its branch worker accepts is kept in Redis until a push lands it, so a process that crashes or hands the branch over loses no write and no author. */
+  DurableQueue: "DurableQueue",
 } as const;
 export type GitBranchConditionType = (typeof GitBranchCondition)[keyof typeof GitBranchCondition];
 
@@ -245,6 +247,8 @@ export const GitBranchReason = {
   RemoteUnreachable: "RemoteUnreachable",
   /** Somebody else keeps pushing to the branch, so it moved under every push of the branch worker's; it keeps every decided write, replays it onto the new tip and pushes again after a short pause, not on the outage schedule. */
   RemoteMoving: "RemoteMoving",
+  /** Redis could not take the branch's accepted writes; the branch worker goes on from memory, so a crash until Redis answers again loses the authors of writes not yet pushed (their values come back with the next snapshot). */
+  DurableQueueUnavailable: "DurableQueueUnavailable",
   /** The branch worker's local clone failed (a file missing or unwritable, a corrupt repository), not the remote; the clone is reset and cloned afresh, and every decided write is kept and replayed. */
   LocalWriteFailed: "LocalWriteFailed",
 } as const;

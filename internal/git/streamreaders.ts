@@ -1,7 +1,9 @@
 // Who reads a GitTarget's stream: exactly one reader per stream, for as long as the stream
 // runs. Each item goes to the worker the target is attached to when the item arrives, so a
 // target detached for a while (its signing key could not be read) loses nothing, and a target
-// attached again never has two readers taking its items out of order.
+// attached again never has two readers taking its items out of order. Before the first item,
+// the worker replays what its durable queue kept of the target from before (a crash, a
+// takeover), and each item is taken only once that queue keeps it.
 import type { GitTargetEventStream } from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import { coordinated } from "./folder/coordinated.ts";
@@ -10,7 +12,7 @@ import type { TargetSettings } from "./folder/writes.ts";
 
 /** Where a stream's items go now: the worker its target is attached to, with its settings. */
 export interface Destination {
-  worker: Pick<BranchWorker, "enqueue" | "intakeOpen">;
+  worker: Pick<BranchWorker, "accept" | "replay" | "intakeOpen">;
   settings: TargetSettings;
 }
 
@@ -35,6 +37,8 @@ export class StreamReaders {
   }
 
   private async read(stream: GitTargetEventStream): Promise<void> {
+    const first = await this.destination(stream);
+    await first.worker.replay(first.settings);
     for (;;) {
       // A branch whose budget is spent while it waits out an outage takes nothing more.
       await (await this.destination(stream)).worker.intakeOpen();
@@ -46,7 +50,7 @@ export class StreamReaders {
       const { worker, settings } = await this.destination(stream);
       const { item, excluded } = coordinated(settings, next.value);
       if (excluded.length > 0) this.onExcluded?.(settings, excluded);
-      if (item) worker.enqueue(settings, item);
+      if (item) await worker.accept(settings, item);
     }
   }
 

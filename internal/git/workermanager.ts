@@ -28,6 +28,7 @@ import type { TargetSettings } from "./folder/writes.ts";
 import type { Applier, Attempt, Covered, Outcome, Recovery } from "../applier/due.ts";
 import type { WriteVerdict } from "../applier/window.ts";
 import type { CloseReason } from "./worker/window.ts";
+import type { WriteLog } from "./queue/writelog.ts";
 import { claimKey, type ClaimRef } from "../types/claims.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keyOf as targetKey, parseKey } from "../types/names.ts";
@@ -53,7 +54,7 @@ export interface WorkerSpec {
 
 export interface WorkerManagerOptions extends Omit<
   BranchWorkerOptions,
-  "clone" | "committer" | "materialize" | "folders" | "onWindowClosed" | "onGit" | "applies"
+  "clone" | "committer" | "materialize" | "folders" | "onWindowClosed" | "onGit" | "applies" | "queue"
 > {
   /** --worker-root: where the clones live, one directory per GitBranch uid. */
   root: string;
@@ -86,6 +87,10 @@ export interface WorkerManagerOptions extends Omit<
   onGit?: (branchKey: string, event: GitEvent) => void;
   /** How the branches' applies are carried out; none: no worker asks an applier for anything. */
   applies?: ProcessApplies;
+  /** Each GitBranch's durable write queue (by namespace/name); none: accepted writes live in memory only. */
+  writeLog?: (branchKey: string) => WriteLog;
+  /** Each append to a branch's durable queue, and each entry a worker replayed from it. */
+  onQueue?: (branchKey: string, event: "appended" | "failed" | "replayed", count: number) => void;
 }
 
 /** What the process provides every worker for applying (internal/git/worker/applies.ts). */
@@ -264,6 +269,8 @@ export class WorkerManager implements Runnable {
       onWindowClosed,
       onGit,
       applies,
+      writeLog,
+      onQueue,
       ...workerOptions
     } = this.options;
     const worker = new BranchWorker({
@@ -310,6 +317,15 @@ export class WorkerManager implements Runnable {
       onSave: (id) => this.saves.reported(id),
       onWindowClosed: (reason) => onWindowClosed?.(spec.key, reason),
       onGit: (event) => onGit?.(spec.key, event),
+      ...(writeLog
+        ? {
+            queue: {
+              log: writeLog(spec.key),
+              onAppend: (outcome) => onQueue?.(spec.key, outcome, 1),
+              onReplayed: (entries) => onQueue?.(spec.key, "replayed", entries),
+            },
+          }
+        : {}),
       ...(applies
         ? {
             applies: {

@@ -21,6 +21,7 @@ import {
   type ConditionUpdate,
 } from "../operator/conditions.ts";
 import type { Admission } from "./admission.ts";
+import type { QueueState } from "../git/index.ts";
 
 /** A push session this GitBranch proved, and what it was proved with. */
 export interface Proof {
@@ -106,11 +107,13 @@ export function decideBranch(facts: BranchFacts, generation: number | undefined)
 
   if (proved && holds) {
     const message = `Holds ${where}.`;
+    const queue = facts.worker?.durableQueue;
     return {
       conditions: [
         ...(worker ?? readyTrio(GitBranchReason.Succeeded, message, generation)),
         validated,
         condition(GitBranchCondition.BranchClaimed, "True", GitBranchReason.Succeeded, message),
+        ...(queue ? [queueCondition(queue, generation)] : []),
       ],
       recheck,
     };
@@ -149,10 +152,17 @@ export function decideBranch(facts: BranchFacts, generation: number | undefined)
 }
 
 /**
- * What of a worker's report the GitBranch's Ready reads, as a key: empty while its publications
- * land, so a backlog that comes and goes with every push wakes no GitBranch.
+ * What of a worker's report the GitBranch's status reads, as a key: nothing of a backlog that
+ * comes and goes with every push, so that wakes no GitBranch. Ready reads the outage and the
+ * contention; DurableQueue whether the queue keeps writes.
  */
 export function workerReadyKey(state: BranchState | undefined): string {
+  const queue = state?.durableQueue;
+  const kept = queue ? (queue.available ? "queue-kept" : "queue-unavailable") : "";
+  return [readyKey(state), kept].filter(Boolean).join(" ");
+}
+
+function readyKey(state: BranchState | undefined): string {
   const outage = outageFacts(state);
   if (outage) return JSON.stringify([outage, state?.outage?.parentMissing === true]);
   const contention = contentionFacts(state);
@@ -191,6 +201,30 @@ function workerTrio(
     `Branch "${branch}" does not exist on ${repository}, and ${missing}. ` +
     `${outage.retainedWrites} decided write(s) are kept; the worker looks again on its retry schedule and publishes them once the parent exists.`;
   return stalledTrio(GitBranchReason.ParentBranchNotFound, message, generation);
+}
+
+/**
+ * DurableQueue, while the holder's worker keeps a durable queue: Redis away is no failure of the
+ * branch (it goes on from memory, and Ready says nothing of it), but what a crash would cost now.
+ */
+function queueCondition(queue: QueueState, generation: number | undefined): ConditionUpdate {
+  const base = { type: GitBranchCondition.DurableQueue, observedGeneration: generation };
+  if (queue.available)
+    return {
+      ...base,
+      status: "True",
+      reason: GitBranchReason.Succeeded,
+      message:
+        "Every live write the branch worker accepts is kept in Redis until a push lands it; a process that takes the branch over replays it with its author.",
+    };
+  return {
+    ...base,
+    status: "False",
+    reason: GitBranchReason.DurableQueueUnavailable,
+    message:
+      `Redis has not taken the branch's accepted writes since ${queue.since.toISOString()}: ${queue.error}. ` +
+      "The branch worker goes on from memory, so a crash until Redis answers again loses the authors of writes not yet pushed (the next snapshot brings their values back). Check that Redis at --redis-addr is up and reachable.",
+  };
 }
 
 /** Names a holder in this GitBranch's namespace; one elsewhere stays anonymous, as another tenant's. */

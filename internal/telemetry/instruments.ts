@@ -349,6 +349,22 @@ export const gitPushes = new Counter({
   registers: [],
 });
 
+/** Live writes a branch worker kept in its durable queue before taking them, or could not. */
+export const gitQueueAppends = new Counter({
+  name: `${metricPrefix}git_queue_appends_total`,
+  help: "Live writes appended to a branch's durable write queue (Redis) before the worker took them, by outcome: appended, failed (Redis away: the write goes on from memory).",
+  labelNames: [...branchLabels, "outcome"] as const,
+  registers: [],
+});
+
+/** Entries a branch worker replayed from its durable queue: what a crash or a takeover left. */
+export const gitQueueReplayed = new Counter({
+  name: `${metricPrefix}git_queue_replayed_total`,
+  help: "Accepted writes a branch worker replayed from its durable queue at start: what a crashed or replaced process had not pushed.",
+  labelNames: branchLabels,
+  registers: [],
+});
+
 /** Fetches of a branch worker, by outcome. */
 export const gitFetches = new Counter({
   name: `${metricPrefix}git_fetches_total`,
@@ -496,6 +512,8 @@ export function registerInstruments(registry: Registry): void {
     gitDocuments,
     gitPushes,
     gitFetches,
+    gitQueueAppends,
+    gitQueueReplayed,
     gitBranchTargets,
     watchOpenStreams,
     watchResolvedTypes,

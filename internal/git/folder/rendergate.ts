@@ -177,6 +177,11 @@ export class RenderGate<E> {
     };
   }
 
+  /** The events it holds now, to be released or dropped; not those a given-up hold dropped. */
+  *holding(): Generator<E> {
+    for (const h of this.held) yield h.event;
+  }
+
   /** The bytes of the events held now. */
   get heldBytes(): number {
     return this.held.reduce((sum, h) => sum + h.bytes, 0);

@@ -21,6 +21,8 @@ export interface Intake {
   admitted?: boolean;
   /** Its serialized size, measured once when it was taken. */
   bytes?: number;
+  /** Its entry in the branch's durable write queue, when it has one: the queue is trimmed no further while it is held. */
+  entry?: string;
 }
 
 /** What the write side reports of one folder, for the GitTarget's status. */
@@ -85,6 +87,12 @@ export class TargetFolders {
       const saved = folder.inventory.save();
       if (saved) await this.store?.save(saved);
     }
+  }
+
+  /** The durable queue entries of the live items the folders' render gates hold. */
+  *heldEntries(): Generator<string | undefined> {
+    for (const folder of this.folders.values())
+      for (const intake of folder.gate.holding()) yield intake.entry;
   }
 
   /** The inventory of a target's folder, kept across commits. */

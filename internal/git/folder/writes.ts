@@ -80,6 +80,8 @@ export interface DecidedWrite {
   /** The live changes' author, as attribution resolved it; the committer when absent. */
   author?: Author;
   changes: Change[];
+  /** The oldest durable queue entry among its changes: the queue is trimmed no further until it lands. */
+  entry?: string;
   /**
    * For a snapshot: the collection it observed. Under prune Always it sweeps the documents
    * absent from it that no other collection of the target holds or could hold (prune.ts).

@@ -3,7 +3,8 @@
 // snapshots become resync writes, and decided writes are retained until a push lands, committed
 // and pushed one commit each, with a push cooldown that batches bursts. A remote that cannot be
 // reached keeps every retained write and is retried on its own schedule; while it is, intake is
-// bounded by the branch budget.
+// bounded by the branch budget. With a durable queue (../queue/), each live write it accepts is
+// kept outside the process until nothing of it is held any more, and replayed after a crash.
 import type { Logger } from "../../telemetry/logger.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import type { Author, Signature } from "../../types/signature.ts";
@@ -29,6 +30,9 @@ import {
   type TargetSettings,
 } from "../folder/writes.ts";
 import { WorkerSaves, type Report, type SaveRequest, type WithdrawAnswer } from "./saves.ts";
+import { DurableWrites, type DurableWritesOptions } from "../queue/durable.ts";
+import type { WriteLog } from "../queue/writelog.ts";
+import { oldestId } from "../queue/entryids.ts";
 import { WorkerApplies, type ApplyHooks, type AttemptReport } from "./applies.ts";
 
 /** The seeds' fixed push cooldown: successful local commits wait this long after a push. */
@@ -66,6 +70,8 @@ export interface BranchWorkerOptions {
   onGit?: (event: GitEvent) => void;
   /** The appliers the branch's GitTargets name through their claims, and how an apply is carried out. */
   applies?: ApplyHooks;
+  /** The branch's durable write queue, with what the metrics count of it; none: writes live in memory only. */
+  queue?: { log: WriteLog } & Pick<DurableWritesOptions, "onAppend" | "onReplayed">;
 }
 
 type Event =
@@ -79,7 +85,7 @@ type Event =
   /** An apply attempt ended: the dispatcher's report, decided on the loop. */
   | { applied: AttemptReport };
 
-type WindowWrite = Change & { target: TargetSettings; author?: Author };
+type WindowWrite = Change & { target: TargetSettings; author?: Author; entry?: string };
 
 export class BranchWorker {
   private readonly events = new WorkerQueue<Event>();
@@ -104,6 +110,8 @@ export class BranchWorker {
   private readonly applies: WorkerApplies | undefined;
   /** When a flush may next prove where the remote is, after one that could not. */
   private proveNotBefore = 0;
+  private readonly durable: DurableWrites | undefined;
+  private queueState: BranchState["durableQueue"];
 
   constructor(private readonly options: BranchWorkerOptions) {
     this.window = new CommitWindow(options.bufferLimitBytes);
@@ -112,6 +120,18 @@ export class BranchWorker {
       options.applies &&
       new WorkerApplies(options.applies, options.logger, (report) => this.events.push({ applied: report }));
     this.applies = applies;
+    this.durable =
+      options.queue &&
+      new DurableWrites(options.queue.log, {
+        ...options.queue,
+        additionalSensitive: options.materialize.additionalSensitive,
+        logger: options.logger,
+        holdMs: options.renderHoldMs ?? 10 * 60_000,
+        onState: (state) => {
+          this.queueState = state;
+          this.updateIntake();
+        },
+      });
     const dir = options.clone.dir;
     this.folders = new TargetFolders(
       { holdMs: options.renderHoldMs ?? 10 * 60_000, budgetBytes: options.bufferLimitBytes },
@@ -183,6 +203,27 @@ export class BranchWorker {
   }
 
   /**
+   * Takes a stream's item as `enqueue` does, once the durable queue keeps it: the watch side
+   * reads its next item only after this resolves. Redis away, the item goes on from memory.
+   */
+  async accept(target: TargetSettings, item: StreamItem): Promise<void> {
+    const appended = this.durable && !this.stopped ? await this.durable.append(target.key, item) : undefined;
+    const entry = appended && "id" in appended ? { entry: appended.id } : {};
+    this.events.items([{ target, item, bytes: bytesOf(item), ...entry }], "back");
+  }
+
+  /**
+   * What the durable queue holds of a GitTarget from before this worker (a crash, a takeover):
+   * queued, with their authors, before anything its stream sends. Once per target.
+   */
+  async replay(target: TargetSettings): Promise<void> {
+    if (!this.durable) return;
+    const entries = await this.durable.replay(target.key, Date.now());
+    const intakes = entries.map(({ id, item }) => ({ target, item, bytes: bytesOf(item), entry: id }));
+    if (intakes.length > 0) this.events.items(intakes, "back");
+  }
+
+  /**
    * Resolves once the branch takes items again: at once, unless a retry is pending and the
    * budget is spent, in which case a landed push reopens it.
    */
@@ -212,6 +253,8 @@ export class BranchWorker {
   }
 
   start(): void {
+    // A takeover's backlog is read at once, so the first stream to attach waits the least for it.
+    void this.durable?.load(Date.now());
     this.running ??= this.loop();
   }
 
@@ -267,6 +310,8 @@ export class BranchWorker {
         await this.refreshNow(delivery);
         continue;
       }
+      // Going idle: what was dropped on purpose since the last push leaves the durable queue.
+      this.durable?.settle(this.heldEntries(), Date.now(), false);
       await this.sleepUntilWork();
     }
   }
@@ -315,7 +360,7 @@ export class BranchWorker {
       owner,
       target.timers,
       object,
-      { ...change, target, ...(author ? { author } : {}) },
+      { ...change, target, ...(author ? { author } : {}), ...(intake.entry ? { entry: intake.entry } : {}) },
       bytes,
       Date.now(),
     )) {
@@ -376,13 +421,30 @@ export class BranchWorker {
     }
     if (!closed || closed.writes.length === 0) return;
     const { target, author } = closed.writes[0]!;
-    const changes = closed.writes.map(({ target: _t, author: _a, ...change }) => change);
+    const changes = closed.writes.map(({ target: _t, author: _a, entry: _e, ...change }) => change);
     const save = this.saves.closed(closed, target, Date.now());
+    const entry = oldestId(closed.writes.map((w) => w.entry));
     // The window weighed each write as it came in: no second serialization on the worker's loop.
     this.retain(
-      { target, reason: "live", changes, ...(author ? { author } : {}), ...(save ? { save } : {}) },
+      {
+        target,
+        reason: "live",
+        changes,
+        ...(author ? { author } : {}),
+        ...(save ? { save } : {}),
+        ...(entry ? { entry } : {}),
+      },
       closed.bytes,
     );
+  }
+
+  /** The durable queue entries of everything the worker still holds, wherever it is. */
+  private *heldEntries(): Generator<string | undefined> {
+    yield* this.events.entries();
+    yield* this.folders.heldEntries();
+    yield* this.suspensions.entries();
+    for (const write of this.window.writes()) yield write.entry;
+    for (const write of this.pending.writes()) yield write.entry;
   }
 
   /** The retained writes, oldest first. */
@@ -429,6 +491,7 @@ export class BranchWorker {
     this.saves.published(writes.slice(0, outcome.published), Date.now());
     for (const target of new Set(writes.slice(0, outcome.published).map((w) => w.target)))
       this.folders.published(target);
+    this.durable?.settle(this.heldEntries(), Date.now(), true);
     this.retry.succeeded();
     this.lastPushAt = Date.now();
     this.lastProvedAt = Date.now();
@@ -469,6 +532,7 @@ export class BranchWorker {
       retainedBytes: retained,
       outage: this.retry.current,
       contention: this.publication.contended,
+      ...(this.queueState ? { durableQueue: this.queueState } : {}),
     });
     if (changed) this.options.onState?.(changed);
   }
@@ -479,8 +543,14 @@ export class BranchWorker {
     if (this.pending.length > 0) {
       const retained = this.retained();
       this.unpublished = await this.publication.last(retained, this.options.shutdownGraceMs ?? 20_000);
-      if (!this.unpublished) this.saves.published(retained, Date.now());
+      if (!this.unpublished) {
+        this.saves.published(retained, Date.now());
+        this.pending.published(retained.length);
+      }
     }
+    // What was not published stays in the durable queue for whoever holds the branch next.
+    this.durable?.settle(this.heldEntries(), Date.now(), true);
+    await this.durable?.flushed();
     this.saves.stopped(Date.now());
     this.stopped = true;
     const failed = (what: string) => (err: unknown) =>
@@ -502,6 +572,7 @@ export class BranchWorker {
         this.applies?.dueAt(Date.now()),
         this.applies?.flushing ? this.proveNotBefore : undefined,
         this.looks.due,
+        this.durable?.settleDueAt(),
         this.idle() ? this.lastProvedAt + this.refreshInterval : undefined,
       ],
       this.abort.signal,

@@ -1,6 +1,7 @@
 // What a branch worker reports: the state every GitTarget on its branch shows, and the metrics.
 // Its own file, below the worker's parts, so a decision reads it without importing them.
 import type { Fault } from "../engine/gitexec.ts";
+import type { QueueState } from "../queue/durable.ts";
 
 /** What every GitTarget on the branch reports of its worker, and what the metrics show. */
 export interface BranchState {
@@ -9,6 +10,8 @@ export interface BranchState {
   intakePaused: boolean;
   outage?: Outage;
   contention?: Contention;
+  /** Whether the durable write queue keeps the branch's accepted writes; absent without one. */
+  durableQueue?: QueueState;
 }
 
 /** The branch keeps moving while the worker pushes: since when, and how often it did. */

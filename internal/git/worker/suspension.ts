@@ -10,10 +10,12 @@ import type { TargetSettings } from "../folder/writes.ts";
 import { memberKey } from "../../types/identity.ts";
 
 type DeleteItem = Extract<StreamItem, { type: "delete" }>;
+/** A delete kept, with its durable queue entry. */
+type KeptDelete = { item: DeleteItem; entry?: string };
 
 export class Suspensions {
   /** Per suspended target: the deletes its watches reported, by collection and object. */
-  private readonly deletes = new Map<string, Map<string, DeleteItem>>();
+  private readonly deletes = new Map<string, Map<string, KeptDelete>>();
 
   /** `replay` asks for a fresh snapshot of every collection of a target. */
   constructor(private readonly replay: (targetKey: string) => void) {}
@@ -25,16 +27,20 @@ export class Suspensions {
   take(intake: Intake): boolean {
     const { target, item } = intake;
     if (!target.suspend || item.type === "replaying") return false;
-    const seen = this.deletes.get(target.key) ?? new Map<string, DeleteItem>();
+    const seen = this.deletes.get(target.key) ?? new Map<string, KeptDelete>();
     this.deletes.set(target.key, seen);
     const collection = item.collection.key;
-    if (item.type === "delete") seen.set(memberKey(collection, item.identity), item);
+    if (item.type === "delete")
+      seen.set(memberKey(collection, item.identity), {
+        item,
+        ...(intake.entry ? { entry: intake.entry } : {}),
+      });
     else if (item.type === "upsert") seen.delete(memberKey(collection, item.identity));
     else if (item.type === "snapshot")
       for (const o of item.objects) seen.delete(memberKey(collection, o.identity));
     else {
       // A collection no longer followed writes nothing more, its deletes included.
-      for (const [key, d] of seen) if (d.collection.key === collection) seen.delete(key);
+      for (const [key, d] of seen) if (d.item.collection.key === collection) seen.delete(key);
       return false;
     }
     return true;
@@ -50,6 +56,11 @@ export class Suspensions {
     const seen = this.deletes.get(target.key);
     this.deletes.delete(target.key);
     this.replay(target.key);
-    return [...(seen?.values() ?? [])].map((item) => ({ target, item, admitted: true }));
+    return [...(seen?.values() ?? [])].map((kept) => ({ target, ...kept, admitted: true }));
+  }
+
+  /** The durable queue entries of the deletes it keeps. */
+  *entries(): Generator<string | undefined> {
+    for (const seen of this.deletes.values()) for (const kept of seen.values()) yield kept.entry;
   }
 }

@@ -106,6 +106,11 @@ export class CommitWindow<T> {
     return closed;
   }
 
+  /** The writes of the open window, one per object. */
+  *writes(): Generator<T> {
+    for (const { write } of this.open?.writes.values() ?? []) yield write;
+  }
+
   /** The CommitRequest attached to the open window, if any. */
   get request(): string | undefined {
     return this.open?.request;

@@ -33,6 +33,11 @@ export class WorkerQueue<E extends object> {
     this.wake();
   }
 
+  /** The durable queue entries of the items it holds. */
+  *entries(): Generator<string | undefined> {
+    for (const event of this.events) if ("item" in event) yield event.entry;
+  }
+
   shift(): E | Intake | undefined {
     const event = this.events.shift();
     if (event && "item" in event) this.weight -= (event.bytes ?? 0) + itemChargeBytes;

@@ -12,7 +12,12 @@ const keyOf = (item: StreamItem) => (item as { collection: { key: string } }).co
 /** A worker that records what it takes. */
 function recorder(): Destination["worker"] & { taken: string[] } {
   const taken: string[] = [];
-  return { taken, enqueue: (_s, item) => void taken.push(keyOf(item)), intakeOpen: () => Promise.resolve() };
+  return {
+    taken,
+    accept: (_s, item) => Promise.resolve(void taken.push(keyOf(item))),
+    replay: () => Promise.resolve(),
+    intakeOpen: () => Promise.resolve(),
+  };
 }
 
 describe("everything a branch's GitTargets stream is served in order, and nothing accepted is lost", () => {

@@ -219,6 +219,44 @@ describe("GitBranch status", () => {
     assert.match(find(d.conditions, "Ready").message, /default branch does not resolve/);
   });
 
+  it("a holder with a durable queue says whether Redis keeps its accepted writes, and Redis away leaves Ready alone", () => {
+    const healthy = { retainedWrites: 0, retainedBytes: 0, intakePaused: false };
+    const kept = decideBranch(
+      { ...checked({ kind: "answered" }, mine), worker: { ...healthy, durableQueue: { available: true } } },
+      2,
+    );
+    assert.equal(find(kept.conditions, "DurableQueue").status, "True");
+    const since = new Date("2026-02-01T10:00:00Z");
+    const away = { available: false as const, error: "Connection is closed.", since };
+    const lost = decideBranch(
+      { ...checked({ kind: "answered" }, mine), worker: { ...healthy, durableQueue: away } },
+      2,
+    );
+    const queue = find(lost.conditions, "DurableQueue");
+    assert.equal(queue.status, "False");
+    assert.equal(queue.reason, "DurableQueueUnavailable");
+    assert.match(queue.message, /since 2026-02-01T10:00:00.000Z: Connection is closed\./);
+    assert.match(queue.message, /Check that Redis at --redis-addr is up/);
+    assert.equal(find(lost.conditions, "Ready").status, "True");
+    // Without a queue (no --redis-addr), and on a GitBranch that does not hold, no condition.
+    const plain = decideBranch({ ...checked({ kind: "answered" }, mine), worker: healthy }, 2);
+    assert.equal(
+      plain.conditions.find((c) => c.type === "DurableQueue"),
+      undefined,
+    );
+    const other = decideBranch({ ...checked({ kind: "answered" }, holderOlder), worker: healthy }, 2);
+    assert.equal(
+      other.conditions.find((c) => c.type === "DurableQueue"),
+      undefined,
+    );
+    // Its turning wakes the GitBranch.
+    assert.notEqual(workerReadyKey({ ...healthy, durableQueue: away }), workerReadyKey(healthy));
+    assert.notEqual(
+      workerReadyKey({ ...healthy, durableQueue: away }),
+      workerReadyKey({ ...healthy, durableQueue: { available: true } }),
+    );
+  });
+
   it("only an outage in a worker's report wakes its GitBranch: a backlog that comes and goes does not", () => {
     const healthy = { retainedWrites: 0, retainedBytes: 0, intakePaused: false };
     assert.equal(workerReadyKey(undefined), "");

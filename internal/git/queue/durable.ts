@@ -1,0 +1,209 @@
+// A branch worker's durable write queue (architecture.md § High availability): every live write
+// the worker accepts is appended to its branch's log before the worker takes it, with its author,
+// and the log is trimmed only to the oldest entry the worker still holds anywhere (its queue, a
+// gate, a suspension, the open window, the writes retained for a push). A process that takes the
+// branch over, or the same one after a crash, replays a GitTarget's entries before anything its
+// stream sends, so no accepted write and no author is lost with the process's memory.
+//
+// What "held" means is asked of the worker, not tracked here: an entry the worker no longer holds
+// was published, or dropped on purpose (an applier's echo, a suspended target's edit, a write the
+// render gate refused), and a replay must not bring it back. An append still in flight has no id
+// yet, but it will be newer than every id known when it was sent, so the trim stays before that.
+//
+// The log away costs durability, never progress: an append that fails is reported
+// (DurableQueueUnavailable) and the write goes on from memory, as it did before the queue.
+import type { Logger } from "../../telemetry/logger.ts";
+import type { StreamItem } from "../../stream/stream.ts";
+import { Backlog } from "./backlog.ts";
+import { decodeEntry, durableItem, encodeEntry, type QueueEntry } from "./entries.ts";
+import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
+import type { WriteLog } from "./writelog.ts";
+
+/** Whether the queue keeps the branch's writes now, for the GitBranch's DurableQueue condition. */
+export type QueueState = { available: true } | { available: false; error: string; since: Date };
+
+/** What became of an append: its entry id, or why the write is not in the log. */
+export type Appended = { id: string } | { skipped: "not-kept" } | { failed: string };
+
+export interface DurableWritesOptions {
+  additionalSensitive: readonly string[];
+  logger: Logger;
+  /** How long a takeover's entries wait for their GitTarget to attach: the render gate's hold. */
+  holdMs: number;
+  /** Called when the queue stops or starts keeping the branch's writes. */
+  onState: (state: QueueState) => void;
+  /** Each append, by outcome, and each replayed entry, for the metrics. */
+  onAppend?: (outcome: "appended" | "failed") => void;
+  onReplayed?: (entries: number) => void;
+}
+
+/** Trims at most this often while the worker goes idle; a landed push trims at once. */
+const settleIntervalMs = 1_000;
+
+export class DurableWrites {
+  private loading: Promise<Backlog> | undefined;
+  private backlog: Backlog | undefined;
+  /** The newest id this worker has seen: appended, or read back. */
+  private newest: string | undefined;
+  /** For each append in flight, the newest id known when it was sent. */
+  private readonly inFlight = new Map<number, string | undefined>();
+  private nextAppend = 0;
+  /** Where the log was last trimmed to (MINID). */
+  private trimmed: string | undefined;
+  private trimming: Promise<void> = Promise.resolve();
+  private settledAt = 0;
+  /** An idle trim came too soon after the last one: it is due once the interval is over. */
+  private settleSkipped = false;
+  private state: QueueState | undefined;
+
+  constructor(
+    private readonly log: WriteLog,
+    private readonly options: DurableWritesOptions,
+  ) {}
+
+  /** Reads what the log holds, once: a takeover's backlog, replayed target by target. */
+  load(now: number): Promise<Backlog> {
+    this.loading ??= this.read(now).then((backlog) => (this.backlog = backlog));
+    return this.loading;
+  }
+
+  /** The entries of one GitTarget (namespace/name) to replay, oldest first, once. */
+  async replay(target: string, now: number): Promise<QueueEntry[]> {
+    const entries = (await this.load(now)).take(target);
+    if (entries.length > 0) {
+      this.options.onReplayed?.(entries.length);
+      this.options.logger.info("replaying accepted writes from the durable queue", {
+        target,
+        entries: entries.length,
+        where: this.log.where,
+      });
+    }
+    return entries;
+  }
+
+  /** Appends a live write before the worker takes it; a marker, a snapshot or a Secret's value is not kept. */
+  async append(target: string, item: StreamItem): Promise<Appended> {
+    const durable = durableItem(item, this.options.additionalSensitive);
+    if (!durable) return { skipped: "not-kept" };
+    const token = this.nextAppend++;
+    this.inFlight.set(token, this.newest);
+    try {
+      const id = await this.log.append(encodeEntry(target, durable));
+      this.newest = newestId([this.newest, id]);
+      this.options.onAppend?.("appended");
+      this.report({ available: true });
+      return { id };
+    } catch (err) {
+      const error = (err as Error).message;
+      this.options.onAppend?.("failed");
+      this.unavailable(error);
+      return { failed: error };
+    } finally {
+      this.inFlight.delete(token);
+    }
+  }
+
+  /**
+   * Trims the log to the oldest entry the worker still holds (`held`): after a push landed, or
+   * at most once a second while the worker goes idle, so an entry dropped on purpose is not
+   * replayed after a crash.
+   */
+  settle(held: Iterable<string | undefined>, now: number, pushed: boolean): void {
+    if (!pushed && now < this.settledAt + settleIntervalMs) {
+      this.settleSkipped = true;
+      return;
+    }
+    this.settledAt = now;
+    this.settleSkipped = false;
+    for (const [target, entries] of this.backlog?.expire(now) ?? [])
+      this.options.logger.error(
+        "the durable queue's entries for a GitTarget that never attached are let go",
+        {
+          target,
+          entries,
+          where: this.log.where,
+        },
+      );
+    const minId = trimPoint({
+      held: oldestId([...held, this.backlog?.oldest()]),
+      inFlight: [...this.inFlight.values()],
+      newest: this.newest,
+    });
+    if (minId === undefined || (this.trimmed !== undefined && compareIds(minId, this.trimmed) <= 0)) return;
+    this.trimmed = minId;
+    this.trimming = this.trimming
+      .then(() => this.log.trim(minId))
+      .catch((err: unknown) => this.unavailable((err as Error).message));
+  }
+
+  /** When an idle trim skipped as too soon may run: the worker wakes for it, so nothing waits on the next event. */
+  settleDueAt(): number | undefined {
+    return this.settleSkipped ? this.settledAt + settleIntervalMs : undefined;
+  }
+
+  /** Resolves once every trim asked for so far has been tried. */
+  flushed(): Promise<void> {
+    return this.trimming;
+  }
+
+  private async read(now: number): Promise<Backlog> {
+    let raw: [string, string | undefined][];
+    try {
+      raw = await this.log.read();
+    } catch (err) {
+      this.unavailable((err as Error).message);
+      return new Backlog([], now);
+    }
+    const entries: QueueEntry[] = [];
+    for (const [id, value] of raw) {
+      this.newest = newestId([this.newest, id]);
+      const entry = decodeEntry(id, value);
+      if ("unreadable" in entry)
+        this.options.logger.error("a durable queue entry cannot be read; it is skipped", {
+          error: entry.unreadable,
+          where: this.log.where,
+        });
+      else entries.push(entry);
+    }
+    this.report({ available: true });
+    return new Backlog(entries, now + this.options.holdMs);
+  }
+
+  private unavailable(error: string): void {
+    if (this.state?.available === false) return;
+    this.options.logger.error(
+      "the durable write queue is unavailable; the branch's writes go on from memory",
+      {
+        error,
+        where: this.log.where,
+      },
+    );
+    this.report({ available: false, error, since: new Date() });
+  }
+
+  private report(state: QueueState): void {
+    if (this.state?.available === state.available) return;
+    this.state = state;
+    this.options.onState(state);
+  }
+}
+
+/**
+ * Where the log may be trimmed to (its MINID), or undefined for nowhere: before the oldest entry
+ * still held, and no later than what every append in flight may still land after. With nothing
+ * held and nothing in flight, everything up to the newest id known is done.
+ */
+export function trimPoint(facts: {
+  held: string | undefined;
+  inFlight: (string | undefined)[];
+  newest: string | undefined;
+}): string | undefined {
+  // An append sent before any id was known may land anywhere: nothing may be trimmed yet.
+  if (facts.inFlight.some((known) => known === undefined)) return undefined;
+  const bounds = [
+    facts.held,
+    ...facts.inFlight.map((known) => idAfter(known!)),
+    facts.held === undefined && facts.newest !== undefined ? idAfter(facts.newest) : undefined,
+  ];
+  return oldestId(bounds);
+}

@@ -1,0 +1,300 @@
+// The durable write queue on a real Redis Stream and a real Git server: what one branch worker
+// could not push is left in the stream, with its authors, for the next worker of the branch.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { Clone } from "../../../internal/git/engine/clone.ts";
+import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
+import { compareIds } from "../../../internal/git/queue/entryids.ts";
+import { decodeEntry } from "../../../internal/git/queue/entries.ts";
+import { BranchWorker, type BranchWorkerOptions } from "../../../internal/git/worker/branchworker.ts";
+import { RedisConnection } from "../../../internal/redis/connection.ts";
+import { RedisWriteLog, writeLogKey } from "../../../internal/redis/writelog.ts";
+import type { StreamItem } from "../../../internal/stream/stream.ts";
+import type { Author } from "../../../internal/types/signature.ts";
+import { GitServer } from "../../support/gitserver.ts";
+import { quiet } from "../../support/logger.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { RedisServer } from "../../support/redis.ts";
+import { configMapIdentity } from "../../support/streams.ts";
+import { eventually } from "../../support/wait.ts";
+import { committing, unheardFolders } from "../../support/worker.ts";
+import { configMaps } from "../../unit/git/fixtures.ts";
+
+const user = { username: "gitops", password: "s3cret" };
+const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
+const alice: Author = { name: "Alice", email: "alice@example.com", kind: "user", username: "alice" };
+const bob: Author = { name: "Bob", email: "bob@example.com", kind: "user", username: "bob" };
+
+const upsert = (name: string, value: string, author: Author): StreamItem => {
+  const object = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: "apps" },
+    data: { value },
+  };
+  return { type: "upsert", collection: configMaps, identity: configMapIdentity(name), object, author };
+};
+
+/** A RedisConnection to `address`, started: `stop` ends it. */
+async function connect(address: string): Promise<{ connection: RedisConnection; stop: () => Promise<void> }> {
+  const connection = new RedisConnection(address, quiet);
+  const abort = new AbortController();
+  const running = connection.start(abort.signal);
+  await eventually(() => connection.readiness() === undefined, { description: "Redis to answer" });
+  return {
+    connection,
+    stop: async () => {
+      abort.abort();
+      await running;
+    },
+  };
+}
+
+describe("the durable write queue's Redis Stream", () => {
+  let redis: RedisServer;
+  let connection: RedisConnection;
+  let disconnect: () => Promise<void>;
+
+  before(async () => {
+    redis = await RedisServer.start();
+    ({ connection, stop: disconnect } = await connect(redis.address));
+  });
+  after(async () => {
+    await disconnect?.();
+    await redis?.stop();
+  });
+
+  it("an append returns an id after every id appended before it", async () => {
+    const log = new RedisWriteLog(connection, "apps/ids");
+    const ids = [];
+    for (let n = 0; n < 5; n++) ids.push(await log.append(`entry ${n}`));
+    for (let n = 1; n < ids.length; n++) assert.ok(compareIds(ids[n - 1]!, ids[n]!) < 0, `${ids.join(", ")}`);
+  });
+
+  it("a read returns every entry, in order, past one page", async () => {
+    const log = new RedisWriteLog(connection, "apps/pages");
+    const written: string[] = [];
+    for (let n = 0; n < 1_200; n++) written.push(await log.append(`entry ${n}`));
+    const read = await log.read();
+    assert.equal(read.length, 1_200);
+    assert.deepEqual(
+      read.map(([id]) => id),
+      written,
+    );
+    assert.deepEqual(
+      read.map(([, value]) => value),
+      written.map((_, n) => `entry ${n}`),
+    );
+  });
+
+  it("a trim removes exactly the entries before its id, and the stream keeps an expiry", async () => {
+    const log = new RedisWriteLog(connection, "apps/trim");
+    const ids = [];
+    for (let n = 0; n < 5; n++) ids.push(await log.append(`entry ${n}`));
+    await log.trim(ids[2]!);
+    assert.deepEqual(
+      (await log.read()).map(([id]) => id),
+      ids.slice(2),
+    );
+    const client = redis.client();
+    try {
+      const ttl = await client.pttl(writeLogKey("apps/trim"));
+      assert.ok(ttl > 0 && ttl <= 7 * 24 * 60 * 60 * 1000, `PTTL ${ttl}`);
+      assert.equal(await client.xlen(writeLogKey("apps/trim")), 3);
+    } finally {
+      client.disconnect();
+    }
+    assert.match(log.where, new RegExp(`Redis at ${redis.address}, stream gitopsreverser:writes:apps/trim`));
+  });
+
+  it("with Redis away an append rejects at once instead of waiting for it", async () => {
+    const away = await RedisServer.start();
+    const { connection: awayConnection, stop } = await connect(away.address);
+    try {
+      const log = new RedisWriteLog(awayConnection, "apps/away");
+      await log.append("before");
+      await away.stop();
+      const started = Date.now();
+      const outcome = await Promise.race([
+        log.append("during").then(
+          (id) => `appended ${id}`,
+          (err: unknown) => err as Error,
+        ),
+        new Promise<string>((resolve) => setTimeout(() => resolve("still waiting after 5 s"), 5_000)),
+      ]);
+      assert.ok(outcome instanceof Error, String(outcome));
+      assert.ok(Date.now() - started < 2_000, `rejected after ${Date.now() - started} ms`);
+    } finally {
+      await stop();
+    }
+  });
+});
+
+describe("a branch worker's durable write queue", () => {
+  let redis: RedisServer;
+  let connection: RedisConnection;
+  let disconnect: () => Promise<void>;
+  let git: GitServer;
+  let dir: string;
+  const running: BranchWorker[] = [];
+
+  const xlen = (branch: string) => connection.client.xlen(writeLogKey(branch));
+
+  /** A worker of the branch whose log is `queue.log`, cloning `url` afresh, stopped after the tests. */
+  function worker(url: string, queue: BranchWorkerOptions["queue"]): BranchWorker {
+    const subject = new BranchWorker({
+      clone: new Clone({ dir: join(dir, `clone-${running.length}`), url, branch: "main", auth: user }),
+      committer,
+      bufferLimitBytes: 8 * 1024 * 1024,
+      pushCooldownMs: 0,
+      shutdownGraceMs: 2_000,
+      materialize: committing(committer),
+      folders: unheardFolders,
+      logger: quiet,
+      queue,
+    });
+    running.push(subject);
+    return subject;
+  }
+
+  before(async () => {
+    [redis, git] = await Promise.all([RedisServer.start(), GitServer.start({ users: [user] })]);
+    ({ connection, stop: disconnect } = await connect(redis.address));
+    dir = makeOwnedTempDir("durablequeue");
+  });
+  after(async () => {
+    await git?.start();
+    for (const subject of running) await subject.stop();
+    await disconnect?.();
+    await redis?.stop();
+    await git?.close();
+    if (dir) removeOwnedTempDir(dir);
+  });
+
+  it("a worker that could not push before it stopped leaves its writes, with their authors, to the next worker of the branch", async () => {
+    const url = await git.createRepository("takeover");
+    const start = await git.pushForeignCommit("takeover", {
+      files: { "README.md": "# State\n" },
+      message: "Start",
+    });
+    const target: TargetSettings = {
+      key: "apps/t",
+      path: "clusters/dev",
+      timers: { idleTimeoutMs: 300, maxDurationMs: 60_000 },
+      prune: "OnEvent",
+    };
+    const branch = "apps/takeover";
+    const items = [
+      upsert("a", "first", alice),
+      upsert("a", "second", alice),
+      upsert("b", "only", bob),
+      upsert("c", "only", alice),
+    ];
+
+    // The first worker never reaches its remote: every write it accepts stays unpushed.
+    await git.stop();
+    const first = worker(url, { log: new RedisWriteLog(connection, branch) });
+    first.start();
+    for (const item of items) await first.accept(target, item);
+    const unpublished = await first.stop();
+    assert.ok(unpublished, "the first worker could not publish");
+    assert.equal(await git.branchHead("takeover", "main"), start);
+
+    // The stream holds each ConfigMap's last value, with its author.
+    const kept = new Map<string, { value: string; author: string }>();
+    for (const [id, fields] of await connection.client.xrange(writeLogKey(branch), "-", "+")) {
+      const entry = decodeEntry(id, fields[1]);
+      assert.ok(!("unreadable" in entry), JSON.stringify(entry));
+      assert.equal(entry.target, "apps/t");
+      assert.equal(entry.item.type, "upsert");
+      if (entry.item.type !== "upsert") continue;
+      kept.set(entry.item.identity.name, {
+        value: (entry.item.object as { data: { value: string } }).data.value,
+        author: entry.item.author?.username ?? "none",
+      });
+    }
+    assert.deepEqual(Object.fromEntries(kept), {
+      a: { value: "second", author: "alice" },
+      b: { value: "only", author: "bob" },
+      c: { value: "only", author: "alice" },
+    });
+
+    // The next worker of the branch, on a remote it reaches, replays them before anything else.
+    await git.start();
+    const next = worker(url, { log: new RedisWriteLog(connection, branch) });
+    await next.replay(target);
+    next.start();
+    const file = (name: string) => `clusters/dev/apps/configmaps/${name}.yaml`;
+    await eventually(
+      async () => {
+        for (const [name, value] of [
+          ["a", "second"],
+          ["b", "only"],
+          ["c", "only"],
+        ] as const)
+          if (!(await git.fileAt("takeover", "main", file(name)))?.includes(`value: ${value}`)) return false;
+        return true;
+      },
+      { description: "each ConfigMap's last value on the remote" },
+    );
+    const authorsOf = async (name: string) =>
+      (await git.gitIn("takeover", ["log", "--format=%an <%ae>", "main", "--", file(name)]))
+        .split("\n")
+        .filter(Boolean);
+    assert.deepEqual(await authorsOf("a"), ["Alice <alice@example.com>"]);
+    assert.deepEqual(await authorsOf("b"), ["Bob <bob@example.com>"]);
+    assert.deepEqual(await authorsOf("c"), ["Alice <alice@example.com>"]);
+
+    // One commit per window (alice's a, bob's b, alice's c), none empty, none twice.
+    const commits = (await git.gitIn("takeover", ["rev-list", "--reverse", `${start}..main`]))
+      .split("\n")
+      .filter(Boolean);
+    const touched = [];
+    for (const commit of commits) {
+      const paths = (
+        await git.gitIn("takeover", ["diff-tree", "--no-commit-id", "--name-only", "-r", commit])
+      )
+        .split("\n")
+        .filter((path) => path.includes("/configmaps/"));
+      assert.ok(paths.length > 0, `commit ${commit} writes no ConfigMap`);
+      touched.push(paths);
+    }
+    assert.deepEqual(touched, [[file("a")], [file("b")], [file("c")]]);
+
+    await eventually(async () => (await xlen(branch)) === 0, {
+      description: "the stream trimmed empty once the push landed",
+    });
+  });
+
+  it("an edit of a suspended GitTarget leaves the durable queue without a push", async () => {
+    const url = await git.createRepository("suspended");
+    const start = await git.pushForeignCommit("suspended", {
+      files: { "README.md": "# State\n" },
+      message: "Start",
+    });
+    const target: TargetSettings = {
+      key: "apps/s",
+      path: "clusters/dev",
+      timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
+      prune: "OnEvent",
+      suspend: true,
+    };
+    const branch = "apps/suspended";
+    const outcomes: string[] = [];
+    const subject = worker(url, {
+      log: new RedisWriteLog(connection, branch),
+      onAppend: (outcome) => outcomes.push(outcome),
+    });
+    subject.start();
+    await subject.accept(target, upsert("paused", "edited", alice));
+    assert.deepEqual(outcomes, ["appended"]);
+
+    await eventually(async () => (await xlen(branch)) === 0, {
+      timeoutMs: 10_000,
+      description: "the suspended target's edit trimmed from the stream",
+    });
+    assert.equal(subject.backlog, 0);
+    assert.equal(await git.branchHead("suspended", "main"), start, "no commit was made");
+  });
+});
