@@ -149,7 +149,7 @@ export function flagParser(): Command {
     )
     .option(
       "--replica-count <n>",
-      "how many replicas of the operator run: the in-process fact transport needs exactly one",
+      "how many replicas of the operator run: more than one needs --leader-elect and --redis-addr, and the in-process fact transport needs exactly one",
       invalid("--replica-count", (v) => {
         const n = Number(v);
         if (!Number.isInteger(n) || n < 1) throw new Error(`"${v}" is not a positive integer`);
@@ -245,6 +245,25 @@ function oneOf(value: string, allowed: string[]): string {
 export function parseFlags(argv: string[], command: Command = flagParser()): OperatorOptions {
   command.parse(argv, { from: "user" });
   return command.opts<OperatorOptions>();
+}
+
+/**
+ * Refuses more than one replica where it cannot work: without --leader-elect every replica would
+ * write every branch, and without Redis a standby that takes over would find no durable queue
+ * to replay and no way to hear a push notice another replica received.
+ */
+export function checkReplicas(
+  options: Pick<OperatorOptions, "replicaCount" | "leaderElect" | "redisAddr">,
+): void {
+  if (options.replicaCount === 1) return;
+  if (!options.leaderElect)
+    throw new Error(
+      `--replica-count=${options.replicaCount} needs --leader-elect=true: one replica holds the branches and the others stand by`,
+    );
+  if (!options.redisAddr)
+    throw new Error(
+      `--replica-count=${options.replicaCount} needs --redis-addr: the durable write queue a standby replays and the push notices it hears live in Redis`,
+    );
 }
 
 /** --author-attribution and its flags, as the settings the operator's wiring takes. */

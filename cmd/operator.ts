@@ -3,10 +3,11 @@ import { processManager, runUntilStopped, serveTelemetry } from "../internal/ope
 import { createLogger } from "../internal/telemetry/logger.ts";
 import { registerInstruments } from "../internal/telemetry/instruments.ts";
 import { createRegistry } from "../internal/telemetry/metrics.ts";
-import { attributionSettings, parseFlags } from "./flags.ts";
+import { attributionSettings, checkReplicas, parseFlags } from "./flags.ts";
 import { setupOperator } from "../controllers/setup.ts";
 
 const options = parseFlags(process.argv.slice(2));
+checkReplicas(options);
 const logger = createLogger(options.logLevel, options.logFormat);
 const { manager, identity, kubeConfig } = processManager(options, "gitops-reverser-leader", logger);
 const operator = setupOperator(manager, { ...options, attribution: attributionSettings(options) });

@@ -1,9 +1,11 @@
 // GitReceiver: reads its token Secret (uncached, by name, on every pass: no Secret value sits in
 // an informer, and a rotated token is picked up within a minute), publishes status.webhookPath,
-// and serves that path on the push receiver while the operator runs one.
+// and serves that path on the push receiver while the operator runs one. It runs on every
+// replica, since a Service may send a delivery to any of them; only the leader writes status.
 import { CoreV1Api } from "@kubernetes/client-node";
 import { gitReceivers, resourceTypes, type GitReceiver } from "../generated/v1alpha3/index.ts";
 import { informerSource } from "../internal/kube/sources.ts";
+import { storeKeyOf } from "../internal/types/names.ts";
 import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
@@ -37,6 +39,7 @@ export class GitReceiverReconciler implements Reconciler {
     if (decided.webhookPath && decided.token)
       this.listener?.register(decided.webhookPath, ref, receiver.spec.type, decided.token);
     else this.listener?.unregister(ref);
+    if (!this.manager.isLeader) return { requeueAfterMs: recheckMs };
     await this.status.write(gitReceivers(this.manager.kubeConfig), receiver, {
       conditions: decided.conditions,
       fields: decided.webhookPath ? { webhookPath: decided.webhookPath } : {},
@@ -67,7 +70,12 @@ export function setupGitReceiverController(manager: Manager, listener: PushRecei
     "gitreceiver",
     new GitReceiverReconciler(manager, receivers, listener),
     manager.logger,
+    { everyReplica: true },
   ).for(receivers);
   manager.addController(controller);
+  // The new leader writes every receiver's status at once, not on its next minute's pass.
+  manager.onLeading(() => {
+    for (const r of receivers.list()) controller.queue.add(storeKeyOf(r));
+  });
   return controller;
 }

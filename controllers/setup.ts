@@ -4,6 +4,7 @@ import type { Attribution, AttributionSettings } from "../internal/attribution/a
 import { RedisConnection } from "../internal/redis/connection.ts";
 import { RedisCursorStore } from "../internal/redis/cursors.ts";
 import { RedisWriteLog } from "../internal/redis/writelog.ts";
+import { RedisNotices } from "../internal/redis/notices.ts";
 import { resourceTypes, type GitBranch, type GitProvider } from "../generated/v1alpha3/index.ts";
 import { PushReceiver } from "../internal/receiver/receiver.ts";
 import { branchesWoken } from "../internal/receiver/route.ts";
@@ -217,7 +218,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   });
   // A provider's status says once its CommitRequest watch holds its list.
   commitRequestServer.onServed((key) => kubeProviders.queue.add(key));
-  const receiver = setupPushReceiver(manager, settings, workers, remoteStatus);
+  const receiver = setupPushReceiver(manager, settings, workers, remoteStatus, redis);
   setupGitReceiverController(manager, receiver);
   setupGitProviderController(manager);
   setupGitBranchController(manager, {
@@ -248,6 +249,7 @@ function setupPushReceiver(
   settings: OperatorSettings,
   workers: WorkerManager,
   remoteStatus: RemoteStatusPublisher,
+  redis: RedisConnection | undefined,
 ): PushReceiver | undefined {
   const address = settings.receiverBindAddress ? parseBindAddress(settings.receiverBindAddress) : undefined;
   if (!address) return undefined;
@@ -255,12 +257,20 @@ function setupPushReceiver(
     informerSource(manager.kubeConfig, resourceTypes.GitProvider),
   );
   const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
+  // With Redis, a delivery to a replica without the branch's worker reaches the one with it.
+  const wakeHere = (key: string) => {
+    const woken = workers.notice(key);
+    if (woken) remoteStatus.recordNotice(key);
+    return woken;
+  };
+  const relay = redis && new RedisNotices(redis, wakeHere, manager.logger);
+  if (relay) manager.addRunnable(relay);
   const receiver = new PushReceiver({
     ...address,
     logger: manager.logger,
     route: ({ urls, branch }) => {
       for (const key of branchesWoken(urls, branch, providers.list(), branches.list()))
-        if (workers.notice(key)) remoteStatus.recordNotice(key);
+        if (!wakeHere(key)) void relay?.publish(key);
     },
   });
   manager.addRunnable(receiver);

@@ -289,12 +289,27 @@ try {
   process.stdout.write(await sopsDecryptText(keys, encrypted, identity));
   const cursors = redis.client();
   const keysInRedis = await cursors.keys("gitopsreverser:*").finally(() => cursors.disconnect());
-  say("What Redis holds: a fact stream per type, and a resume cursor per watched collection");
+  say(
+    "What Redis holds: a fact stream per type, a resume cursor per watched collection, and each GitBranch's durable write queue (empty once its pushes landed)",
+  );
   process.stdout.write(
     `${keysInRedis
       .sort()
       .map((k) => `    ${k}`)
       .join("\n")}\n`,
+  );
+  say(
+    "kubectl get gitbranch: the DurableQueue condition, True while Redis keeps every accepted write until its push",
+  );
+  process.stdout.write(
+    await kubectlOk(
+      plane,
+      "get",
+      "gitbranch",
+      "-A",
+      "-o",
+      'custom-columns=NAME:.metadata.name,DURABLE:.status.conditions[?(@.type=="DurableQueue")].status,MESSAGE:.status.conditions[?(@.type=="DurableQueue")].message',
+    ),
   );
   say(`kubectl events -n ${namespace}: what the operator recorded on the objects it reconciles`);
   process.stdout.write(await kubectlOk(plane, "events", "-n", namespace));
@@ -307,6 +322,7 @@ try {
     "git_documents_total",
     "git_commits_total",
     "git_pushes_total",
+    "git_queue_appends_total",
     "git_branch_targets",
     "resource_condition",
   ].map((family) => `gitopsreverser_${family}`);

@@ -37,6 +37,12 @@ export type Mapper<D extends KubernetesObject> = (dependency: D) => Request[];
 export interface ControllerOptions {
   concurrency?: number;
   rateLimiter?: RateLimiter;
+  /**
+   * Runs on every replica from the start, not only on the leader: for a reconciler whose
+   * in-process effect every replica needs (the push receiver's paths), which writes status only
+   * while it leads (`Manager.isLeader`).
+   */
+  everyReplica?: boolean;
 }
 
 /**
@@ -46,6 +52,7 @@ export interface ControllerOptions {
 export class Controller {
   readonly queue: WorkQueue;
   private readonly concurrency: number;
+  readonly everyReplica: boolean;
 
   constructor(
     readonly name: string,
@@ -55,6 +62,7 @@ export class Controller {
   ) {
     this.queue = new WorkQueue(options.rateLimiter);
     this.concurrency = options.concurrency ?? 1;
+    this.everyReplica = options.everyReplica ?? false;
   }
 
   /** Reconciles each object of the primary kind when it is added, deleted, or updated as `predicate` allows. */

@@ -24,9 +24,9 @@ export interface ManagerOptions {
 }
 
 /**
- * Owns the shared informers, the controllers and the other runnables of one process. Informers
- * and runnables that do not need leadership start at once; controllers and the rest start when
- * this process becomes leader. A lost lease stops the manager: a process that might no longer
+ * Owns the shared informers, the controllers and the other runnables of one process. Informers,
+ * runnables that do not need leadership and every-replica controllers start at once; the other
+ * controllers and the rest start when this process becomes leader. A lost lease stops the manager: a process that might no longer
  * be the only writer must not go on writing.
  */
 export class Manager {
@@ -39,6 +39,7 @@ export class Manager {
   private election: { abort: AbortController; run: Promise<void> } | undefined;
   private leaderSignal: AbortController | undefined;
   private synced = false;
+  private readonly leadingListeners: (() => void)[] = [];
   private stopping = false;
   private lostLease = false;
 
@@ -82,6 +83,11 @@ export class Manager {
     this.controllers.push(controller);
   }
 
+  /** Calls `listener` when this process starts leading: an every-replica controller's status is its own now. */
+  onLeading(listener: () => void): void {
+    this.leadingListeners.push(listener);
+  }
+
   addRunnable(runnable: Runnable): void {
     this.runnables.push(runnable);
   }
@@ -102,6 +108,7 @@ export class Manager {
     if (signal.aborted) return;
     this.synced = true;
     for (const r of this.runnables.filter((r) => !r.needLeaderElection)) this.running.push(r.start(signal));
+    for (const c of this.controllers.filter((c) => c.everyReplica)) this.running.push(c.run());
 
     const election = this.options.leaderElection;
     if (!election) {
@@ -149,8 +156,9 @@ export class Manager {
     if (this.stopping) return;
     const leader = new AbortController();
     this.leaderSignal = leader;
-    for (const c of this.controllers) this.running.push(c.run());
+    for (const c of this.controllers.filter((c) => !c.everyReplica)) this.running.push(c.run());
     for (const r of this.runnables.filter((r) => r.needLeaderElection))
       this.running.push(r.start(leader.signal));
+    for (const listener of this.leadingListeners) listener();
   }
 }

@@ -52,6 +52,9 @@ describe("the Helm chart", () => {
       "redis.address=redis:6379",
       "--set",
       "inClusterKubeProviders={team-a/in-cluster}",
+      // Standbys: a PodDisruptionBudget and a spread over nodes come with them.
+      "--set",
+      "replicaCount=3",
     ];
     const { text, objects } = await template(...all);
     const file = join(plane.dir, "chart.yaml");
@@ -68,6 +71,10 @@ describe("the Helm chart", () => {
     assert.ok(args.includes("--redis-addr=redis:6379"));
     assert.ok(args.includes("--in-cluster-kube-providers=team-a/in-cluster"));
     assert.ok(args.includes("--receiver-bind-address=:9292"));
+    assert.ok(args.includes("--replica-count=3") && args.includes("--leader-elect=true"));
+    assert.equal((operator.spec as { replicas: number }).replicas, 3);
+    const budget = find(objects, "PodDisruptionBudget", "gitops-reverser").spec as { maxUnavailable: number };
+    assert.equal(budget.maxUnavailable, 1, "a drain evicts one replica at a time");
     // Every flag the chart passes is one the operator accepts, and the settings it makes hold.
     const options = parseFlags(args, flagParser().exitOverride());
     assert.equal(options.metricsBindAddress, ":8443");
@@ -112,13 +119,15 @@ describe("the Helm chart", () => {
       assert.notEqual(result.code, 0, `${set} was accepted`);
       assert.match(result.stderr, says, set);
     };
-    await refused("replicaCount=2", /replicaCount/);
+    await refused("replicaCount=0", /replicaCount/);
     await refused("logLevel=verbose", /logLevel/);
     await refused("gitRefreshInterval=ten minutes", /gitRefreshInterval/);
     await refused("inClusterKubeProviders={in-cluster}", /inClusterKubeProviders/);
     await refused("unknownValue=1", /unknownValue/);
     // And what the schema cannot say, the templates say: attribution needs Redis or memory, and a certificate.
     await refused("attribution.enabled=true", /redis\.address|certificate/);
+    // More than one replica needs leader election and Redis.
+    await refused("replicaCount=2", /replicaCount above 1 needs redis\.address/);
   });
 
   it("grants exactly what config/rbac grants", async () => {

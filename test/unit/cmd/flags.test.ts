@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { attributionSettings, envNameOf, flagParser, parseFlags } from "../../../cmd/flags.ts";
+import { attributionSettings, checkReplicas, envNameOf, flagParser, parseFlags } from "../../../cmd/flags.ts";
 import { parseBindAddress } from "../../../internal/telemetry/servers.ts";
 
 /** A parser that throws instead of exiting, with its error output captured. */
@@ -126,6 +126,22 @@ describe("parseBindAddress", () => {
     assert.deepEqual(parseBindAddress("127.0.0.1:9090"), { host: "127.0.0.1", port: 9090 });
     assert.equal(parseBindAddress("0"), undefined);
     assert.throws(() => parseBindAddress("8080"), /invalid bind address/);
+  });
+
+  it("more than one replica needs --leader-elect and --redis-addr; one needs neither", () => {
+    const options = (args: string[]) => parseFlags(args, strictParser().command);
+    assert.doesNotThrow(() => checkReplicas(options([])));
+    assert.throws(
+      () => checkReplicas(options(["--replica-count=3", "--redis-addr=redis:6379"])),
+      /--replica-count=3 needs --leader-elect=true/,
+    );
+    assert.throws(
+      () => checkReplicas(options(["--replica-count=2", "--leader-elect"])),
+      /--replica-count=2 needs --redis-addr: the durable write queue/,
+    );
+    assert.doesNotThrow(() =>
+      checkReplicas(options(["--replica-count=2", "--leader-elect", "--redis-addr=redis:6379"])),
+    );
   });
 
   it("memory transport is refused with two replicas; the redis transport needs --redis-addr", () => {
