@@ -34,6 +34,8 @@ export class Manager {
   private readonly controllers: Controller[] = [];
   private readonly runnables: Runnable[] = [];
   private readonly running: Promise<unknown>[] = [];
+  /** The leader's runnables: the Lease is released only once they have all stopped. */
+  private readonly leading: Promise<unknown>[] = [];
   private readonly stopController = new AbortController();
   private elector: LeaderElector | undefined;
   private election: { abort: AbortController; run: Promise<void> } | undefined;
@@ -136,8 +138,10 @@ export class Manager {
   }
 
   /**
-   * Stops campaigning, then the leader's work, then gives up the lease, so a standby takes
-   * over at once, and stops the informers last.
+   * Stops campaigning, then the leader's work, and waits for it (a branch worker publishes what
+   * it holds), then gives up the lease, so a standby takes over at once and never while the old
+   * leader still writes; stops the other runnables (Redis, which that work may still need) and
+   * the informers last.
    */
   async stop(): Promise<void> {
     if (this.stopping) return;
@@ -147,6 +151,7 @@ export class Manager {
     this.leaderSignal?.abort();
     this.leaderSignal = undefined;
     await Promise.all(this.controllers.map((c) => c.stop()));
+    await Promise.allSettled(this.leading);
     await this.elector?.release();
     this.stopController.abort();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
@@ -157,8 +162,11 @@ export class Manager {
     const leader = new AbortController();
     this.leaderSignal = leader;
     for (const c of this.controllers.filter((c) => !c.everyReplica)) this.running.push(c.run());
-    for (const r of this.runnables.filter((r) => r.needLeaderElection))
-      this.running.push(r.start(leader.signal));
+    for (const r of this.runnables.filter((r) => r.needLeaderElection)) {
+      const run = r.start(leader.signal);
+      this.running.push(run);
+      this.leading.push(run);
+    }
     for (const listener of this.leadingListeners) listener();
   }
 }

@@ -125,6 +125,19 @@ export class ReplicaEnvironment {
       identity: () => identityIn(started.logFile),
     };
     this.replicas.push(replica);
+    // Ready: its informers listed, Redis answered, its audit ingress serves. A replica that
+    // takes the audit port must serve it before anyone writes, or their facts are lost.
+    await eventually(
+      async () => {
+        started.process.assertRunning();
+        const answer = await fetch(`http://127.0.0.1:${started.probePort}/readyz`).catch(() => undefined);
+        return answer?.status === 200;
+      },
+      {
+        timeoutMs: 60_000,
+        description: () => `replica ${this.replicas.length - 1} ready:\n${started.process.logTail()}`,
+      },
+    );
     return replica;
   }
 
@@ -212,6 +225,12 @@ export class ReplicaEnvironment {
     return (await this.git.gitIn("state", ["log", "--format=%an", "main", "--", path]))
       .split("\n")
       .filter(Boolean);
+  }
+
+  /** How many commits on main `author` made. */
+  async commitsBy(author: string): Promise<number> {
+    const authors = await this.git.gitIn("state", ["log", "--format=%an", "main"]);
+    return authors.split("\n").filter((name) => name === author).length;
   }
 
   /** The commits that touched any of `paths`. */

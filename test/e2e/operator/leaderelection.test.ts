@@ -79,6 +79,51 @@ describe("leader election on a Lease", () => {
     await secondDone;
   });
 
+  it("a graceful stop gives the lease up only once the leader's work has stopped: a standby never writes beside it", async () => {
+    const lease = { namespace: "default", name: "slow-handover", ...timings };
+    const first = new Manager(kc, { leaderElection: { ...lease, identity: "first" }, logger: quiet });
+    // A leader's work that takes a while to stop, as a branch worker publishing what it holds.
+    let finishing = false;
+    let finished = false;
+    const publishing: Runnable = {
+      name: "publishing",
+      needLeaderElection: true,
+      async start(signal) {
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+        finishing = true;
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        finished = true;
+      },
+    };
+    first.addRunnable(publishing);
+    const firstDone = first.start();
+    await eventually(async () => (await holderOf("slow-handover"))?.holderIdentity === "first", {
+      description: "the first manager to lead",
+    });
+    const second = new Manager(kc, { leaderElection: { ...lease, identity: "second" }, logger: quiet });
+    let finishedWhenSecondLed: boolean | undefined;
+    second.addRunnable({
+      name: "second-work",
+      needLeaderElection: true,
+      async start(signal) {
+        finishedWhenSecondLed = finished;
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      },
+    });
+    const secondDone = second.start();
+    const stopping = first.stop();
+    await eventually(() => finishing, { description: "the first's work to start stopping" });
+    await stopping;
+    await firstDone;
+    await eventually(() => finishedWhenSecondLed !== undefined, {
+      timeoutMs: 10_000,
+      description: "the second manager to lead",
+    });
+    assert.equal(finishedWhenSecondLed, true, "the second led only after the first's work had stopped");
+    await second.stop();
+    await secondDone;
+  });
+
   it("stops the manager, and fails it, when it can no longer renew its lease", async () => {
     const lease = { namespace: "default", name: "stolen", ...timings };
     const manager = new Manager(kc, { leaderElection: { ...lease, identity: "victim" }, logger: quiet });

@@ -8,6 +8,7 @@ import { CoreV1Api } from "@kubernetes/client-node";
 import { gitBranches, gitReceivers, gitTargets } from "../../../generated/v1alpha3/index.ts";
 import { findCondition } from "../../../internal/operator/conditions.ts";
 import { mirrorFieldManager } from "../../support/mirror.ts";
+import { RedisServer } from "../../support/redis.ts";
 import { ReplicaEnvironment, replicaNamespace as namespace, type Replica } from "../../support/replicas.ts";
 import { eventually } from "../../support/wait.ts";
 import { genericPush } from "../receiver/payloads.ts";
@@ -15,10 +16,13 @@ import { genericPush } from "../receiver/payloads.ts";
 const names = (prefix: string) => Array.from({ length: 4 }, (_, i) => `${prefix}-${i}`);
 /** The operator's Lease duration: a standby takes over this long after the leader's last renewal. */
 const leaseDurationMs = 15_000;
+/** The committer, and the author of what no person wrote (a snapshot). */
+const operatorName = "GitOps Reverser";
 
 describe("replicas: one leader holds the branches, a standby takes over and hears every push notice", () => {
   let r: ReplicaEnvironment;
   let leader: Replica;
+  /** The replica that stands by at first, and leads from the second test on. */
   let standby: Replica;
 
   before(async () => {
@@ -111,6 +115,64 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
       1,
       "bob's window, once",
     );
+  });
+
+  it("a rolling restart of every replica loses nothing and makes no commit of its own", async () => {
+    // The old leader is gone: a new replica takes the audit port, so the edits below are attributed.
+    let current = standby;
+    const next = await r.startReplica({ standby: true, receiver: true, workers: "workers-c" });
+    assert.deepEqual(await r.openWindows(names("r"), names("s")), [], "none of bob's values in Git yet");
+    const operatorCommits = await r.commitsBy(operatorName);
+
+    // One replica at a time: the leader stops gracefully (it publishes its open window within its
+    // grace and gives the Lease up), the standby leads, and a fresh replica stands by for the next.
+    for (const [fresh, workers] of [[next, "workers-d"] as const, [undefined, ""] as const]) {
+      await current.process.stop();
+      const successor = fresh ?? r.replicas.at(-1)!;
+      await eventually(async () => (await r.leader()) === successor.identity(), {
+        timeoutMs: leaseDurationMs + 5_000,
+        description: () => `the standby to lead after a graceful stop; last lines:\n${r.logTails()}`,
+      });
+      current = successor;
+      if (workers) await r.startReplica({ standby: true, audited: false, workers });
+    }
+
+    await eventually(() => r.allAtV2([...names("r"), ...names("s")]), {
+      timeoutMs: 60_000,
+      description: () => `every last value in Git; last lines:\n${r.logTails()}`,
+    });
+    for (const name of names("r")) assert.deepEqual(await r.authorsOf(r.fileOf(name)), ["alice"], name);
+    for (const name of names("s")) assert.deepEqual(await r.authorsOf(r.fileOf(name)), ["bob"], name);
+    assert.equal(await r.commitsBy(operatorName), operatorCommits, "no replica committed as the operator");
+    standby = current;
+  });
+
+  it("with Redis down a failover still loses no final value (the authors are the unresolved sentinel: the audit facts travel through Redis too)", async () => {
+    const leading = standby;
+    const successor = await r.startReplica({ standby: true, receiver: true, workers: "workers-e" });
+    const port = Number(r.redis.address.split(":").at(-1));
+    await r.redis.stop();
+    try {
+      for (const name of names("t")) await r.write(r.alice, name, "v2");
+      // Let the leader take them, then kill it before its window closes.
+      await eventually(
+        async () =>
+          findCondition((await gitBranches(r.kc).get(namespace, "main"))?.status?.conditions, "DurableQueue")
+            ?.status === "False",
+        { timeoutMs: 30_000, description: "the leader's DurableQueue False" },
+      );
+      await leading.process.kill();
+      await eventually(async () => (await r.leader()) === successor.identity(), {
+        timeoutMs: leaseDurationMs + 5_000,
+        description: () => `the standby to take the Lease; last lines:\n${r.logTails()}`,
+      });
+      await eventually(() => r.allAtV2(names("t")), {
+        timeoutMs: 90_000,
+        description: () => `every last value in Git; last lines:\n${r.logTails()}`,
+      });
+    } finally {
+      r.redis = await RedisServer.start(port);
+    }
   });
 });
 
