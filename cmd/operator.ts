@@ -10,7 +10,7 @@ const options = parseFlags(process.argv.slice(2));
 checkReplicas(options);
 const logger = createLogger(options.logLevel, options.logFormat);
 const { manager, identity, kubeConfig } = processManager(options, "gitops-reverser-leader", logger);
-const operator = setupOperator(manager, { ...options, attribution: attributionSettings(options) });
+const operator = setupOperator(manager, { ...options, identity, attribution: attributionSettings(options) });
 
 const registry = createRegistry();
 registerInstruments(registry);

@@ -71,6 +71,8 @@ export interface GitBranchDeps {
   workers?: Pick<WorkerManager, "branchState" | "onBranchChanged" | "release">;
   /** Called once a GitBranch's worker is retired, to forget what was published for it. */
   onReleased?: (branchKey: string) => void;
+  /** This process's leader Lease identity: status.heldBy of the branches it holds. */
+  identity?: string;
 }
 
 export interface GitBranchInformers {
@@ -141,9 +143,15 @@ export class GitBranchReconciler implements Reconciler {
 
     const decision = decideBranch(facts, branch.metadata.generation);
     const repository = provider ? normalizeRepositoryUrl(provider.spec.url) : undefined;
+    const heldBy =
+      facts.stage === "checked" && facts.holder?.uid === facts.self.uid ? this.deps.identity : undefined;
     await this.status.write(this.client, branch, {
       conditions: decision.conditions,
-      fields: { gitTargetCount: this.targetCount(branch), ...(repository ? { repository } : {}) },
+      fields: {
+        gitTargetCount: this.targetCount(branch),
+        ...(repository ? { repository } : {}),
+        ...(heldBy ? { heldBy } : {}),
+      },
     });
     await this.transitions.observe(key, branch, decision.conditions);
     const ready = decision.conditions.find((c) => c.type === "Ready")!;

@@ -78,6 +78,8 @@ export interface OperatorSettings {
   commitRequestWithdrawMarginMs?: number;
   /** --receiver-bind-address: where the push receiver listens; empty or "0" serves none. */
   receiverBindAddress?: string;
+  /** The process's leader Lease identity, which GitBranch status.heldBy names. */
+  identity?: string;
 }
 
 /** The source label of gitopsreverser_placements_total, by rung. */
@@ -226,6 +228,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     onReconcileRequested: (key) => workers.refresh(key),
     workers,
     onReleased: (key) => remoteStatus.forget(key),
+    ...(settings.identity ? { identity: settings.identity } : {}),
   });
   setupGitTargetController(manager, sourceContexts, { claims, workers });
   setupFluxClaimController(manager, sourceContexts, following);

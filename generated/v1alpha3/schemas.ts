@@ -186,6 +186,8 @@ export interface components {
             conditions?: components["schemas"]["Conditions"];
             /** @description How many GitTargets, from any namespace, reference this GitBranch. */
             gitTargetCount?: number;
+            /** @description The operator replica that holds this branch and runs its branch worker: its leader Lease identity (the pod's name and a random suffix). Absent while this GitBranch does not hold its branch. */
+            heldBy?: string;
             /**
              * Format: date-time
              * @description When a GitReceiver last delivered a push for this branch, whether or not the look it caused could read the remote.

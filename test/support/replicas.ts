@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { writeLogKey } from "../../internal/redis/writelog.ts";
+import { gitTargets } from "../../generated/v1alpha3/index.ts";
 import { RedisConnection } from "../../internal/redis/connection.ts";
 import { attributionEnv, grantEditing, type AttributionEnv } from "./attributionenv.ts";
 import { ControlPlane, type TestIdentity } from "./controlplane.ts";
@@ -141,6 +142,20 @@ export class ReplicaEnvironment {
     return replica;
   }
 
+  /** Resolves once the GitTarget "configs" is Ready: its snapshot is in Git, and what follows is live. */
+  async targetReady(): Promise<void> {
+    await eventually(
+      async () => {
+        const target = await gitTargets(this.kc).get(replicaNamespace, "configs");
+        return target?.status?.conditions?.find((c) => c.type === "Ready")?.status === "True";
+      },
+      {
+        timeoutMs: 90_000,
+        description: () => `the GitTarget configs Ready; last lines:\n${this.logTails()}`,
+      },
+    );
+  }
+
   /** The identity holding the operator's leader Lease, if any. */
   async leader(): Promise<string | undefined> {
     const lease = await this.kc
@@ -225,6 +240,26 @@ export class ReplicaEnvironment {
     return (await this.git.gitIn("state", ["log", "--format=%an", "main", "--", path]))
       .split("\n")
       .filter(Boolean);
+  }
+
+  /** The value of `k` each commit that touched `path` left, with its author, oldest first. */
+  async valuesOf(path: string): Promise<{ author: string; value: string }[]> {
+    const log = await this.git.gitIn("state", [
+      "log",
+      "--reverse",
+      "--format=author: %an",
+      "-p",
+      "main",
+      "--",
+      path,
+    ]);
+    const history: { author: string; value: string }[] = [];
+    for (const line of log.split("\n")) {
+      if (line.startsWith("author: ")) history.push({ author: line.slice("author: ".length), value: "" });
+      const added = /^\+\s+k: (.*)$/.exec(line);
+      if (added && history.length > 0) history.at(-1)!.value = added[1]!;
+    }
+    return history;
   }
 
   /** How many commits on main `author` made. */

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { request } from "node:http";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { gitBranches, gitReceivers, gitTargets } from "../../../generated/v1alpha3/index.ts";
+import { gitBranches, gitReceivers } from "../../../generated/v1alpha3/index.ts";
 import { findCondition } from "../../../internal/operator/conditions.ts";
 import { mirrorFieldManager } from "../../support/mirror.ts";
 import { RedisServer } from "../../support/redis.ts";
@@ -34,19 +34,16 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
       description: () => `the first replica to lead; last lines:\n${r.logTails()}`,
     });
     standby = await r.startReplica({ standby: true, receiver: true, audited: false, workers: "workers-b" });
-    await eventually(
-      async () => {
-        const target = await gitTargets(r.kc).get(namespace, "configs");
-        return findCondition(target?.status?.conditions, "Ready")?.status === "True";
-      },
-      { timeoutMs: 90_000, description: () => `the GitTarget configs Ready; last lines:\n${r.logTails()}` },
-    );
+    await r.targetReady();
   });
   after(async () => {
     await r?.stop();
   });
 
+  const heldBy = async () => (await gitBranches(r.kc).get(namespace, "main"))?.status?.heldBy;
+
   it("a push notice posted to the standby wakes the branch's worker on the leader", async () => {
+    assert.equal(await heldBy(), leader.identity(), "the GitBranch names the replica that holds it");
     await r.kc.makeApiClient(CoreV1Api).createNamespacedSecret({
       namespace,
       body: { metadata: { name: "hook" }, stringData: { token: "hook-token" } },
@@ -103,6 +100,11 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
     });
     const takeoverMs = Date.now() - killedAt;
     assert.ok(takeoverMs <= leaseDurationMs + 5_000, `taken over in ${takeoverMs} ms`);
+    // The GitBranch says which replica holds it now.
+    await eventually(async () => (await heldBy()) === standby.identity(), {
+      timeoutMs: 30_000,
+      description: "status.heldBy naming the new leader",
+    });
 
     await eventually(() => r.allAtV2([...names("a"), ...names("b")]), {
       timeoutMs: 90_000,
