@@ -21,6 +21,8 @@ export interface BenchConfig {
   writeRates: number[];
   /** How long (w) offers each rate. */
   writeSeconds: number;
+  /** (s): edits sent before the leader is killed, each to its own ConfigMap; 0 skips the phase. */
+  failoverEdits: number;
   /** Whether (w) runs each rate without the durable write queue, with it (on a real Redis), or both. */
   writeQueue: "off" | "on" | "both";
   /** (h): ConfigMaps in the folder a FluxClaim's Kustomization applies, and rounds; 0 rounds skips it. */
@@ -73,6 +75,7 @@ export function readConfig(): BenchConfig {
       .filter((r) => r > 0),
     writeSeconds: numberFrom("BENCH_WRITE_SECONDS", 30),
     writeQueue: queueModeFrom(process.env.BENCH_WRITE_QUEUE ?? "both"),
+    failoverEdits: numberFrom("BENCH_FAILOVER_EDITS", 200),
     claimObjects: Math.max(2, numberFrom("BENCH_CLAIM_OBJECTS", 200)),
     claimRounds: numberFrom("BENCH_CLAIM_ROUNDS", 10),
     referenceRepeats: Math.max(1, numberFrom("BENCH_REFERENCE_REPEATS", 3)),

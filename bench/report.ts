@@ -11,6 +11,7 @@ import { mib, seconds } from "./sampler.ts";
 import type { SnapshotResult } from "./snapshot.ts";
 import type { WriterResult, WriterStep } from "./writer.ts";
 import type { WriteSideResult } from "./writeside.ts";
+import type { FailoverResult } from "./failover.ts";
 import type { ClaimResult } from "./claim.ts";
 
 export interface Measured {
@@ -33,6 +34,8 @@ export interface SizeResult {
   writer?: WriterResult;
   /** (w) the write side alone, at each offered rate. */
   writeSide?: WriteSideResult[];
+  /** (s) a standby's failover, on the first size. */
+  failover?: FailoverResult;
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
   contentMatches?: boolean;
   operatorErrors: string[];
@@ -107,6 +110,17 @@ export function resultTable(result: RunResult): string {
         n,
         ms(w.warm.ms),
         `${step("full rescan", w.cold)}; ${step("kept inventory", w.warm)}; ${step("after a fetch", w.afterFetch)}`,
+        "",
+        "",
+      ]);
+    }
+    const f = r.failover;
+    if (f) {
+      rows.push([
+        "(s) standby failover, leader killed",
+        n,
+        `led in ${s(f.takeoverMs)}`,
+        `${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the SIGKILL (a 15 s Lease)`,
         "",
         "",
       ]);

@@ -20,6 +20,7 @@ import {
 import type { BenchConfig } from "./config.ts";
 import { measureLatency, measureThroughput } from "./edits.ts";
 import { measureProcess } from "./process.ts";
+import { measureFailover } from "./failover.ts";
 import { measureRestart } from "./restart.ts";
 import { WorkerProbe } from "./instrument.ts";
 import { PushLog } from "./pushlog.ts";
@@ -71,6 +72,16 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
   progress(
     `  snapshot ${s(p.snapshotMs)}, VmHWM ${mib(p.snapshotPeakRssBytes ?? 0)} MiB; ${p.throughput ? `edits ${p.throughput.editsPerSecond.toFixed(1)}/s, p50 ${p.throughput.p50Ms} ms, VmHWM ${mib(p.throughput.peakRssBytes ?? 0)} MiB; ` : ""}after a restart the edit landed ${s(p.restartFirstEditMs)} after the start (${p.restartPushesBefore} push(es) before it), VmHWM ${mib(p.restartPeakRssBytes ?? 0)} MiB`,
   );
+
+  if (withEdits && config.failoverEdits > 0) {
+    progress(
+      `(s) N=${size}: two operator processes, the leader killed with SIGKILL after ${config.failoverEdits} edits`,
+    );
+    const f = (r.failover = await measureFailover(h, size, `${namespace}-s`));
+    progress(
+      `  the standby led ${s(f.takeoverMs)} after the kill; ${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the kill`,
+    );
+  }
 
   if (withEdits && config.largeRepositoryFiles > 0) {
     const otherFiles = config.largeRepositoryFiles;

@@ -35,6 +35,8 @@ export interface DurableWritesOptions {
   /** Each append, by outcome, and each replayed entry, for the metrics. */
   onAppend?: (outcome: "appended" | "failed") => void;
   onReplayed?: (entries: number) => void;
+  /** How long an append may take before the write goes on from memory: 2 s. */
+  appendTimeoutMs?: number;
 }
 
 /** Trims at most this often while the worker goes idle; a landed push trims at once. */
@@ -87,8 +89,19 @@ export class DurableWrites {
     if (!durable) return { skipped: "not-kept" };
     const token = this.nextAppend++;
     this.inFlight.set(token, this.newest);
+    let timer: NodeJS.Timeout | undefined;
+    // A Redis that hangs instead of refusing must not stall the branch's intake: past the
+    // timeout the write goes on from memory, and an append that lands later is held by
+    // nothing, so the next trim takes it.
+    const timeoutMs = this.options.appendTimeoutMs ?? 2_000;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${this.log.where} did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
     try {
-      const id = await this.log.append(encodeEntry(target, durable));
+      const id = await Promise.race([this.log.append(encodeEntry(target, durable)), timedOut]);
       this.newest = newestId([this.newest, id]);
       this.options.onAppend?.("appended");
       this.report({ available: true });
@@ -99,6 +112,7 @@ export class DurableWrites {
       this.unavailable(error);
       return { failed: error };
     } finally {
+      clearTimeout(timer);
       this.inFlight.delete(token);
     }
   }

@@ -372,6 +372,17 @@ describe("a branch worker's durable writes", () => {
     assert.deepEqual(outcomes, ["failed", "failed", "appended", "appended"]);
   });
 
+  it("an append Redis does not answer fails after its timeout, so a hanging Redis never stalls the branch", async () => {
+    const log = new MemoryLog();
+    const states: QueueState[] = [];
+    const writes = durable(log, { onState: (state) => states.push(state), appendTimeoutMs: 50 });
+    log.landing = new Promise(() => undefined);
+    const appended = await writes.append("apps/t", upsert("a"));
+    assert.ok("failed" in appended);
+    assert.match(appended.failed, /did not answer within 50 ms/);
+    assert.equal(states[0]?.available, false);
+  });
+
   it("a takeover replays a target's entries oldest first, once, with their authors", async () => {
     const log = new MemoryLog();
     const first = { ...upsert("a", "1"), author: alice };

@@ -1,0 +1,131 @@
+// (s) A standby's failover: two operator processes, as the image runs them (dist/operator.mjs),
+// electing a leader on the Lease, with Redis for the durable write queue, on a namespace of N
+// ConfigMaps. Once the leader has pushed the snapshot and the standby is ready, BENCH_FAILOVER_EDITS
+// edits are sent, each to its own ConfigMap, and the leader is killed with SIGKILL a second
+// after the last was answered, while the push cooldown still holds some of them. Measured: from
+// the kill to the standby holding the Lease, and to the push that landed the last edit.
+import { CoordinationV1Api, CoreV1Api } from "@kubernetes/client-node";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { kustomizeBinary, repoRoot } from "../test/support/binaries.ts";
+import { startOperatorProcess, type OperatorProcess } from "../test/support/operator.ts";
+import { RedisServer } from "../test/support/redis.ts";
+import { sleep } from "../internal/timing/sleep.ts";
+import { applyMirror, configMapFolder, configMapName, fillNamespace } from "./cluster.ts";
+import { PushLog } from "./pushlog.ts";
+import type { Harness } from "./size.ts";
+import { waitForSnapshot } from "./snapshot.ts";
+
+export interface FailoverResult {
+  edits: number;
+  /** From the SIGKILL to the standby holding the leader Lease. */
+  takeoverMs: number | undefined;
+  /** From the SIGKILL to the push that landed the last of the edits. */
+  recoveredMs: number | undefined;
+  /** How many of the edits reached Git. */
+  landed: number;
+}
+
+const leaseNamespace = "default";
+const leaseName = "gitops-reverser-leader";
+
+export async function measureFailover(h: Harness, size: number, namespace: string): Promise<FailoverResult> {
+  const { kc, git, user, config } = h;
+  const edits = Math.min(config.failoverEdits, size);
+  await fillNamespace(kc, namespace, size, config.createBatch);
+  const repository = `failover-${namespace}`;
+  const folder = configMapFolder(namespace);
+  const url = await git.createRepository(repository);
+  const log = await PushLog.install(git, repository);
+  await applyMirror(kc, namespace, url, user, { ...config.window, idleTimeout: "0s" });
+  const redis = await RedisServer.start();
+  const replicas: OperatorProcess[] = [];
+  const start = async (name: string) => {
+    const logDir = join(h.logDir, `failover-${name}`);
+    await mkdir(logDir, { recursive: true });
+    const replica = await startOperatorProcess(
+      h.kubeconfigPath,
+      logDir,
+      [
+        `--in-cluster-kube-providers=${namespace}/self`,
+        `--worker-root=${join(h.workerRoot, `failover-${namespace}-${name}`)}`,
+        `--kustomize-path=${kustomizeBinary()}`,
+        "--log-level=error",
+        "--leader-elect=true",
+        `--leader-election-namespace=${leaseNamespace}`,
+        "--replica-count=2",
+        `--redis-addr=${redis.address}`,
+      ],
+      {},
+      join(repoRoot, "dist/operator.mjs"),
+    );
+    replicas.push(replica);
+    return replica;
+  };
+  try {
+    const started = Date.now();
+    const leader = await start("a");
+    const snapshot = await waitForSnapshot({
+      git,
+      repository,
+      folder,
+      size,
+      started,
+      timeoutMs: config.snapshotTimeoutMs,
+      log,
+      workerRoot: join(h.workerRoot, `failover-${namespace}-a`),
+    });
+    if (snapshot.ms === undefined) return { edits, takeoverMs: undefined, recoveredMs: undefined, landed: 0 };
+    const standby = await start("b");
+    await untilReady(standby, config.snapshotTimeoutMs);
+    await log.skipExisting();
+    const holder = await leaseHolder(h);
+
+    const core = kc.makeApiClient(CoreV1Api);
+    const run = Date.now() % 1_000_000;
+    const tokens = Array.from({ length: edits }, (_, i) => `failover-${run}-${i}`);
+    for (const [i, token] of tokens.entries())
+      await core.patchNamespacedConfigMap({
+        namespace,
+        name: configMapName(i),
+        body: [{ op: "replace", path: "/data/alpha", value: token }],
+      });
+    await sleep(1_000);
+    await leader.process.kill();
+    const killedAt = Date.now();
+
+    let takeoverMs: number | undefined;
+    const deadline = killedAt + config.settleTimeoutMs;
+    while (Date.now() < deadline) {
+      if (takeoverMs === undefined && (await leaseHolder(h)) !== holder) takeoverMs = Date.now() - killedAt;
+      await log.scan(folder);
+      if (takeoverMs !== undefined && tokens.every((t) => log.landed.has(t))) break;
+      await sleep(100);
+    }
+    const landed = tokens.filter((t) => log.landed.has(t)).length;
+    const recoveredMs =
+      landed === edits ? Math.max(...tokens.map((t) => log.landed.get(t)!)) - killedAt : undefined;
+    return { edits, takeoverMs, recoveredMs, landed };
+  } finally {
+    for (const replica of replicas) await replica.process.stop(30_000);
+    await redis.stop();
+  }
+}
+
+async function leaseHolder(h: Harness): Promise<string | undefined> {
+  const lease = await h.kc
+    .makeApiClient(CoordinationV1Api)
+    .readNamespacedLease({ namespace: leaseNamespace, name: leaseName })
+    .catch(() => undefined);
+  return lease?.spec?.holderIdentity;
+}
+
+/** Waits for the process's /readyz: its informers listed and Redis answered. */
+async function untilReady(replica: OperatorProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const answer = await fetch(`http://127.0.0.1:${replica.probePort}/readyz`).catch(() => undefined);
+    if (answer?.status === 200) return;
+    await sleep(200);
+  }
+}
