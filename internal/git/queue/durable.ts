@@ -18,6 +18,7 @@ import { Backlog } from "./backlog.ts";
 import { decodeEntry, durableItem, encodeEntry, type QueueEntry } from "./entries.ts";
 import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
 import type { WriteLog } from "./writelog.ts";
+import { within } from "../../timing/deadline.ts";
 
 /** Whether the queue keeps the branch's writes now, for the GitBranch's DurableQueue condition. */
 export type QueueState = { available: true } | { available: false; error: string; since: Date };
@@ -35,9 +36,12 @@ export interface DurableWritesOptions {
   /** Each append, by outcome, and each replayed entry, for the metrics. */
   onAppend?: (outcome: "appended" | "failed") => void;
   onReplayed?: (entries: number) => void;
-  /** How long an append may take before the write goes on from memory: 2 s. */
+  /** How long an append or a trim may take before the write goes on from memory: 2 s. */
   appendTimeoutMs?: number;
 }
+
+/** How long a takeover's read of the whole log may take: it pages through every entry. */
+const readTimeoutMs = 30_000;
 
 /** Trims at most this often while the worker goes idle; a landed push trims at once. */
 const settleIntervalMs = 1_000;
@@ -89,19 +93,11 @@ export class DurableWrites {
     if (!durable) return { skipped: "not-kept" };
     const token = this.nextAppend++;
     this.inFlight.set(token, this.newest);
-    let timer: NodeJS.Timeout | undefined;
     // A Redis that hangs instead of refusing must not stall the branch's intake: past the
     // timeout the write goes on from memory, and an append that lands later is held by
     // nothing, so the next trim takes it.
-    const timeoutMs = this.options.appendTimeoutMs ?? 2_000;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`${this.log.where} did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    });
     try {
-      const id = await Promise.race([this.log.append(encodeEntry(target, durable)), timedOut]);
+      const id = await this.answered(this.log.append(encodeEntry(target, durable)));
       this.newest = newestId([this.newest, id]);
       this.options.onAppend?.("appended");
       this.report({ available: true });
@@ -112,7 +108,6 @@ export class DurableWrites {
       this.unavailable(error);
       return { failed: error };
     } finally {
-      clearTimeout(timer);
       this.inFlight.delete(token);
     }
   }
@@ -146,7 +141,7 @@ export class DurableWrites {
     if (minId === undefined || (this.trimmed !== undefined && compareIds(minId, this.trimmed) <= 0)) return;
     this.trimmed = minId;
     this.trimming = this.trimming
-      .then(() => this.log.trim(minId))
+      .then(() => this.answered(this.log.trim(minId)))
       .catch((err: unknown) => this.unavailable((err as Error).message));
   }
 
@@ -163,7 +158,7 @@ export class DurableWrites {
   private async read(now: number): Promise<Backlog> {
     let raw: [string, string | undefined][];
     try {
-      raw = await this.log.read();
+      raw = await this.answered(this.log.read(), readTimeoutMs);
     } catch (err) {
       this.unavailable((err as Error).message);
       return new Backlog([], now);
@@ -181,6 +176,11 @@ export class DurableWrites {
     }
     this.report({ available: true });
     return new Backlog(entries, now + this.options.holdMs);
+  }
+
+  /** A call to the log, or its failure once it has not answered in time. */
+  private answered<T>(call: Promise<T>, ms = this.options.appendTimeoutMs ?? 2_000): Promise<T> {
+    return within(call, ms, `${this.log.where} did not answer within ${ms} ms`);
   }
 
   private unavailable(error: string): void {
