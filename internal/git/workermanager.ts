@@ -370,6 +370,11 @@ export class WorkerManager implements Runnable {
     });
     this.workers.set(spec.key, { spec, worker });
     if (this.started) worker.start();
+    // A replaced worker leaves what it could not publish in the durable queue, and the streams
+    // attached to its branch are read on into the new one: it replays their entries first.
+    if (existing)
+      for (const attachment of this.attachments.values())
+        if (attachment.branchKey === spec.key) void worker.replay(attachment.settings.current);
     return worker;
   }
 

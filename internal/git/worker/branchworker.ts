@@ -213,14 +213,15 @@ export class BranchWorker {
   }
 
   /**
-   * What the durable queue holds of a GitTarget from before this worker (a crash, a takeover):
-   * queued, with their authors, before anything its stream sends. Once per target.
+   * What the durable queue holds of a GitTarget from before this worker (a crash, a takeover,
+   * a worker it replaced): queued, with their authors, ahead of anything queued since, which
+   * is newer. Once per target.
    */
   async replay(target: TargetSettings): Promise<void> {
     if (!this.durable) return;
     const entries = await this.durable.replay(target.key, Date.now());
     const intakes = entries.map(({ id, item }) => ({ target, item, bytes: bytesOf(item), entry: id }));
-    if (intakes.length > 0) this.events.items(intakes, "back");
+    if (intakes.length > 0) this.events.items(intakes, "front");
   }
 
   /**

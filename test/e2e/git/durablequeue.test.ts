@@ -8,9 +8,10 @@ import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { compareIds } from "../../../internal/git/queue/entryids.ts";
 import { decodeEntry } from "../../../internal/git/queue/entries.ts";
 import { BranchWorker, type BranchWorkerOptions } from "../../../internal/git/worker/branchworker.ts";
+import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
 import { RedisConnection } from "../../../internal/redis/connection.ts";
 import { RedisWriteLog, writeLogKey } from "../../../internal/redis/writelog.ts";
-import type { StreamItem } from "../../../internal/stream/stream.ts";
+import { GitTargetEventStream, type StreamItem } from "../../../internal/stream/stream.ts";
 import type { Author } from "../../../internal/types/signature.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { quiet } from "../../support/logger.ts";
@@ -265,6 +266,69 @@ describe("a branch worker's durable write queue", () => {
     await eventually(async () => (await xlen(branch)) === 0, {
       description: "the stream trimmed empty once the push landed",
     });
+  });
+
+  it("a worker replaced while its remote is away (its credential rotated) leaves what it could not push to its successor, which replays it before the stream's next items", async () => {
+    const url = await git.createRepository("replaced");
+    const start = await git.pushForeignCommit("replaced", {
+      files: { "README.md": "# State\n" },
+      message: "Start",
+    });
+    const branch = "apps/replaced";
+    const manager = new WorkerManager({
+      root: join(dir, "manager"),
+      bufferLimitBytes: 8 * 1024 * 1024,
+      pushCooldownMs: 0,
+      shutdownGraceMs: 2_000,
+      additionalSensitive: [],
+      onRefused: () => undefined,
+      logger: quiet,
+      writeLog: (key) => new RedisWriteLog(connection, key),
+    });
+    const stop = new AbortController();
+    const managing = manager.start(stop.signal);
+    const spec = (identity: string): WorkerSpec => ({
+      key: branch,
+      uid: "uid-replaced",
+      url,
+      branch: "main",
+      auth: user,
+      committer,
+      identity,
+    });
+    const target: TargetSettings = {
+      key: "apps/r",
+      path: "clusters/dev",
+      timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
+      prune: "OnEvent",
+    };
+    const stream = new GitTargetEventStream({ namespace: "apps", name: "r" });
+    try {
+      await git.stop();
+      await manager.ensure(spec("credential-1"));
+      manager.attach({ namespace: "apps", name: "r" }, branch, target, stream);
+      stream.push(upsert("x", "one", alice));
+      stream.push(upsert("y", "one", bob));
+      await eventually(async () => (await xlen(branch)) === 2, { description: "both writes in the queue" });
+
+      // The credential rotated: the worker is replaced, and its last publication fails.
+      await manager.ensure(spec("credential-2"));
+      await git.start();
+      stream.push(upsert("x", "two", alice));
+      const file = (name: string) => `clusters/dev/apps/configmaps/${name}.yaml`;
+      await eventually(
+        async () =>
+          (await git.fileAt("replaced", "main", file("x")))?.includes("value: two") === true &&
+          (await git.fileAt("replaced", "main", file("y")))?.includes("value: one") === true,
+        { description: "the replaced worker's writes, and the next one, on the remote" },
+      );
+      const history = await git.gitIn("replaced", ["log", "--reverse", "--format=%an", `${start}..main`]);
+      assert.deepEqual(history.split("\n"), ["Alice", "Bob", "Alice"], "x by alice, y by bob, then x again");
+    } finally {
+      stream.close();
+      stop.abort();
+      await managing;
+    }
   });
 
   it("an edit of a suspended GitTarget leaves the durable queue without a push", async () => {
