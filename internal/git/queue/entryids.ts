@@ -8,9 +8,6 @@ function partsOf(id: string): [bigint, bigint] | undefined {
   return match ? [BigInt(match[1]!), BigInt(match[2]!)] : undefined;
 }
 
-/** Whether `id` is an entry id Redis could have handed out. */
-export const isEntryId = (id: string): boolean => partsOf(id) !== undefined;
-
 /** Negative when `a` was appended before `b`, zero when equal, positive after. */
 export function compareIds(a: string, b: string): number {
   const [am, as] = partsOf(a) ?? [0n, 0n];
