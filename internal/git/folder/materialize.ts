@@ -29,7 +29,7 @@ import type { Signature } from "../../types/signature.ts";
 import { followedObjects } from "./followed.ts";
 import { pruneRemoves, sweepReaches, type CollectionView } from "./prune.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";
-import type { Change, DecidedWrite, PruneMode } from "./writes.ts";
+import { absentDocument, type Change, type DecidedWrite, type PruneMode } from "./writes.ts";
 
 export interface MaterializeOptions {
   committer: Signature;
@@ -165,6 +165,10 @@ export async function materialize(
 
   for (const change of write.decided ?? write.changes) {
     const { identity } = change;
+    if (change.replayedTo !== undefined && holdsAlready(writer, inventory, change)) {
+      counted("unchanged");
+      continue;
+    }
     if (change.op === "delete") {
       const lookup = writer.find(identity);
       await remove(
@@ -281,4 +285,14 @@ async function measure(
     }
   }
   return found;
+}
+
+/**
+ * A change replayed from the durable queue whose object's document already holds what the last
+ * of its replayed writes left: a push landed them all before their queue was trimmed.
+ */
+function holdsAlready(writer: FolderWriter, inventory: FolderInventory, change: Change): boolean {
+  const lookup = writer.find(change.identity);
+  const at = lookup && "found" in lookup ? lookup.found : undefined;
+  return (at ? inventory.digestAt(at) : absentDocument) === change.replayedTo;
 }

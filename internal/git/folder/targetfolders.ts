@@ -23,6 +23,8 @@ export interface Intake {
   bytes?: number;
   /** Its entry in the branch's durable write queue, when it has one: the queue is trimmed no further while it is held. */
   entry?: string;
+  /** Replayed from the durable queue: what its object's document holds once all its replayed writes are in. */
+  replayedTo?: string;
 }
 
 /** What the write side reports of one folder, for the GitTarget's status. */

@@ -47,10 +47,21 @@ export interface TargetSettings {
   };
 }
 
-export type Change =
+/** What `Change.replayedTo` says of an object whose last replayed write deletes it. */
+export const absentDocument = "absent";
+
+export type Change = (
   | ({ op: "upsert" } & DesiredObject)
   /** `inferred`: a snapshot's sweep decided it, so a replay applies it only while the prune mode sweeps. */
-  | { op: "delete"; identity: ResourceIdentity; inferred?: true };
+  | { op: "delete"; identity: ResourceIdentity; inferred?: true }
+) & {
+  /**
+   * Replayed from the durable queue: the content digest (or "absent") its object's document
+   * holds once every replayed write of it is in. A document that holds it already has them all,
+   * pushed before the process that made them could trim its queue, and the change is skipped.
+   */
+  replayedTo?: string;
+};
 
 /** The CommitRequest a write carries: its message, and what its materialization found. */
 export interface SaveOnWrite {

@@ -15,7 +15,7 @@
 import type { Logger } from "../../telemetry/logger.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import { Backlog } from "./backlog.ts";
-import { decodeEntry, durableItem, encodeEntry, type QueueEntry } from "./entries.ts";
+import { decodeEntry, durableItem, encodeEntry, lastValues, type QueueEntry } from "./entries.ts";
 import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
 import type { WriteLog } from "./writelog.ts";
 import { within } from "../../timing/deadline.ts";
@@ -73,9 +73,14 @@ export class DurableWrites {
     return this.loading;
   }
 
-  /** The entries of one GitTarget (namespace/name) to replay, oldest first, once. */
-  async replay(target: string, now: number): Promise<QueueEntry[]> {
-    const entries = (await this.load(now)).take(target);
+  /**
+   * The entries of one GitTarget (namespace/name) to replay, oldest first, once, each with what
+   * its object's document holds once all of them are in (`lastValues`).
+   */
+  async replay(target: string, now: number): Promise<(QueueEntry & { replayedTo: string })[]> {
+    const taken = (await this.load(now)).take(target);
+    const last = lastValues(taken);
+    const entries = taken.map((entry) => ({ ...entry, replayedTo: last.get(entry.id)! }));
     if (entries.length > 0) {
       this.options.onReplayed?.(entries.length);
       this.options.logger.info("replaying accepted writes from the durable queue", {

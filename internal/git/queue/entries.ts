@@ -6,7 +6,10 @@
 // Secret never leaves the operator unencrypted except to the API server it came from. An edit of
 // one pending at a crash reaches Git with the snapshot that follows the replay, as the operator.
 import { isSensitive } from "../../manifest/index.ts";
+import { contentDigest } from "../../sanitize/digest.ts";
 import type { StreamItem } from "../../stream/stream.ts";
+import { identityKeyOf } from "../../types/identity.ts";
+import { absentDocument } from "../folder/writes.ts";
 
 /** A live write the queue can keep: an upsert or a delete. */
 export type LiveItem = Extract<StreamItem, { type: "upsert" | "delete" }>;
@@ -16,6 +19,22 @@ export interface QueueEntry {
   id: string;
   target: string;
   item: LiveItem;
+}
+
+/**
+ * For each entry, what its object's document holds once the last of the object's entries is
+ * in Git: a replay skips an entry whose object Git already holds that way, since a push landed
+ * it before the process that made it could trim it (a crash between the two). An object whose
+ * value came back to an earlier one loses only that intermediate commit, never its last value.
+ */
+export function lastValues(entries: readonly QueueEntry[]): Map<string, string> {
+  const last = new Map<string, string>();
+  for (const { item } of entries)
+    last.set(
+      identityKeyOf(item.identity),
+      item.type === "delete" ? absentDocument : (item.digest ?? contentDigest(item.object)),
+    );
+  return new Map(entries.map((e) => [e.id, last.get(identityKeyOf(e.item.identity))!]));
 }
 
 /** The version of an entry's encoding: an entry of another version is skipped, never guessed at. */

@@ -220,7 +220,13 @@ export class BranchWorker {
   async replay(target: TargetSettings): Promise<void> {
     if (!this.durable) return;
     const entries = await this.durable.replay(target.key, Date.now());
-    const intakes = entries.map(({ id, item }) => ({ target, item, bytes: bytesOf(item), entry: id }));
+    const intakes = entries.map(({ id, item, replayedTo }) => ({
+      target,
+      item,
+      bytes: bytesOf(item),
+      entry: id,
+      replayedTo,
+    }));
     if (intakes.length > 0) this.events.items(intakes, "front");
   }
 
@@ -361,7 +367,13 @@ export class BranchWorker {
       owner,
       target.timers,
       object,
-      { ...change, target, ...(author ? { author } : {}), ...(intake.entry ? { entry: intake.entry } : {}) },
+      {
+        ...change,
+        target,
+        ...(author ? { author } : {}),
+        ...(intake.entry ? { entry: intake.entry } : {}),
+        ...(intake.replayedTo ? { replayedTo: intake.replayedTo } : {}),
+      },
       bytes,
       Date.now(),
     )) {

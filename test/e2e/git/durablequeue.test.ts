@@ -6,6 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { Clone } from "../../../internal/git/engine/clone.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { compareIds } from "../../../internal/git/queue/entryids.ts";
+import type { WriteLog } from "../../../internal/git/queue/writelog.ts";
 import { decodeEntry } from "../../../internal/git/queue/entries.ts";
 import { BranchWorker, type BranchWorkerOptions } from "../../../internal/git/worker/branchworker.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
@@ -329,6 +330,58 @@ describe("a branch worker's durable write queue", () => {
       stop.abort();
       await managing;
     }
+  });
+
+  it("a crash between a push landing and its trim commits nothing twice: the next worker skips what Git already holds", async () => {
+    const url = await git.createRepository("untrimmed");
+    await git.pushForeignCommit("untrimmed", { files: { "README.md": "# State\n" }, message: "Start" });
+    const target: TargetSettings = {
+      key: "apps/u",
+      path: "clusters/dev",
+      timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
+      prune: "OnEvent",
+    };
+    const branch = "apps/untrimmed";
+    const file = (name: string) => `clusters/dev/apps/configmaps/${name}.yaml`;
+    // The first worker's pushes land, but it dies before any trim: its log never trims.
+    const log = new RedisWriteLog(connection, branch);
+    const untrimmed: WriteLog = {
+      where: log.where,
+      append: (value) => log.append(value),
+      read: () => log.read(),
+      trim: () => Promise.resolve(),
+    };
+    const first = worker(url, { log: untrimmed });
+    first.start();
+    await first.accept(target, upsert("x", "one", alice));
+    await first.accept(target, upsert("x", "two", bob));
+    await first.accept(target, upsert("y", "one", alice));
+    await first.accept(target, upsert("gone", "one", bob));
+    await first.accept(target, {
+      type: "delete",
+      collection: configMaps,
+      identity: configMapIdentity("gone"),
+      author: bob,
+    });
+    await eventually(
+      async () =>
+        (await git.fileAt("untrimmed", "main", file("x")))?.includes("value: two") === true &&
+        (await git.fileAt("untrimmed", "main", file("y")))?.includes("value: one") === true &&
+        (await git.fileAt("untrimmed", "main", file("gone"))) === undefined &&
+        first.backlog === 0,
+      { description: "every write pushed by the first worker" },
+    );
+    await first.stop();
+    const head = await git.branchHead("untrimmed", "main");
+    assert.equal(await xlen(branch), 5, "the log still holds every write");
+
+    const next = worker(url, { log: new RedisWriteLog(connection, branch) });
+    await next.replay(target);
+    next.start();
+    await eventually(async () => (await xlen(branch)) === 0, {
+      description: "the replayed writes settled and the log trimmed",
+    });
+    assert.equal(await git.branchHead("untrimmed", "main"), head, "nothing was committed again");
   });
 
   it("an edit of a suspended GitTarget leaves the durable queue without a push", async () => {

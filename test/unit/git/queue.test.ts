@@ -8,10 +8,13 @@ import {
   decodeEntry,
   durableItem,
   encodeEntry,
+  lastValues,
   type LiveItem,
   type QueueEntry,
 } from "../../../internal/git/queue/entries.ts";
 import { compareIds, idAfter, newestId, oldestId } from "../../../internal/git/queue/entryids.ts";
+import { absentDocument } from "../../../internal/git/folder/writes.ts";
+import { contentDigest } from "../../../internal/sanitize/digest.ts";
 import type { WriteLog } from "../../../internal/git/queue/writelog.ts";
 import type { Collection } from "../../../internal/stream/collection.ts";
 import type { StreamItem } from "../../../internal/stream/stream.ts";
@@ -134,6 +137,26 @@ describe("durable write queue entry ids", () => {
     assert.equal(idAfter("9-0"), "9-1");
     assert.equal(idAfter("1700000000000-9"), "1700000000000-10");
     assert.ok(compareIds(idAfter("9-99"), "10-0") < 0);
+  });
+});
+
+describe("what a replay skips: an object whose document already holds its last replayed value", () => {
+  it("every entry of an object names the content its last entry leaves, or absent after a delete", () => {
+    const entries: QueueEntry[] = [
+      { id: "1-0", target: "apps/t", item: upsert("x", "one") },
+      { id: "2-0", target: "apps/t", item: upsert("y", "one") },
+      { id: "3-0", target: "apps/t", item: upsert("x", "two") },
+      { id: "4-0", target: "apps/t", item: remove("y") },
+    ];
+    const last = lastValues(entries);
+    const two = contentDigest(upsert("x", "two").object);
+    assert.equal(last.get("1-0"), two);
+    assert.equal(last.get("3-0"), two);
+    assert.equal(last.get("2-0"), absentDocument);
+    assert.equal(last.get("4-0"), absentDocument);
+    // The watch's digest, when it took one, is the one compared.
+    const digested = { ...upsert("z", "one"), digest: "from-the-watch" };
+    assert.equal(lastValues([{ id: "5-0", target: "apps/t", item: digested }]).get("5-0"), "from-the-watch");
   });
 });
 
@@ -392,8 +415,8 @@ describe("a branch worker's durable writes", () => {
     const replayed: number[] = [];
     const writes = durable(log, { onReplayed: (entries) => replayed.push(entries) });
     assert.deepEqual(await writes.replay("apps/t", 1_000), [
-      { id: "1-0", target: "apps/t", item: first },
-      { id: "3-0", target: "apps/t", item: second },
+      { id: "1-0", target: "apps/t", item: first, replayedTo: contentDigest(first.object) },
+      { id: "3-0", target: "apps/t", item: second, replayedTo: absentDocument },
     ]);
     assert.deepEqual(replayed, [2]);
     assert.deepEqual(await writes.replay("apps/t", 1_000), []);
