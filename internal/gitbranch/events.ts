@@ -1,5 +1,6 @@
-// The Events a GitBranch's conditions make when they turn: its branch claimed or lost, and its
-// worker's publications failing (or its push-session proof refused) and landing again.
+// The Events a GitBranch's conditions make when they turn: its branch claimed or lost, its
+// worker's publications failing (or its push-session proof refused) and landing again, and its
+// durable write queue lost and kept again.
 // GitTargets share the outage rule: every target on the branch reports the outage from the same
 // worker report.
 import { GitBranchCondition, GitBranchReason } from "../../generated/v1alpha3/index.ts";
@@ -51,4 +52,24 @@ export const claimRule: TransitionRule = {
   },
 };
 
-export const gitBranchEventRules: readonly TransitionRule[] = [claimRule, outageRule];
+/**
+ * DurableQueue turning False (Warning DurableQueueUnavailable: a crash now would lose authors)
+ * and True again after it (DurableQueueRecovered); its first True is no news.
+ */
+export const durableQueueRule: TransitionRule = {
+  type: GitBranchCondition.DurableQueue,
+  decide(before, after) {
+    if (after.status === "False" && before?.status !== "False")
+      return { type: "Warning", reason: after.reason, action: "Queue", note: after.message };
+    if (after.status === "True" && before?.status === "False")
+      return {
+        type: "Normal",
+        reason: "DurableQueueRecovered",
+        action: "Queue",
+        note: "Redis keeps the branch's accepted writes again.",
+      };
+    return undefined;
+  },
+};
+
+export const gitBranchEventRules: readonly TransitionRule[] = [claimRule, outageRule, durableQueueRule];

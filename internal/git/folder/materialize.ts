@@ -29,7 +29,7 @@ import type { Signature } from "../../types/signature.ts";
 import { followedObjects } from "./followed.ts";
 import { pruneRemoves, sweepReaches, type CollectionView } from "./prune.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";
-import { absentDocument, type Change, type DecidedWrite, type PruneMode } from "./writes.ts";
+import { absentDocument, type Change, type DecidedWrite, type PruneMode, type Replayed } from "./writes.ts";
 
 export interface MaterializeOptions {
   committer: Signature;
@@ -165,7 +165,7 @@ export async function materialize(
 
   for (const change of write.decided ?? write.changes) {
     const { identity } = change;
-    if (change.replayedTo !== undefined && holdsAlready(writer, inventory, change)) {
+    if (change.replayed && holdsAlready(writer, inventory, change.identity, change.replayed)) {
       counted("unchanged");
       continue;
     }
@@ -288,11 +288,17 @@ async function measure(
 }
 
 /**
- * A change replayed from the durable queue whose object's document already holds what the last
- * of its replayed writes left: a push landed them all before their queue was trimmed.
+ * Whether a change replayed from the durable queue is in Git already: its object's document
+ * holds its value or a later replayed one, pushed before their queue was trimmed.
  */
-function holdsAlready(writer: FolderWriter, inventory: FolderInventory, change: Change): boolean {
-  const lookup = writer.find(change.identity);
+function holdsAlready(
+  writer: FolderWriter,
+  inventory: FolderInventory,
+  identity: ResourceIdentity,
+  replayed: Replayed,
+): boolean {
+  const lookup = writer.find(identity);
   const at = lookup && "found" in lookup ? lookup.found : undefined;
-  return (at ? inventory.digestAt(at) : absentDocument) === change.replayedTo;
+  const current = at ? inventory.digestAt(at) : absentDocument;
+  return current !== undefined && replayed.values.indexOf(current, replayed.at) >= 0;
 }

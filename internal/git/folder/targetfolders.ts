@@ -11,7 +11,7 @@ import type { FolderState, MaterializeResult } from "./materialize.ts";
 import { deleteReaches } from "./prune.ts";
 import { RefusedWrites } from "./refusedwrites.ts";
 import { RenderGate, type GateReport } from "./rendergate.ts";
-import type { DecidedWrite, PruneMode, TargetSettings } from "./writes.ts";
+import type { DecidedWrite, PruneMode, Replayed, TargetSettings } from "./writes.ts";
 
 /** A live item the worker took from a stream, with the target it came for. */
 export interface Intake {
@@ -23,8 +23,8 @@ export interface Intake {
   bytes?: number;
   /** Its entry in the branch's durable write queue, when it has one: the queue is trimmed no further while it is held. */
   entry?: string;
-  /** Replayed from the durable queue: what its object's document holds once all its replayed writes are in. */
-  replayedTo?: string;
+  /** Replayed from the durable queue: its object's replayed values, and which one it is. */
+  replayed?: Replayed;
 }
 
 /** What the write side reports of one folder, for the GitTarget's status. */

@@ -47,8 +47,17 @@ export interface TargetSettings {
   };
 }
 
-/** What `Change.replayedTo` says of an object whose last replayed write deletes it. */
+/** How a replayed change names an object whose replayed write deletes it. */
 export const absentDocument = "absent";
+
+/**
+ * A change replayed from the durable queue: the content digest (or absentDocument) of each of
+ * its object's replayed writes, oldest first, shared by all of them, and which one it is.
+ */
+export interface Replayed {
+  values: readonly string[];
+  at: number;
+}
 
 export type Change = (
   | ({ op: "upsert" } & DesiredObject)
@@ -56,11 +65,11 @@ export type Change = (
   | { op: "delete"; identity: ResourceIdentity; inferred?: true }
 ) & {
   /**
-   * Replayed from the durable queue: the content digest (or "absent") its object's document
-   * holds once every replayed write of it is in. A document that holds it already has them all,
-   * pushed before the process that made them could trim its queue, and the change is skipped.
+   * Replayed from the durable queue. A document that already holds this write's value or a
+   * later replayed one was pushed before the process that made them could trim its queue: the
+   * change is skipped, so nothing is committed twice and an earlier value never over a later.
    */
-  replayedTo?: string;
+  replayed?: Replayed;
 };
 
 /** The CommitRequest a write carries: its message, and what its materialization found. */

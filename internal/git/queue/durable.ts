@@ -15,7 +15,8 @@
 import type { Logger } from "../../telemetry/logger.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import { Backlog } from "./backlog.ts";
-import { decodeEntry, durableItem, encodeEntry, lastValues, type QueueEntry } from "./entries.ts";
+import { decodeEntry, durableItem, encodeEntry, replayedValues, type QueueEntry } from "./entries.ts";
+import type { Replayed } from "../folder/writes.ts";
 import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
 import type { WriteLog } from "./writelog.ts";
 import { within } from "../../timing/deadline.ts";
@@ -74,13 +75,13 @@ export class DurableWrites {
   }
 
   /**
-   * The entries of one GitTarget (namespace/name) to replay, oldest first, once, each with what
-   * its object's document holds once all of them are in (`lastValues`).
+   * The entries of one GitTarget (namespace/name) to replay, oldest first, once, each with the
+   * values of its object's entries (`replayedValues`).
    */
-  async replay(target: string, now: number): Promise<(QueueEntry & { replayedTo: string })[]> {
+  async replay(target: string, now: number): Promise<(QueueEntry & { replayed: Replayed })[]> {
     const taken = (await this.load(now)).take(target);
-    const last = lastValues(taken);
-    const entries = taken.map((entry) => ({ ...entry, replayedTo: last.get(entry.id)! }));
+    const replayed = replayedValues(taken);
+    const entries = taken.map((entry) => ({ ...entry, replayed: replayed.get(entry.id)! }));
     if (entries.length > 0) {
       this.options.onReplayed?.(entries.length);
       this.options.logger.info("replaying accepted writes from the durable queue", {

@@ -9,7 +9,7 @@ import { isSensitive } from "../../manifest/index.ts";
 import { contentDigest } from "../../sanitize/digest.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import { identityKeyOf } from "../../types/identity.ts";
-import { absentDocument } from "../folder/writes.ts";
+import { absentDocument, type Replayed } from "../folder/writes.ts";
 
 /** A live write the queue can keep: an upsert or a delete. */
 export type LiveItem = Extract<StreamItem, { type: "upsert" | "delete" }>;
@@ -22,19 +22,23 @@ export interface QueueEntry {
 }
 
 /**
- * For each entry, what its object's document holds once the last of the object's entries is
- * in Git: a replay skips an entry whose object Git already holds that way, since a push landed
- * it before the process that made it could trim it (a crash between the two). An object whose
- * value came back to an earlier one loses only that intermediate commit, never its last value.
+ * For each entry, the values of its object's entries, oldest first, and which one it is: a
+ * replay skips an entry whose object's document already holds its value or a later one, since
+ * a push landed them before the process that made them could trim its queue (a crash between
+ * the two, or a git push that outlived its process). An object whose value came back to an
+ * earlier one loses only that intermediate commit, never its last value.
  */
-export function lastValues(entries: readonly QueueEntry[]): Map<string, string> {
-  const last = new Map<string, string>();
-  for (const { item } of entries)
-    last.set(
-      identityKeyOf(item.identity),
-      item.type === "delete" ? absentDocument : (item.digest ?? contentDigest(item.object)),
-    );
-  return new Map(entries.map((e) => [e.id, last.get(identityKeyOf(e.item.identity))!]));
+export function replayedValues(entries: readonly QueueEntry[]): Map<string, Replayed> {
+  const byObject = new Map<string, string[]>();
+  const replayed = new Map<string, Replayed>();
+  for (const { id, item } of entries) {
+    const key = identityKeyOf(item.identity);
+    const values = byObject.get(key) ?? [];
+    byObject.set(key, values);
+    replayed.set(id, { values, at: values.length });
+    values.push(item.type === "delete" ? absentDocument : (item.digest ?? contentDigest(item.object)));
+  }
+  return replayed;
 }
 
 /** The version of an entry's encoding: an entry of another version is skipped, never guessed at. */

@@ -220,12 +220,12 @@ export class BranchWorker {
   async replay(target: TargetSettings): Promise<void> {
     if (!this.durable) return;
     const entries = await this.durable.replay(target.key, Date.now());
-    const intakes = entries.map(({ id, item, replayedTo }) => ({
+    const intakes = entries.map(({ id, item, replayed }) => ({
       target,
       item,
       bytes: bytesOf(item),
       entry: id,
-      replayedTo,
+      replayed,
     }));
     if (intakes.length > 0) this.events.items(intakes, "front");
   }
@@ -372,7 +372,7 @@ export class BranchWorker {
         target,
         ...(author ? { author } : {}),
         ...(intake.entry ? { entry: intake.entry } : {}),
-        ...(intake.replayedTo ? { replayedTo: intake.replayedTo } : {}),
+        ...(intake.replayed ? { replayed: intake.replayed } : {}),
       },
       bytes,
       Date.now(),

@@ -4,6 +4,7 @@
 // queue the next process's snapshot would commit the open window's values as the operator.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { EventsV1Api } from "@kubernetes/client-node";
 import { gitBranches } from "../../../generated/v1alpha3/index.ts";
 import { findCondition } from "../../../internal/operator/conditions.ts";
 import { RedisServer } from "../../support/redis.ts";
@@ -136,5 +137,18 @@ describe("the durable write queue: an operator process killed mid-window", () =>
       timeoutMs: 30_000,
       description: "DurableQueue True again",
     });
+    // Both turns are Events on the GitBranch.
+    await eventually(
+      async () => {
+        const reasons = (await r.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items
+          .filter((e) => e.regarding?.kind === "GitBranch" && e.regarding.name === "main")
+          .map((e) => `${e.type} ${e.reason}`);
+        return (
+          reasons.includes("Warning DurableQueueUnavailable") &&
+          reasons.includes("Normal DurableQueueRecovered")
+        );
+      },
+      { timeoutMs: 30_000, description: "the GitBranch's DurableQueue Events" },
+    );
   });
 });

@@ -8,7 +8,7 @@ import {
   decodeEntry,
   durableItem,
   encodeEntry,
-  lastValues,
+  replayedValues,
   type LiveItem,
   type QueueEntry,
 } from "../../../internal/git/queue/entries.ts";
@@ -140,23 +140,29 @@ describe("durable write queue entry ids", () => {
   });
 });
 
-describe("what a replay skips: an object whose document already holds its last replayed value", () => {
-  it("every entry of an object names the content its last entry leaves, or absent after a delete", () => {
+describe("what a replay skips: an object whose document already holds its value or a later one", () => {
+  it("every entry of an object carries the values of the object's entries, oldest first, and which one it is", () => {
     const entries: QueueEntry[] = [
       { id: "1-0", target: "apps/t", item: upsert("x", "one") },
       { id: "2-0", target: "apps/t", item: upsert("y", "one") },
       { id: "3-0", target: "apps/t", item: upsert("x", "two") },
       { id: "4-0", target: "apps/t", item: remove("y") },
     ];
-    const last = lastValues(entries);
-    const two = contentDigest(upsert("x", "two").object);
-    assert.equal(last.get("1-0"), two);
-    assert.equal(last.get("3-0"), two);
-    assert.equal(last.get("2-0"), absentDocument);
-    assert.equal(last.get("4-0"), absentDocument);
+    const replayed = replayedValues(entries);
+    const [one, two] = [contentDigest(upsert("x", "one").object), contentDigest(upsert("x", "two").object)];
+    assert.deepEqual(replayed.get("1-0"), { values: [one, two], at: 0 });
+    assert.deepEqual(replayed.get("3-0"), { values: [one, two], at: 1 });
+    assert.equal(replayed.get("1-0")?.values, replayed.get("3-0")?.values, "one list per object, shared");
+    assert.deepEqual(replayed.get("4-0"), {
+      values: [contentDigest(upsert("y", "one").object), absentDocument],
+      at: 1,
+    });
     // The watch's digest, when it took one, is the one compared.
     const digested = { ...upsert("z", "one"), digest: "from-the-watch" };
-    assert.equal(lastValues([{ id: "5-0", target: "apps/t", item: digested }]).get("5-0"), "from-the-watch");
+    assert.deepEqual(replayedValues([{ id: "5-0", target: "apps/t", item: digested }]).get("5-0"), {
+      values: ["from-the-watch"],
+      at: 0,
+    });
   });
 });
 
@@ -415,8 +421,13 @@ describe("a branch worker's durable writes", () => {
     const replayed: number[] = [];
     const writes = durable(log, { onReplayed: (entries) => replayed.push(entries) });
     assert.deepEqual(await writes.replay("apps/t", 1_000), [
-      { id: "1-0", target: "apps/t", item: first, replayedTo: contentDigest(first.object) },
-      { id: "3-0", target: "apps/t", item: second, replayedTo: absentDocument },
+      {
+        id: "1-0",
+        target: "apps/t",
+        item: first,
+        replayed: { values: [contentDigest(first.object)], at: 0 },
+      },
+      { id: "3-0", target: "apps/t", item: second, replayed: { values: [absentDocument], at: 0 } },
     ]);
     assert.deepEqual(replayed, [2]);
     assert.deepEqual(await writes.replay("apps/t", 1_000), []);

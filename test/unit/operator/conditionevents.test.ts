@@ -98,6 +98,18 @@ describe("Events on condition transitions", () => {
     );
   });
 
+  it("a durable queue lost is a Warning DurableQueueUnavailable, and kept again a Normal DurableQueueRecovered; its first True is no Event", async () => {
+    assert.deepEqual(
+      await eventsOf(gitBranchEventRules, [
+        [c("DurableQueue", "True")],
+        [c("DurableQueue", "False", "DurableQueueUnavailable", "since 10:00")],
+        [c("DurableQueue", "False", "DurableQueueUnavailable", "since 10:00, still")],
+        [c("DurableQueue", "True")],
+      ]),
+      ["Warning DurableQueueUnavailable", "Normal DurableQueueRecovered"],
+    );
+  });
+
   it("a branch claimed is a Normal BranchClaimed, and lost a Warning BranchLost", async () => {
     assert.deepEqual(
       await eventsOf(gitBranchEventRules, [
