@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { CoordinationV1Api, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
+import { Controller, type Request } from "../../../internal/operator/controller.ts";
+import { informerSource, namespaceType } from "../../../internal/kube/sources.ts";
 import { LeaderElector } from "../../../internal/operator/leaderelection.ts";
 import { Manager, type Runnable } from "../../../internal/operator/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
@@ -122,6 +124,43 @@ describe("leader election on a Lease", () => {
     assert.equal(finishedWhenSecondLed, true, "the second led only after the first's work had stopped");
     await second.stop();
     await secondDone;
+  });
+
+  it("an every-replica controller reconciles on a standby too; the others only on the leader, and the new leader hears it leads", async () => {
+    const lease = { namespace: "default", name: "every-replica", ...timings };
+    const replica = (identity: string) => {
+      const manager = new Manager(kc, { leaderElection: { ...lease, identity }, logger: quiet });
+      const namespaces = manager.informer<KubernetesObject>(informerSource(kc, namespaceType));
+      const seen = { everyReplica: new Set<string>(), leaderOnly: new Set<string>(), leading: 0 };
+      const recorder = (into: Set<string>) => ({
+        reconcile: (request: Request) => Promise.resolve(void into.add(request.name)),
+      });
+      manager.addController(
+        new Controller("every", recorder(seen.everyReplica), quiet, { everyReplica: true }).for(namespaces),
+      );
+      manager.addController(new Controller("leader", recorder(seen.leaderOnly), quiet).for(namespaces));
+      manager.onLeading(() => seen.leading++);
+      return { manager, seen, done: manager.start() };
+    };
+    const first = replica("first");
+    await eventually(() => first.seen.leaderOnly.has("default") && first.seen.leading === 1, {
+      description: "the first manager to lead",
+    });
+    const second = replica("second");
+    await eventually(() => second.seen.everyReplica.has("default"), {
+      description: "the standby's every-replica controller to reconcile",
+    });
+    assert.equal(second.seen.leaderOnly.size, 0, "the standby runs no leader-only controller");
+    assert.equal(second.seen.leading, 0);
+
+    await first.manager.stop();
+    await first.done;
+    await eventually(() => second.seen.leaderOnly.has("default") && second.seen.leading === 1, {
+      timeoutMs: 10_000,
+      description: "the second manager to lead, and to hear it",
+    });
+    await second.manager.stop();
+    await second.done;
   });
 
   it("stops the manager, and fails it, when it can no longer renew its lease", async () => {
