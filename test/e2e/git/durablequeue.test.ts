@@ -160,6 +160,22 @@ describe("a branch worker's durable write queue", () => {
     return subject;
   }
 
+  /** A repository with one commit, its branch's log key, and a GitTarget writing clusters/dev. */
+  async function repository(name: string, target: Partial<TargetSettings> & { key: string }) {
+    const url = await git.createRepository(name);
+    const start = await git.pushForeignCommit(name, {
+      files: { "README.md": "# State\n" },
+      message: "Start",
+    });
+    const settings: TargetSettings = {
+      path: "clusters/dev",
+      timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
+      prune: "OnEvent",
+      ...target,
+    };
+    return { url, start, branch: `apps/${name}`, target: settings };
+  }
+
   before(async () => {
     [redis, git] = await Promise.all([RedisServer.start(), GitServer.start({ users: [user] })]);
     ({ connection, stop: disconnect } = await connect(redis.address));
@@ -175,18 +191,10 @@ describe("a branch worker's durable write queue", () => {
   });
 
   it("a worker that could not push before it stopped leaves its writes, with their authors, to the next worker of the branch", async () => {
-    const url = await git.createRepository("takeover");
-    const start = await git.pushForeignCommit("takeover", {
-      files: { "README.md": "# State\n" },
-      message: "Start",
-    });
-    const target: TargetSettings = {
+    const { url, start, branch, target } = await repository("takeover", {
       key: "apps/t",
-      path: "clusters/dev",
       timers: { idleTimeoutMs: 300, maxDurationMs: 60_000 },
-      prune: "OnEvent",
-    };
-    const branch = "apps/takeover";
+    });
     const items = [
       upsert("a", "first", alice),
       upsert("a", "second", alice),
@@ -270,12 +278,7 @@ describe("a branch worker's durable write queue", () => {
   });
 
   it("a worker replaced while its remote is away (its credential rotated) leaves what it could not push to its successor, which replays it before the stream's next items", async () => {
-    const url = await git.createRepository("replaced");
-    const start = await git.pushForeignCommit("replaced", {
-      files: { "README.md": "# State\n" },
-      message: "Start",
-    });
-    const branch = "apps/replaced";
+    const { url, start, branch, target } = await repository("replaced", { key: "apps/r" });
     const manager = new WorkerManager({
       root: join(dir, "manager"),
       bufferLimitBytes: 8 * 1024 * 1024,
@@ -297,12 +300,6 @@ describe("a branch worker's durable write queue", () => {
       committer,
       identity,
     });
-    const target: TargetSettings = {
-      key: "apps/r",
-      path: "clusters/dev",
-      timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
-      prune: "OnEvent",
-    };
     const stream = new GitTargetEventStream({ namespace: "apps", name: "r" });
     try {
       await git.stop();
@@ -333,15 +330,7 @@ describe("a branch worker's durable write queue", () => {
   });
 
   it("a crash between a push landing and its trim commits nothing twice: the next worker skips what Git already holds", async () => {
-    const url = await git.createRepository("untrimmed");
-    await git.pushForeignCommit("untrimmed", { files: { "README.md": "# State\n" }, message: "Start" });
-    const target: TargetSettings = {
-      key: "apps/u",
-      path: "clusters/dev",
-      timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
-      prune: "OnEvent",
-    };
-    const branch = "apps/untrimmed";
+    const { url, branch, target } = await repository("untrimmed", { key: "apps/u" });
     const file = (name: string) => `clusters/dev/apps/configmaps/${name}.yaml`;
     // The first worker's pushes land, but it dies before any trim: its log never trims.
     const log = new RedisWriteLog(connection, branch);
@@ -392,19 +381,7 @@ describe("a branch worker's durable write queue", () => {
   });
 
   it("an edit of a suspended GitTarget leaves the durable queue without a push", async () => {
-    const url = await git.createRepository("suspended");
-    const start = await git.pushForeignCommit("suspended", {
-      files: { "README.md": "# State\n" },
-      message: "Start",
-    });
-    const target: TargetSettings = {
-      key: "apps/s",
-      path: "clusters/dev",
-      timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
-      prune: "OnEvent",
-      suspend: true,
-    };
-    const branch = "apps/suspended";
+    const { url, start, branch, target } = await repository("suspended", { key: "apps/s", suspend: true });
     const outcomes: string[] = [];
     const subject = worker(url, {
       log: new RedisWriteLog(connection, branch),
