@@ -26,8 +26,8 @@ export interface ManagerOptions {
 /**
  * Owns the shared informers, the controllers and the other runnables of one process. Informers,
  * runnables that do not need leadership and every-replica controllers start at once; the other
- * controllers and the rest start when this process becomes leader. A lost lease stops the manager: a process that might no longer
- * be the only writer must not go on writing.
+ * controllers and the rest start when this process becomes leader. A lost lease stops the
+ * manager: a process that might no longer be the only writer must not go on writing.
  */
 export class Manager {
   private readonly informers = new Map<string, SharedInformer<KubernetesObject>>();

@@ -3,7 +3,7 @@
 // dependency of state capture: a command made while Redis is away fails at once instead of
 // queueing, and each user decides what that costs (a cursor, a fact), while the connection
 // keeps reconnecting. The readiness gate holds the pod not-ready until Redis has answered.
-import { Redis, type RedisOptions } from "ioredis";
+import { Redis, type ChainableCommander, type RedisOptions } from "ioredis";
 import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import { untilAborted } from "../timing/sleep.ts";
@@ -17,6 +17,17 @@ export function parseRedisAddress(address: string): { host: string; port: number
     throw new Error(`--redis-addr="${address}": use host:port, such as redis:6379`);
   }
   return { host: match[1] ?? match[2]!, port };
+}
+
+/**
+ * Runs a MULTI transaction and returns each command's reply, in order; rejects with the first
+ * command's error, or when Redis discarded the transaction, naming `what` it was for.
+ */
+export async function transaction(multi: ChainableCommander, what: string): Promise<unknown[]> {
+  const results = await multi.exec();
+  const failed = results?.find(([err]) => err);
+  if (!results || failed) throw failed?.[0] ?? new Error(`the ${what} was discarded`);
+  return results.map(([, reply]) => reply);
 }
 
 export class RedisConnection implements Runnable {

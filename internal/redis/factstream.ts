@@ -14,7 +14,7 @@ import type { Runnable } from "../operator/manager.ts";
 import { followerLastSuccess } from "../telemetry/instruments.ts";
 import { backoffDelay } from "../timing/backoff.ts";
 import { sleep } from "../timing/sleep.ts";
-import type { RedisConnection } from "./connection.ts";
+import { transaction, type RedisConnection } from "./connection.ts";
 
 const keyPrefix = "gitopsreverser:facts:";
 /** The longest one read blocks, and so the longest a newly followed stream waits if an unblock is missed. */
@@ -47,13 +47,13 @@ export class RedisFactStream implements FactStream, Runnable {
   async append(stream: StreamRef, facts: Fact[]): Promise<void> {
     const key = keyPrefix + streamKeyOf(stream);
     const horizon = String(Math.max(0, Date.now() - this.retention.ms));
-    const results = await this.redis.client
-      .multi()
-      .xadd(key, "MINID", "~", horizon, "*", "facts", JSON.stringify(facts))
-      .pexpire(key, 2 * this.retention.ms)
-      .exec();
-    const failed = results?.find(([err]) => err);
-    if (!results || failed) throw failed?.[0] ?? new Error("the append was discarded");
+    await transaction(
+      this.redis.client
+        .multi()
+        .xadd(key, "MINID", "~", horizon, "*", "facts", JSON.stringify(facts))
+        .pexpire(key, 2 * this.retention.ms),
+      "append",
+    );
   }
 
   follow(stream: StreamRef, deliver: (facts: Fact[]) => void): () => void {

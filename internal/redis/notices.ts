@@ -23,18 +23,14 @@ export class RedisNotices implements Runnable {
     private readonly logger: Logger,
   ) {}
 
-  /** Tells every replica a delivery named the GitBranch; false when Redis did not take it. */
-  async publish(branchKey: string): Promise<boolean> {
-    try {
-      await this.redis.client.publish(channel, branchKey);
-      return true;
-    } catch (err) {
+  /** Tells every replica a delivery named the GitBranch; Redis away, the notice is logged and lost. */
+  async publish(branchKey: string): Promise<void> {
+    await this.redis.client.publish(channel, branchKey).catch((err: unknown) =>
       this.logger.error("a push notice could not be relayed to the replica holding its branch", {
         gitBranch: branchKey,
         error: (err as Error).message,
-      });
-      return false;
-    }
+      }),
+    );
   }
 
   async start(signal: AbortSignal): Promise<void> {

@@ -3,7 +3,7 @@
 // GitBranch deleted while its remote was away goes with time instead of staying forever. Redis
 // away, a call fails at once (the connection queues nothing), and the worker goes on from memory.
 import type { WriteLog } from "../git/queue/writelog.ts";
-import type { RedisConnection } from "./connection.ts";
+import { transaction, type RedisConnection } from "./connection.ts";
 
 const keyPrefix = "gitopsreverser:writes:";
 /** A log nobody appends to or trims for this long is let go. */
@@ -28,15 +28,11 @@ export class RedisWriteLog implements WriteLog {
   }
 
   async append(value: string): Promise<string> {
-    const results = await this.redis.client
-      .multi()
-      .xadd(this.key, "*", field, value)
-      .pexpire(this.key, idleExpiryMs)
-      .exec();
-    const [added, ...rest] = results ?? [];
-    const failed = [added, ...rest].find((result) => result?.[0]);
-    if (!added || failed) throw failed?.[0] ?? new Error("the append was discarded");
-    return added[1] as string;
+    const [id] = await transaction(
+      this.redis.client.multi().xadd(this.key, "*", field, value).pexpire(this.key, idleExpiryMs),
+      "append",
+    );
+    return id as string;
   }
 
   async read(): Promise<[string, string | undefined][]> {
@@ -50,13 +46,10 @@ export class RedisWriteLog implements WriteLog {
   }
 
   async trim(minId: string): Promise<void> {
-    const results = await this.redis.client
-      .multi()
-      .xtrim(this.key, "MINID", minId)
-      .pexpire(this.key, idleExpiryMs)
-      .exec();
-    const failed = results?.find(([err]) => err);
-    if (!results || failed) throw failed?.[0] ?? new Error("the trim was discarded");
+    await transaction(
+      this.redis.client.multi().xtrim(this.key, "MINID", minId).pexpire(this.key, idleExpiryMs),
+      "trim",
+    );
   }
 }
 
