@@ -258,11 +258,11 @@ export function checkReplicas(
   if (options.replicaCount === 1) return;
   if (!options.leaderElect)
     throw new Error(
-      `--replica-count=${options.replicaCount} needs --leader-elect=true: one replica holds the branches and the others stand by`,
+      `--replica-count=${options.replicaCount} needs --leader-elect=true: the replicas share the branches out on Leases, and the leader handles what belongs to no branch`,
     );
   if (!options.redisAddr)
     throw new Error(
-      `--replica-count=${options.replicaCount} needs --redis-addr: the durable write queue a standby replays and the push notices it hears live in Redis`,
+      `--replica-count=${options.replicaCount} needs --redis-addr: the durable write queue a replica taking a branch over replays and the push notices every replica hears live in Redis`,
     );
 }
 

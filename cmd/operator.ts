@@ -9,7 +9,13 @@ import { setupOperator } from "../controllers/setup.ts";
 const options = parseFlags(process.argv.slice(2));
 checkReplicas(options);
 const logger = createLogger(options.logLevel, options.logFormat);
-const { manager, identity, kubeConfig } = processManager(options, "gitops-reverser-leader", logger);
+// More than one replica: each holds its share of the repository branches.
+const { manager, identity, kubeConfig } = processManager(
+  options,
+  "gitops-reverser-leader",
+  logger,
+  options.replicaCount > 1 ? "gitops-reverser" : undefined,
+);
 const operator = setupOperator(manager, { ...options, identity, attribution: attributionSettings(options) });
 
 const registry = createRegistry();

@@ -20,7 +20,7 @@ import {
 } from "../internal/applier/argocdclaim.ts";
 import { judgeBinding, type Verdict } from "../internal/applier/eligibility.ts";
 import type { Following } from "../internal/applier/following.ts";
-import type { Controller } from "../internal/operator/controller.ts";
+import type { Controller, Request } from "../internal/operator/controller.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { keyOf } from "../internal/types/names.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
@@ -126,6 +126,7 @@ export function setupArgoCDClaimController(
   manager: Manager,
   sourceContexts: SourceContexts,
   following: Following,
+  shardOf?: (request: Request) => string | undefined,
 ): Controller {
   return setupClaimController<ArgoCDClaim>(
     manager,
@@ -133,5 +134,6 @@ export function setupArgoCDClaimController(
     "ArgoCDClaim",
     resourceTypes.ArgoCDClaim,
     (informers, events) => new ArgoCDClaimReconciler(manager, informers, sourceContexts, events, following),
+    shardOf,
   );
 }

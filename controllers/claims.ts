@@ -322,12 +322,14 @@ export function setupClaimController<C extends AnyClaim>(
     informers: ClaimInformers & { claims: SharedInformer<C> },
     events: EventRecorder,
   ) => Reconciler,
+  /** With more than one replica: a claim's shard, its first GitTarget's repository branch. */
+  shardOf?: (request: Request) => string | undefined,
 ): Controller {
   const kc = manager.kubeConfig;
   const events = new EventRecorder(kc, hostname(), manager.logger);
   const informers = { claims: manager.informer<C>(informerSource(kc, type)), ...claimInformers(manager) };
   const controller = watchClaimInputs(
-    new Controller(name, reconciler(informers, events), manager.logger).for(
+    new Controller(name, reconciler(informers, events), manager.logger, shardOf ? { shardOf } : {}).for(
       informers.claims,
       generationChanged,
     ),

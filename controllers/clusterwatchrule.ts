@@ -27,12 +27,12 @@ export class ClusterWatchRuleReconciler implements Reconciler {
   ) {}
 
   async reconcile(request: Request): Promise<Result> {
-    const origin = originOf("ClusterWatchRule", undefined, request.name);
     const rule = this.rules.get(request.name);
     if (!rule) {
-      this.lookups.store.delete(origin);
+      await this.disown(request);
       return {};
     }
+    const origin = originOf("ClusterWatchRule", undefined, request.name);
     const outcome = admitRules(
       this.lookups,
       origin,
@@ -50,12 +50,20 @@ export class ClusterWatchRuleReconciler implements Reconciler {
     });
     return { requeueAfterMs: recheckMs };
   }
+
+  /** Drops a rule that is gone, or whose GitTarget's branch another replica holds, from this process's store. */
+  disown(request: Request): Promise<void> {
+    this.lookups.store.delete(originOf("ClusterWatchRule", undefined, request.name));
+    return Promise.resolve();
+  }
 }
 
 export function setupClusterWatchRuleController(
   manager: Manager,
   store: RuleStore,
   sourceContexts: SourceContexts,
+  /** With more than one replica: a GitTarget's shard; a rule is its GitTarget's. */
+  targetShard?: (target: Request) => string | undefined,
 ): Controller {
   const { lookups, targets, providers } = ruleLookups(manager, store, sourceContexts);
   const rules = manager.informer<ClusterWatchRule>(
@@ -66,6 +74,14 @@ export function setupClusterWatchRuleController(
     "clusterwatchrule",
     new ClusterWatchRuleReconciler(manager, rules, lookups),
     manager.logger,
+    targetShard
+      ? {
+          shardOf: (r: Request) => {
+            const ref = rules.get(r.name)?.spec.gitTargetRef;
+            return ref && targetShard(ref);
+          },
+        }
+      : {},
   )
     .for(rules)
     .watches(targets, all, anyOf(generationChanged, readyTransition))

@@ -102,6 +102,8 @@ export function setupCommitRequestController(
   manager: Manager,
   core: CommitRequestCore,
   saves: Pick<SaveRoutes, "forget" | "onChanged">,
+  /** With more than one replica: a CommitRequest's shard, from the object. */
+  shardOf?: (request: CommitRequest | undefined) => string | undefined,
 ): Controller {
   const requests: SharedInformer<CommitRequest> = manager.informer(
     informerSource(manager.kubeConfig, resourceTypes.CommitRequest),
@@ -112,9 +114,10 @@ export function setupCommitRequestController(
     { cluster: "control" },
     saves,
   );
-  const controller = new Controller("commitrequest", reconciler, manager.logger, { concurrency: 4 }).for(
-    requests,
-  );
+  const controller = new Controller("commitrequest", reconciler, manager.logger, {
+    concurrency: 4,
+    ...(shardOf ? { shardOf: (r: Request) => shardOf(requests.get(r.name, r.namespace)) } : {}),
+  }).for(requests);
   saves.onChanged((id) => {
     const key = reconciler.keyOf(id);
     if (key) controller.queue.add(key);

@@ -7,7 +7,7 @@ import { commitRequests, resourceTypes, type CommitRequest } from "../generated/
 import type { CommitRequestCore, Path } from "../internal/commitrequest/core.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import type { SaveRoutes } from "../internal/git/index.ts";
-import { Controller } from "../internal/operator/controller.ts";
+import { Controller, type Ownership, type Request } from "../internal/operator/controller.ts";
 import { SharedInformer } from "../internal/operator/informer.ts";
 import type { Logger } from "../internal/telemetry/logger.ts";
 import type { Runnable } from "../internal/operator/manager.ts";
@@ -37,6 +37,11 @@ export class CommitRequestServer implements Runnable {
     private readonly core: CommitRequestCore,
     private readonly logger: Logger,
     private readonly saves: Pick<SaveRoutes, "forget" | "onChanged">,
+    /** With more than one replica: which replica serves each request, by its shard. */
+    private readonly sharing?: {
+      ownership: Ownership;
+      shardOf: (request: CommitRequest | undefined) => string | undefined;
+    },
   ) {
     saves.onChanged((id) => {
       for (const served of this.served.values()) {
@@ -72,9 +77,12 @@ export class CommitRequestServer implements Runnable {
       informerSource(kubeConfig, resourceTypes.CommitRequest),
       this.logger,
     );
+    const sharing = this.sharing;
     const controller = new Controller(`commitrequest-${providerKey}`, reconciler, this.logger, {
       concurrency: 4,
+      ...(sharing ? { shardOf: (r: Request) => sharing.shardOf(informer.get(r.name, r.namespace)) } : {}),
     }).for(informer);
+    if (sharing) controller.shareBy(sharing.ownership);
     const served: Served = {
       fingerprint: `${fingerprint}/${deletesFinished}`,
       informer,

@@ -27,7 +27,7 @@ import {
 import type { Following } from "../internal/applier/following.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { keyOf } from "../internal/types/names.ts";
-import type { Controller } from "../internal/operator/controller.ts";
+import type { Controller, Request } from "../internal/operator/controller.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "./fieldmanager.ts";
@@ -164,6 +164,7 @@ export function setupFluxClaimController(
   manager: Manager,
   sourceContexts: SourceContexts,
   following: Following,
+  shardOf?: (request: Request) => string | undefined,
 ): Controller {
   return setupClaimController<FluxClaim>(
     manager,
@@ -171,5 +172,6 @@ export function setupFluxClaimController(
     "FluxClaim",
     resourceTypes.FluxClaim,
     (informers, events) => new FluxClaimReconciler(manager, informers, sourceContexts, events, following),
+    shardOf,
   );
 }

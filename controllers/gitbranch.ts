@@ -73,6 +73,8 @@ export interface GitBranchDeps {
   onReleased?: (branchKey: string) => void;
   /** This process's leader Lease identity: status.heldBy of the branches it holds. */
   identity?: string;
+  /** With more than one replica: a GitBranch's repository branch, its shard. */
+  shardOf?: (request: Request) => string | undefined;
 }
 
 export interface GitBranchInformers {
@@ -112,10 +114,7 @@ export class GitBranchReconciler implements Reconciler {
     const found = this.informers.branches.get(request.name, request.namespace);
     if (!found) {
       // Gone without our finalizer running (removed by hand): it claims nothing any more.
-      this.deps.claims.withdrawByName(request.namespace ?? "", request.name);
-      this.proofs.delete(key);
-      this.transitions.forget(key);
-      await this.retireWorker(key);
+      await this.disown(request);
       return {};
     }
     if (found.metadata.deletionTimestamp) return this.finalize(found, key);
@@ -158,6 +157,18 @@ export class GitBranchReconciler implements Reconciler {
     // A steady pass comes back when the proof goes stale, so it is re-proved once per interval.
     const intervals = { ...this.intervals, steadyMs: this.proofExpiresInMs(key) };
     return nextPass(decision.recheck, intervals, `${key}: ${ready.message}`);
+  }
+
+  /**
+   * Lets go of a GitBranch this process no longer handles (gone, or its repository branch held
+   * by another replica): it claims nothing here, and its worker stops, publishing what it holds.
+   */
+  async disown(request: Request): Promise<void> {
+    const key = storeKey(request);
+    this.deps.claims.withdrawByName(request.namespace ?? "", request.name);
+    this.proofs.delete(key);
+    this.transitions.forget(key);
+    await this.retireWorker(key);
   }
 
   /** Proves the push session and takes part in the branch claim with the outcome. */
@@ -304,6 +315,7 @@ export function setupGitBranchController(manager: Manager, deps: GitBranchDeps):
   );
   const controller = new Controller("gitbranch", reconciler, manager.logger, {
     rateLimiter: recheckRateLimiter({ ...defaultRecheckIntervals, ...deps.intervals }),
+    ...(deps.shardOf ? { shardOf: deps.shardOf } : {}),
   })
     .for(branches, anyOf(generationChanged, reconcileRequested))
     // A provider's spec (its grants) or its readiness (a fixed credential) re-runs the check.

@@ -5,7 +5,6 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { gitReceivers, resourceTypes, type GitReceiver } from "../generated/v1alpha3/index.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import { storeKeyOf } from "../internal/types/names.ts";
 import { unlessNotFound } from "../internal/kube/resourceclient.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
@@ -74,8 +73,6 @@ export function setupGitReceiverController(manager: Manager, listener: PushRecei
   ).for(receivers);
   manager.addController(controller);
   // The new leader writes every receiver's status at once, not on its next minute's pass.
-  manager.onLeading(() => {
-    for (const r of receivers.list()) controller.queue.add(storeKeyOf(r));
-  });
+  manager.onLeading(() => controller.requeueAll());
   return controller;
 }

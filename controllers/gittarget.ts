@@ -76,6 +76,8 @@ interface Informers {
 export interface WriteSide {
   claims: BranchClaims;
   workers: WorkerManager;
+  /** With more than one replica: a GitTarget's repository branch, its shard. */
+  shardOf?: (request: Request) => string | undefined;
 }
 
 const sameRef = (a: { namespace: string; name: string }, b: { namespace: string; name: string }) =>
@@ -106,11 +108,7 @@ export class GitTargetReconciler implements Reconciler {
     const key = keyOf(request);
     const target = this.informers.targets.get(request.name, request.namespace);
     if (!target) {
-      await this.release(key);
-      this.askedRequests.delete(key);
-      this.detachedFor.delete(key);
-      this.transitions.forget(key);
-      this.writeSide.workers.detach({ namespace: request.namespace ?? "", name: request.name });
+      await this.disown(request);
       return {};
     }
 
@@ -156,6 +154,20 @@ export class GitTargetReconciler implements Reconciler {
     // A suspended target waits for a person, not for a dependency: no quick re-check.
     const settled = target.spec.suspend || conditions.find((c) => c.type === "Ready")?.status === "True";
     return { requeueAfterMs: settled ? steadyRecheckMs : progressRecheckMs };
+  }
+
+  /**
+   * Lets go of a GitTarget this process no longer handles (gone, or its branch held by another
+   * replica): its watches stop and it feeds no worker here.
+   */
+  async disown(request: Request): Promise<void> {
+    const key = keyOf(request);
+    // Still there, its work moves to another replica, which resumes from its watches' cursors.
+    await this.release(key, this.informers.targets.get(request.name, request.namespace) !== undefined);
+    this.askedRequests.delete(key);
+    this.detachedFor.delete(key);
+    this.transitions.forget(key);
+    this.writeSide.workers.detach({ namespace: request.namespace ?? "", name: request.name });
   }
 
   /**
@@ -280,12 +292,12 @@ export class GitTargetReconciler implements Reconciler {
     };
   }
 
-  private async release(key: string): Promise<void> {
+  private async release(key: string, keepCursors = false): Promise<void> {
     const providerKey = this.servedBy.get(key);
     if (providerKey === undefined) return;
     this.servedBy.delete(key);
     const { namespace, name } = parseKey(key);
-    await this.sourceContexts.get(providerKey)?.watchManager.release({ namespace, name });
+    await this.sourceContexts.get(providerKey)?.watchManager.release({ namespace, name }, keepCursors);
   }
 }
 
@@ -304,7 +316,7 @@ export function setupGitTargetController(
   manager: Manager,
   sourceContexts: SourceContexts,
   writeSide: WriteSide,
-): Controller {
+): { controller: Controller; reconciler: GitTargetReconciler } {
   const kc = manager.kubeConfig;
   const informers: Informers = {
     targets: manager.informer<GitTarget>(informerSource(kc, resourceTypes.GitTarget)),
@@ -338,16 +350,18 @@ export function setupGitTargetController(
       name: object.metadata?.name ?? "",
     });
 
+  const reconciler = new GitTargetReconciler(
+    manager,
+    informers,
+    sourceContexts,
+    writeSide,
+    new EventRecorder(kc, hostname(), manager.logger),
+  );
   const controller = new Controller(
     "gittarget",
-    new GitTargetReconciler(
-      manager,
-      informers,
-      sourceContexts,
-      writeSide,
-      new EventRecorder(kc, hostname(), manager.logger),
-    ),
+    reconciler,
     manager.logger,
+    writeSide.shardOf ? { shardOf: writeSide.shardOf } : {},
   )
     .for(informers.targets, anyOf(generationChanged, reconcileRequested))
     // A sibling's path or deletion decides an overlap, so every target on the branch looks again.
@@ -401,5 +415,5 @@ export function setupGitTargetController(
     }
   });
   manager.addController(controller);
-  return controller;
+  return { controller, reconciler };
 }

@@ -42,6 +42,8 @@ export interface KubeProviderDeps {
   lastFactAt?: (route: string) => Date | undefined;
   /** The source clusters' CommitRequest watches, one per provider whose spec.commitRequests asks. */
   commitRequests?: Pick<CommitRequestServer, "serve" | "release" | "state">;
+  /** Shared out, every replica connects each provider, and only the leader writes status. */
+  writesStatus?: () => boolean;
 }
 
 type Connection =
@@ -92,6 +94,7 @@ export class KubeProviderReconciler implements Reconciler {
       await this.serveCommitRequests(provider, { ...connection, kubeConfig });
     }
 
+    if (this.deps.writesStatus?.() === false) return { requeueAfterMs: this.recheckMs };
     const route = auditRouteOf(provider);
     const lastFactAt = this.deps.lastFactAt?.(route);
     await this.status.write(kubeProviders(this.operatorConfig), provider, {
@@ -210,9 +213,14 @@ export function setupKubeProviderController(manager: Manager, deps: KubeProvider
   );
   const controller = new Controller(
     "kubeprovider",
-    new KubeProviderReconciler(manager.kubeConfig, providers, deps),
+    new KubeProviderReconciler(manager.kubeConfig, providers, {
+      ...deps,
+      writesStatus: () => manager.isLeader,
+    }),
     manager.logger,
+    { everyReplica: manager.sharded },
   ).for(providers);
+  manager.onLeading(() => controller.requeueAll());
   manager.addController(controller);
   return controller;
 }

@@ -5,7 +5,12 @@ import { RedisConnection } from "../internal/redis/connection.ts";
 import { RedisCursorStore } from "../internal/redis/cursors.ts";
 import { RedisWriteLog } from "../internal/redis/writelog.ts";
 import { RedisNotices } from "../internal/redis/notices.ts";
-import { resourceTypes, type GitBranch, type GitProvider } from "../generated/v1alpha3/index.ts";
+import {
+  resourceTypes,
+  type CommitRequest,
+  type GitBranch,
+  type GitProvider,
+} from "../generated/v1alpha3/index.ts";
 import { PushReceiver } from "../internal/receiver/receiver.ts";
 import { branchesWoken } from "../internal/receiver/route.ts";
 import { parseBindAddress } from "../internal/telemetry/servers.ts";
@@ -47,6 +52,7 @@ import { setupWatchRuleController } from "./watchrule.ts";
 import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
 import { CommitRequestServer } from "./commitrequestserver.ts";
 import { keyOf, parseKey } from "../internal/types/names.ts";
+import { BranchShards, commitRequestShard } from "./branchshards.ts";
 
 export interface OperatorSettings {
   inClusterKubeProviders: readonly string[];
@@ -124,6 +130,8 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   );
   manager.addRunnable(sourceContexts);
   const claims = new BranchClaims();
+  // With more than one replica, each holds its share of the repository branches.
+  const shards = manager.sharded ? new BranchShards(manager) : undefined;
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
   const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
   const exclusions = new Exclusions();
@@ -203,10 +211,11 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     },
     renderHoldMs: settings.renderHoldMs,
     logger: manager.logger,
+    ...(shards ? { holds: (branchKey: string) => manager.owns(shards.branchKey(branchKey)) } : {}),
   });
   manager.addRunnable(workers);
   setupScrapeGauges(manager, sourceContexts, workers);
-  const commitRequestServer = setupCommitRequests(manager, settings, workers, attribution);
+  const commitRequestServer = setupCommitRequests(manager, settings, workers, attribution, shards);
   const kubeProviders = setupKubeProviderController(manager, {
     sourceContexts,
     ...(attribution ? { lastFactAt: (route: string) => attribution.lastFactAt(route) } : {}),
@@ -229,12 +238,28 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     workers,
     onReleased: (key) => remoteStatus.forget(key),
     ...(settings.identity ? { identity: settings.identity } : {}),
+    ...(shards ? { shardOf: shards.branch } : {}),
   });
-  setupGitTargetController(manager, sourceContexts, { claims, workers });
-  setupFluxClaimController(manager, sourceContexts, following);
-  setupArgoCDClaimController(manager, sourceContexts, following);
-  setupWatchRuleController(manager, rules, sourceContexts);
-  setupClusterWatchRuleController(manager, rules, sourceContexts);
+  const targets = setupGitTargetController(manager, sourceContexts, {
+    claims,
+    workers,
+    ...(shards ? { shardOf: shards.target } : {}),
+  });
+  // A repository branch handed over: its GitTargets' watches stop first, leaving their cursors
+  // to the replica that takes it, then its workers, each publishing what it holds; only then
+  // does its Lease go.
+  if (shards)
+    manager.shareWork({
+      wanted: () => shards.wanted(),
+      handOver: async (shard) => {
+        await Promise.all(shards.gitTargetsOf(shard).map((t) => targets.reconciler.disown(t)));
+        await Promise.all(shards.gitBranchesOf(shard).map((key) => workers.release(key)));
+      },
+    });
+  setupFluxClaimController(manager, sourceContexts, following, shards?.claim("FluxClaim"));
+  setupArgoCDClaimController(manager, sourceContexts, following, shards?.claim("ArgoCDClaim"));
+  setupWatchRuleController(manager, rules, sourceContexts, shards?.target);
+  setupClusterWatchRuleController(manager, rules, sourceContexts, shards?.target);
   return {
     rules,
     sourceContexts,
@@ -289,6 +314,7 @@ function setupCommitRequests(
   settings: OperatorSettings,
   workers: WorkerManager,
   attribution: Attribution | undefined,
+  shards: BranchShards | undefined,
 ): CommitRequestServer {
   const core = commitRequestCore(manager, {
     saves: workers.saves,
@@ -296,8 +322,14 @@ function setupCommitRequests(
     retentionMs: settings.commitRequestRetention ?? 60 * 60_000,
     withdrawMarginMs: settings.commitRequestWithdrawMarginMs,
   });
-  setupCommitRequestController(manager, core, workers.saves);
-  const server = new CommitRequestServer(core, manager.logger, workers.saves);
+  const shardOf = shards && ((request: CommitRequest | undefined) => commitRequestShard(shards, request));
+  setupCommitRequestController(manager, core, workers.saves, shardOf);
+  const server = new CommitRequestServer(
+    core,
+    manager.logger,
+    workers.saves,
+    shardOf && { ownership: manager, shardOf },
+  );
   manager.addRunnable(server);
   return server;
 }

@@ -34,12 +34,12 @@ export class WatchRuleReconciler implements Reconciler {
   ) {}
 
   async reconcile(request: Request): Promise<Result> {
-    const origin = originOf("WatchRule", request.namespace, request.name);
     const rule = this.rules.get(request.name, request.namespace);
     if (!rule) {
-      this.lookups.store.delete(origin);
+      await this.disown(request);
       return {};
     }
+    const origin = originOf("WatchRule", request.namespace, request.name);
     const target = { namespace: rule.metadata.namespace!, name: rule.spec.gitTargetRef.name };
     const outcome = admitRules(
       this.lookups,
@@ -57,6 +57,12 @@ export class WatchRuleReconciler implements Reconciler {
       fields: { resolvedTypes: outcome.resolvedTypes },
     });
     return { requeueAfterMs: recheckMs };
+  }
+
+  /** Drops a rule that is gone, or whose GitTarget's branch another replica holds, from this process's store. */
+  disown(request: Request): Promise<void> {
+    this.lookups.store.delete(originOf("WatchRule", request.namespace, request.name));
+    return Promise.resolve();
   }
 }
 
@@ -80,6 +86,8 @@ export function setupWatchRuleController(
   manager: Manager,
   store: RuleStore,
   sourceContexts: SourceContexts,
+  /** With more than one replica: a GitTarget's shard; a rule is its GitTarget's. */
+  targetShard?: (target: Request) => string | undefined,
 ): Controller {
   const { lookups, targets, providers, namespaces } = ruleLookups(manager, store, sourceContexts);
   const rules = manager.informer<WatchRule>(informerSource(manager.kubeConfig, resourceTypes.WatchRule));
@@ -94,6 +102,7 @@ export function setupWatchRuleController(
     "watchrule",
     new WatchRuleReconciler(manager, rules, lookups),
     manager.logger,
+    targetShard ? { shardOf: (r: Request) => ruleShard(rules.get(r.name, r.namespace), targetShard) } : {},
   )
     .for(rules)
     .watches(targets, rulesFeeding, anyOf(generationChanged, readyTransition))
@@ -107,4 +116,9 @@ export function setupWatchRuleController(
   });
   manager.addController(controller);
   return controller;
+}
+
+/** A WatchRule's shard: its GitTarget's, in the rule's namespace. */
+function ruleShard(rule: WatchRule | undefined, targetShard: (target: Request) => string | undefined) {
+  return rule && targetShard({ namespace: rule.metadata.namespace, name: rule.spec.gitTargetRef.name });
 }

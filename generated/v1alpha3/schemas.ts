@@ -186,7 +186,7 @@ export interface components {
             conditions?: components["schemas"]["Conditions"];
             /** @description How many GitTargets, from any namespace, reference this GitBranch. */
             gitTargetCount?: number;
-            /** @description The operator replica that holds this branch and runs its branch worker: its leader Lease identity (the pod's name and a random suffix). Absent while this GitBranch does not hold its branch. */
+            /** @description The operator replica that holds this branch and runs its branch worker: its Lease identity (the pod's name and a random suffix), which with more than one replica also holds the repository branch's Lease. Absent while this GitBranch does not hold its branch. */
             heldBy?: string;
             /**
              * Format: date-time

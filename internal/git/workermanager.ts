@@ -91,6 +91,12 @@ export interface WorkerManagerOptions extends Omit<
   writeLog?: (branchKey: string) => WriteLog;
   /** Each append to a branch's durable queue, and each entry a worker replayed from it. */
   onQueue?: (branchKey: string, event: "appended" | "failed" | "replayed", count: number) => void;
+  /**
+   * With more than one replica: whether this replica holds a GitBranch's repository branch. A
+   * worker is never made for one it does not, so a reconcile that raced a handover cannot write
+   * beside the replica that took the branch.
+   */
+  holds?: (branchKey: string) => boolean;
 }
 
 /** What the process provides every worker for applying (internal/git/worker/applies.ts). */
@@ -249,6 +255,8 @@ export class WorkerManager implements Runnable {
     if (existing && existing.spec.identity === spec.identity && existing.spec.uid === spec.uid)
       return existing.worker;
     if (existing) await this.stopWorker(spec.key);
+    if (this.options.holds && !this.options.holds(spec.key))
+      throw new Error(`GitBranch ${spec.key}: another replica holds its branch`);
     await claimDirectory(this.options.root, spec.uid);
     const {
       root,

@@ -29,6 +29,19 @@ export interface ReconcileContext {
 /** Reads the world, decides, acts, and writes status, for one object. Throwing requeues it with backoff. */
 export interface Reconciler {
   reconcile(request: Request, context: ReconcileContext): Promise<Result | void>;
+  /**
+   * For a sharded controller: another replica handles the object now (or none does yet), so
+   * this one lets go of what it holds for it in memory and writes nothing to the cluster.
+   */
+  disown?(request: Request, context: ReconcileContext): Promise<void>;
+}
+
+/** Which shards this replica holds: a sharded controller reconciles only the objects of those. */
+export interface Ownership {
+  /** Whether this replica handles a shard's objects now; `undefined` (no shard) is the leader's. */
+  owns(shard: string | undefined): boolean;
+  /** Calls `listener` with the shards this replica started or stopped holding, or "leader" when leadership moved. */
+  onChanged(listener: (shards: readonly string[] | "leader") => void): void;
 }
 
 /** Maps a changed dependency to the objects that must reconcile because of it. */
@@ -43,6 +56,13 @@ export interface ControllerOptions {
    * while it leads (`Manager.isLeader`).
    */
   everyReplica?: boolean;
+  /**
+   * Shards the controller among replicas that all run: the shard an object belongs to (a
+   * repository branch), or undefined for one the leader handles. Only the replica holding an
+   * object's shard reconciles it; the others disown it. Without sharing (one active replica)
+   * the controller runs on the leader and owns everything.
+   */
+  shardOf?: (request: Request) => string | undefined;
 }
 
 /**
@@ -53,6 +73,10 @@ export class Controller {
   readonly queue: WorkQueue;
   private readonly concurrency: number;
   readonly everyReplica: boolean;
+  readonly shardOf: ((request: Request) => string | undefined) | undefined;
+  private ownership: Ownership | undefined;
+  /** The primary kind's informer, whose objects a change of ownership requeues. */
+  private primary: SharedInformer<KubernetesObject> | undefined;
 
   constructor(
     readonly name: string,
@@ -63,6 +87,31 @@ export class Controller {
     this.queue = new WorkQueue(options.rateLimiter);
     this.concurrency = options.concurrency ?? 1;
     this.everyReplica = options.everyReplica ?? false;
+    this.shardOf = options.shardOf;
+  }
+
+  /**
+   * Reconciles from now on only the objects whose shard `ownership` says this replica holds, and
+   * looks again at every object whose shard this replica starts or stops holding.
+   */
+  shareBy(ownership: Ownership): void {
+    const shardOf = this.shardOf;
+    if (!shardOf) return;
+    this.ownership = ownership;
+    ownership.onChanged((shards) => {
+      const moved = shards === "leader" ? undefined : new Set(shards);
+      for (const object of this.primary?.list() ?? []) {
+        const request = parseStoreKey(storeKeyOf(object));
+        const shard = shardOf(request);
+        if (moved ? shard !== undefined && moved.has(shard) : shard === undefined)
+          this.queue.add(storeKey(request));
+      }
+    });
+  }
+
+  /** Looks at every object of the primary kind again: this replica just started leading. */
+  requeueAll(): void {
+    for (const object of this.primary?.list() ?? []) this.queue.add(storeKeyOf(object));
   }
 
   /** Reconciles each object of the primary kind when it is added, deleted, or updated as `predicate` allows. */
@@ -70,6 +119,7 @@ export class Controller {
     informer: SharedInformer<T>,
     predicate: UpdatePredicate = generationChanged,
   ): this {
+    this.primary = informer as unknown as SharedInformer<KubernetesObject>;
     return this.watches(informer, (object) => [parseStoreKey(storeKeyOf(object))], predicate);
   }
 
@@ -113,9 +163,16 @@ export class Controller {
       if (key === undefined) return;
       const reconcileID = randomUUID();
       const logger = withFields(this.logger, { controller: this.name, object: key, reconcileID });
-      logger.debug("reconciling");
+      const request = parseStoreKey(key);
       try {
-        const result = await this.reconciler.reconcile(parseStoreKey(key), { logger, reconcileID });
+        if (this.ownership && !this.ownership.owns(this.shardOf?.(request))) {
+          logger.debug("another replica handles it");
+          await this.reconciler.disown?.(request, { logger, reconcileID });
+          this.queue.forget(key);
+          continue;
+        }
+        logger.debug("reconciling");
+        const result = await this.reconciler.reconcile(request, { logger, reconcileID });
         this.queue.forget(key);
         // Most passes ask to be looked at again later, so this is no news: debug, as the start is.
         if (result?.requeueAfterMs !== undefined) {

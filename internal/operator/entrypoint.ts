@@ -35,8 +35,11 @@ export interface ProcessFlags {
   healthProbeBindAddress: string;
 }
 
-/** The manager of a process, on the default kubeconfig, leader-elected on `leaseName` when asked. */
-export function processManager(flags: ProcessFlags, leaseName: string, logger: Logger) {
+/**
+ * The manager of a process, on the default kubeconfig, leader-elected on `leaseName` when asked;
+ * with `sharePrefix` (and leader election) every replica is active on its share of the work.
+ */
+export function processManager(flags: ProcessFlags, leaseName: string, logger: Logger, sharePrefix?: string) {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();
   const identity = `${hostname()}-${randomBytes(4).toString("hex")}`;
@@ -45,6 +48,7 @@ export function processManager(flags: ProcessFlags, leaseName: string, logger: L
     leaderElection: flags.leaderElect
       ? { namespace: flags.leaderElectionNamespace ?? ownNamespace(kubeConfig), name: leaseName, identity }
       : undefined,
+    ...(sharePrefix ? { sharePrefix } : {}),
   });
   return { manager, identity, kubeConfig };
 }

@@ -1,11 +1,12 @@
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
-import type { Controller } from "./controller.ts";
+import type { Controller, Ownership } from "./controller.ts";
 import { SharedInformer } from "./informer.ts";
 import type { InformerSource } from "../kube/sources.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { LeaderElector, defaultLeaseTimings, type LeaderElectionConfig } from "./leaderelection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keepConnections } from "../kube/connections.ts";
+import { ShardLeases, type ShardWork } from "./shardleases.ts";
 
 /** Something the manager starts and stops, such as the watch manager or the branch workers. */
 export interface Runnable {
@@ -20,6 +21,11 @@ export interface ManagerOptions {
   /** Without it, this process leads at once (for tests and single-process runs). */
   leaderElection?: Omit<LeaderElectionConfig, keyof typeof defaultLeaseTimings> &
     Partial<typeof defaultLeaseTimings>;
+  /**
+   * With leader election: share the work out among every replica (`shareWork` says what the
+   * shards are), on Leases named "<sharePrefix>-…" in the election's namespace.
+   */
+  sharePrefix?: string;
   logger: Logger;
 }
 
@@ -28,8 +34,13 @@ export interface ManagerOptions {
  * runnables that do not need leadership and every-replica controllers start at once; the other
  * controllers and the rest start when this process becomes leader. A lost lease stops the
  * manager: a process that might no longer be the only writer must not go on writing.
+ *
+ * Shared out (`sharePrefix`), every replica is active: the runnables that need leadership and
+ * the sharded controllers start at once on each, and each sharded controller reconciles only the
+ * objects of the shards this replica holds; only the controllers that are neither wait for the
+ * leader Lease, which also handles the objects of no shard.
  */
-export class Manager {
+export class Manager implements Ownership {
   private readonly informers = new Map<string, SharedInformer<KubernetesObject>>();
   private readonly controllers: Controller[] = [];
   private readonly runnables: Runnable[] = [];
@@ -44,6 +55,10 @@ export class Manager {
   private readonly leadingListeners: (() => void)[] = [];
   private stopping = false;
   private lostLease = false;
+  private shards: ShardLeases | undefined;
+  /** Shared out: stops the leader runnables, which run on every replica then. */
+  private readonly work = new AbortController();
+  private readonly ownershipListeners: ((shards: readonly string[] | "leader") => void)[] = [];
 
   readonly kubeConfig: KubeConfig;
 
@@ -67,6 +82,57 @@ export class Manager {
     return this.leaderSignal !== undefined;
   }
 
+  /** Whether every replica is active, each on its share of the work. */
+  get sharded(): boolean {
+    return this.options.sharePrefix !== undefined && this.options.leaderElection !== undefined;
+  }
+
+  /** This process's Lease identity; "" without leader election. */
+  get identity(): string {
+    return this.options.leaderElection?.identity ?? "";
+  }
+
+  /**
+   * Shares the work out: `work` names the shards and hands one over. Call it before `start`;
+   * without `sharePrefix` and leader election it does nothing, and this process owns all.
+   */
+  shareWork(work: ShardWork): void {
+    const election = this.options.leaderElection;
+    if (!this.sharded || !election) return;
+    const timings = { ...defaultLeaseTimings, ...election };
+    this.shards = new ShardLeases(
+      this.kubeConfig,
+      {
+        ...timings,
+        namespace: election.namespace,
+        identity: election.identity,
+        prefix: this.options.sharePrefix!,
+      },
+      work,
+      this.logger,
+    );
+    this.shards.onChanged((shards) => this.ownershipChanged(shards));
+  }
+
+  owns(shard: string | undefined): boolean {
+    if (!this.sharded) return true;
+    if (shard === undefined) return this.isLeader;
+    return this.shards?.holds(shard) ?? false;
+  }
+
+  /** The shards this replica holds now. */
+  heldShards(): string[] {
+    return this.shards?.held() ?? [];
+  }
+
+  onChanged(listener: (shards: readonly string[] | "leader") => void): void {
+    this.ownershipListeners.push(listener);
+  }
+
+  private ownershipChanged(shards: readonly string[] | "leader"): void {
+    for (const listener of this.ownershipListeners) listener(shards);
+  }
+
   /** The informer for a collection, shared by every controller that asks for the same path. */
   informer<T extends KubernetesObject>(source: InformerSource<T>): SharedInformer<T> {
     let informer = this.informers.get(source.path);
@@ -82,7 +148,13 @@ export class Manager {
   }
 
   addController(controller: Controller): void {
+    if (this.sharded) controller.shareBy(this);
     this.controllers.push(controller);
+  }
+
+  /** Whether a controller starts with the informers, not with leadership. */
+  private startsAtOnce(controller: Controller): boolean {
+    return controller.everyReplica || (this.sharded && controller.shardOf !== undefined);
   }
 
   /** Calls `listener` when this process starts leading: an every-replica controller's status is its own now. */
@@ -110,7 +182,16 @@ export class Manager {
     if (signal.aborted) return;
     this.synced = true;
     for (const r of this.runnables.filter((r) => !r.needLeaderElection)) this.running.push(r.start(signal));
-    for (const c of this.controllers.filter((c) => c.everyReplica)) this.running.push(c.run());
+    for (const c of this.controllers.filter((c) => this.startsAtOnce(c))) this.running.push(c.run());
+    if (this.sharded) {
+      // Every replica runs the work; the shards say which part of it is whose.
+      for (const r of this.runnables.filter((r) => r.needLeaderElection)) {
+        const run = r.start(this.work.signal);
+        this.running.push(run);
+        this.leading.push(run);
+      }
+      this.shards?.start();
+    }
 
     const election = this.options.leaderElection;
     if (!election) {
@@ -151,7 +232,10 @@ export class Manager {
     this.leaderSignal?.abort();
     this.leaderSignal = undefined;
     await Promise.all(this.controllers.map((c) => c.stop()));
+    this.work.abort();
     await Promise.allSettled(this.leading);
+    // The work has stopped and published: the shards are free for the others at once.
+    await this.shards?.stop();
     await this.elector?.release();
     this.stopController.abort();
     await Promise.all([...this.informers.values()].map((i) => i.stop()));
@@ -161,12 +245,15 @@ export class Manager {
     if (this.stopping) return;
     const leader = new AbortController();
     this.leaderSignal = leader;
-    for (const c of this.controllers.filter((c) => !c.everyReplica)) this.running.push(c.run());
-    for (const r of this.runnables.filter((r) => r.needLeaderElection)) {
-      const run = r.start(leader.signal);
-      this.running.push(run);
-      this.leading.push(run);
+    for (const c of this.controllers.filter((c) => !this.startsAtOnce(c))) this.running.push(c.run());
+    if (!this.sharded) {
+      for (const r of this.runnables.filter((r) => r.needLeaderElection)) {
+        const run = r.start(leader.signal);
+        this.running.push(run);
+        this.leading.push(run);
+      }
     }
     for (const listener of this.leadingListeners) listener();
+    this.ownershipChanged("leader");
   }
 }

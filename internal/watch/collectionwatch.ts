@@ -8,6 +8,14 @@
 // snapshot, and the held events newer than the LIST's resourceVersion follow it, in order
 // (listfallback.ts). Opening the watch first is what makes every change after the LIST reach
 // it; a 410 on that watch, or its end before the LIST answered, starts over.
+// A collection another process was following (a replica that died or handed its branch over, or
+// this operator before a restart) left its cursor behind: the first connection resumes from it,
+// so the changes made meanwhile arrive as live events with their authors, and once that backlog
+// is in (a quiet second, ten at most) a fresh snapshot follows and confirms what Git should hold.
+// The snapshot is the safety net: the cursor may run ahead of what the last holder kept. An
+// object the snapshot finds newer than the last event the resumed watch delivered changed in
+// the instant between the two connections: it goes first as the live event it was, with its
+// author, and the snapshot after it changes nothing.
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { getJson } from "../kube/rawget.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
@@ -35,6 +43,9 @@ import { objectKeyOf } from "../types/names.ts";
 export type CollectionState = "Replaying" | "Running" | "Blocked";
 
 const initialEventsEnd = "k8s.io/initial-events-end";
+/** A takeover's backlog is in once its watch was quiet this long, or at the latest after `takeoverMaxMs`. */
+const takeoverQuietMs = 1_000;
+const takeoverMaxMs = 10_000;
 /** 1 s doubling to 30 s, jittered, so the watches one outage ended do not reconnect together. */
 const retryBackoff: Backoff = { baseMs: 1000, maxMs: 30_000, jitter: "equal" };
 
@@ -75,6 +86,8 @@ export class CollectionWatch {
   /** Ends the current connection only, so the loop initializes again. */
   private connection: AbortController | undefined;
   private resyncRequested = false;
+  /** A takeover's confirming snapshot is due: the last resourceVersion its resumed watch delivered. */
+  private confirmAfter: string | undefined;
   private running: Promise<void> | undefined;
   /** Every push goes through here, so a delete that reads its object first keeps its place. */
   private readonly out = new OrderedPush((item) => this.stream.push(item));
@@ -110,15 +123,19 @@ export class CollectionWatch {
     this.running ??= this.loop();
   }
 
-  /** Stops for good: the stream learns the collection is no longer watched. */
-  async stop(): Promise<void> {
+  /**
+   * Stops: the stream learns the collection is no longer watched. A collection stopped for good
+   * forgets its cursor; one whose work moves on (a shutdown, a branch handed to another replica)
+   * leaves it to the process that follows it next (`keepCursor`).
+   */
+  async stop(keepCursor = false): Promise<void> {
     if (!this.abort.signal.aborted && this.running) {
       this.out.send({ type: "removed", collection: this.collection });
     }
     this.abort.abort();
     await this.running;
     this.options.attributor?.release();
-    this.options.cursor?.forget();
+    if (!keepCursor) this.options.cursor?.forget();
   }
 
   /** Replays the collection's current state again, as a fresh snapshot. */
@@ -134,19 +151,23 @@ export class CollectionWatch {
     let first = true;
     while (!this.abort.signal.aborted) {
       if (!first && this.resourceVersion !== undefined) this.resourceVersion = await this.resumePoint();
+      const takeover = first && (this.resourceVersion = await this.takeoverPoint()) !== undefined;
       const initializing = this.resourceVersion === undefined;
-      this.meter.started(first ? "initial" : initializing ? "reinitialize" : "resume");
+      this.meter.started(
+        takeover ? "takeover" : first ? "initial" : initializing ? "reinitialize" : "resume",
+      );
       first = false;
       if (initializing) {
         this.setState("Replaying");
         this.out.send({ type: "replaying", collection: this.collection });
         accepted = new AcceptedState();
       }
-      const outcome = await this.connect(accepted, initializing);
+      const outcome = await this.connect(accepted, initializing, takeover);
       this.meter.ended(this.endOf(outcome));
       if (this.abort.signal.aborted) return;
       if (this.resyncRequested) {
         this.resyncRequested = false;
+        if (takeover) this.confirmAfter = this.resourceVersion;
         this.resourceVersion = undefined;
         continue;
       }
@@ -189,6 +210,17 @@ export class CollectionWatch {
       });
       await sleep(delay, this.abort.signal);
     }
+  }
+
+  /** Where a first connection resumes: the cursor a process that followed the collection before left. */
+  private async takeoverPoint(): Promise<string | undefined> {
+    const stored = await this.options.cursor?.load();
+    if (stored !== undefined) {
+      this.logger.info("resuming where the collection's last follower stopped; a snapshot follows", {
+        collection: this.collection.key,
+      });
+    }
+    return stored;
   }
 
   /** Where a reconnect resumes: the stored cursor, which a store that lost it answers with none. */
@@ -237,7 +269,7 @@ export class CollectionWatch {
   }
 
   /** One connection, from open to close. */
-  private async connect(accepted: AcceptedState, initializing: boolean): Promise<Outcome> {
+  private async connect(accepted: AcceptedState, initializing: boolean, takeover = false): Promise<Outcome> {
     const buffer = new Map<string, KubernetesObject>();
     let snapshotPending = initializing;
     // Without streaming initialization the watch opens first and holds its events until the
@@ -262,7 +294,10 @@ export class CollectionWatch {
       };
       this.connection = { abort: onAbort } as AbortController;
       this.abort.signal.addEventListener("abort", onAbort, { once: true });
+      // A takeover's resumed backlog is followed by a snapshot that confirms it.
+      const confirm = takeover ? new Quiet(takeoverQuietMs, takeoverMaxMs, () => this.resync()) : undefined;
       const finish = (error: unknown) => {
+        confirm?.cancel();
         ended = true;
         this.abort.signal.removeEventListener("abort", onAbort);
         const e = error as (Error & { statusCode?: number; code?: number }) | null | undefined;
@@ -274,6 +309,7 @@ export class CollectionWatch {
           if (object.code === 410) gone = true;
           return;
         }
+        confirm?.touch();
         if (!snapshotPending && this.stream.paused) {
           // The branch takes nothing more: the cursor stays at the last event pushed, and
           // the loop reconnects from it once the stream resumes.
@@ -324,6 +360,7 @@ export class CollectionWatch {
       };
       new Watch(this.kubeConfig).watch(pathOf(this.collection), query, onEvent, finish).then((c) => {
         controller = c;
+        confirm?.start();
         if (abortRequested) c.abort();
         // The watch is open, so every change after the LIST's resourceVersion reaches it.
         else if (listFallback && !ended) void takeListSnapshot();
@@ -355,6 +392,13 @@ export class CollectionWatch {
   }
 
   private emitSnapshot(accepted: AcceptedState, buffer: Map<string, KubernetesObject>): void {
+    const after = this.confirmAfter;
+    this.confirmAfter = undefined;
+    if (after !== undefined) {
+      for (const object of buffer.values())
+        if (laterRevision(object.metadata?.resourceVersion, after))
+          this.onLiveEvent(accepted, "MODIFIED", object);
+    }
     const ready: DesiredObject[] = [];
     const proving: Promise<void>[] = [];
     for (const [key, object] of buffer) {
@@ -447,4 +491,43 @@ export class CollectionWatch {
  */
 function digestOf(pending: Unsettled, digest: string): { digest?: string } {
   return pending.unowned ? {} : { digest };
+}
+
+/** Whether `rv` is a later etcd revision than `than`; never, when either is not a revision. */
+function laterRevision(rv: string | undefined, than: string): boolean {
+  return rv !== undefined && /^\d+$/.test(rv) && /^\d+$/.test(than) && BigInt(rv) > BigInt(than);
+}
+
+/** Calls `done` once nothing touched it for `quietMs`, or `maxMs` after it started, whichever is first. */
+class Quiet {
+  private quiet: NodeJS.Timeout | undefined;
+  private max: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly quietMs: number,
+    private readonly maxMs: number,
+    private readonly done: () => void,
+  ) {}
+
+  start(): void {
+    this.max = setTimeout(() => this.fire(), this.maxMs);
+    this.touch();
+  }
+
+  touch(): void {
+    if (!this.max) return;
+    clearTimeout(this.quiet);
+    this.quiet = setTimeout(() => this.fire(), this.quietMs);
+  }
+
+  cancel(): void {
+    clearTimeout(this.quiet);
+    clearTimeout(this.max);
+    this.max = undefined;
+  }
+
+  private fire(): void {
+    this.cancel();
+    this.done();
+  }
 }

@@ -103,15 +103,18 @@ export class WatchManager implements Runnable {
     if (this.started) this.plan(target, "served");
   }
 
-  /** Stops serving a target: its watches stop and its stream ends. */
-  async release(target: TargetRef): Promise<void> {
+  /**
+   * Stops serving a target: its watches stop and its stream ends. A target whose work moves to
+   * another replica leaves its cursors there for it (`keepCursors`); one that is gone forgets them.
+   */
+  async release(target: TargetRef, keepCursors = false): Promise<void> {
     const key = targetKey(target);
     if (!this.served.delete(key)) return;
     this.uids.delete(key);
     const running = this.watches.get(key);
     this.watches.delete(key);
     this.plans.delete(key);
-    await Promise.all([...(running?.values() ?? [])].map((w) => w.stop()));
+    await Promise.all([...(running?.values() ?? [])].map((w) => w.stop(keepCursors)));
     this.streams.get(key)?.close();
     this.streams.delete(key);
   }
@@ -180,7 +183,8 @@ export class WatchManager implements Runnable {
     await untilAborted(signal);
     clearInterval(timer);
     this.started = false;
-    await Promise.all([...this.watches.values()].flatMap((m) => [...m.values()].map((w) => w.stop())));
+    // The process stops, not the collections: the next process resumes from their cursors.
+    await Promise.all([...this.watches.values()].flatMap((m) => [...m.values()].map((w) => w.stop(true))));
     this.watches.clear();
     for (const stream of this.streams.values()) stream.close();
   }

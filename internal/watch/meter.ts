@@ -16,8 +16,11 @@ import {
   watchSessions,
 } from "../telemetry/instruments.ts";
 
-/** How a connection began: the first after start, a resume from the cursor, or a new snapshot. */
-export type SessionStart = "initial" | "resume" | "reinitialize";
+/**
+ * How a connection began: the first after start, the first resuming a cursor another process
+ * left (a takeover), a resume from the cursor, or a new snapshot.
+ */
+export type SessionStart = "initial" | "takeover" | "resume" | "reinitialize";
 
 /** Why a connection ended. */
 export type SessionEnd = "timeout" | "gone" | "error" | "resync" | "paused" | "stopped";

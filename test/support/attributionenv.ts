@@ -1,7 +1,12 @@
 // What attribution needs of a test control plane: an audit CA, the operator's audit ingress
 // certificate and kube-apiserver's client certificate, a port for the ingress, and the audit
 // webhook that posts to it over mTLS. Shared by the attribution tests and make demo.
-import { RbacAuthorizationV1Api, type KubeConfig, type RbacV1Subject } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+  type RbacV1Subject,
+} from "@kubernetes/client-node";
 import type { AttributionSettings, Transport } from "../../internal/attribution/attribution.ts";
 import type { AuditWebhookOptions } from "./audit.ts";
 import { createCertificateAuthority, issueCertificate, type CertFiles } from "./pki.ts";
@@ -83,4 +88,19 @@ export async function grantEditing(
       subjects,
     },
   });
+}
+
+/** Writes `value` into key k of the ConfigMap `name` as the identity `kc` is: created, or patched. */
+export async function writeValue(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  value: string,
+): Promise<void> {
+  const core = kc.makeApiClient(CoreV1Api);
+  await core
+    .createNamespacedConfigMap({ namespace, body: { metadata: { name }, data: { k: value } } })
+    .catch(() =>
+      core.patchNamespacedConfigMap({ namespace, name, body: [{ op: "replace", path: "/data/k", value }] }),
+    );
 }

@@ -138,3 +138,19 @@ export async function applyGeneratedSigning(kc: KubeConfig, namespace: string): 
     "signing",
   );
 }
+
+/** Re-applies the namespace's KubeProvider "self" granting its GitTargets every source namespace. */
+export function grantAllSourceNamespaces(kc: KubeConfig, namespace: string) {
+  return kubeProviders(kc).apply(
+    {
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "KubeProvider",
+      metadata: { name: "self", namespace },
+      spec: {
+        inCluster: {},
+        allowedGitTargets: [{ consumerNamespaces: { from: "Same" }, sourceNamespaces: { from: "All" } }],
+      },
+    },
+    mirrorFieldManager,
+  );
+}

@@ -3,18 +3,25 @@
 // audit ingress, one Git server and one Redis. alice and bob edit ConfigMaps of one namespace,
 // mirrored by the GitTarget "configs" through the GitBranch "main", whose commit window is long
 // enough to be open when a process dies. Shared by the durable-queue and standby tests.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { writeLogKey } from "../../internal/redis/writelog.ts";
-import { gitTargets } from "../../generated/v1alpha3/index.ts";
+import {
+  gitBranches,
+  gitProviders,
+  gitReceivers,
+  gitTargets,
+  watchRules,
+} from "../../generated/v1alpha3/index.ts";
 import { RedisConnection } from "../../internal/redis/connection.ts";
-import { attributionEnv, grantEditing, type AttributionEnv } from "./attributionenv.ts";
+import { attributionEnv, grantEditing, writeValue, type AttributionEnv } from "./attributionenv.ts";
 import { ControlPlane, type TestIdentity } from "./controlplane.ts";
 import { GitServer } from "./gitserver.ts";
 import { quiet } from "./logger.ts";
 import { installCrds } from "./manifests.ts";
-import { applyMirror } from "./mirror.ts";
+import { applyMirror, grantAllSourceNamespaces, mirrorFieldManager, mirrorGitTarget } from "./mirror.ts";
 import { startOperatorProcess, type OperatorProcess } from "./operator.ts";
 import { freePort } from "./ports.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
@@ -34,8 +41,8 @@ export interface Replica extends OperatorProcess {
 }
 
 export interface ReplicaOptions {
-  /** Stand by on the leader Lease, with --replica-count=2. */
-  standby?: boolean;
+  /** One of this many replicas (--replica-count, leader election on): they share the branches out. */
+  replicas?: number;
   /** Serve the audit ingress on the port the control plane audits to; another port otherwise. */
   audited?: boolean;
   /** Serve the push receiver on a free port. */
@@ -102,7 +109,7 @@ export class ReplicaEnvironment {
 
   /** An operator process with attribution on the redis transport, as a replica runs it. */
   async startReplica(options: ReplicaOptions = {}): Promise<Replica> {
-    const { standby = false, audited = true, receiver = false, workers = "workers" } = options;
+    const { replicas = 1, audited = true, receiver = false, workers = "workers" } = options;
     const logDir = join(this.dir, `replica-${this.replicas.length}`);
     mkdirSync(logDir);
     const auditPort = audited ? this.env.port : await freePort();
@@ -117,7 +124,9 @@ export class ReplicaEnvironment {
       `--in-cluster-kube-providers=${replicaNamespace}/self`,
       `--worker-root=${join(this.dir, workers)}`,
       "--metrics-secure=false",
-      ...(standby ? ["--leader-elect=true", "--leader-election-namespace=default", "--replica-count=2"] : []),
+      ...(replicas > 1
+        ? ["--leader-elect=true", "--leader-election-namespace=default", `--replica-count=${replicas}`]
+        : []),
       ...(receiverPort ? [`--receiver-bind-address=127.0.0.1:${receiverPort}`] : []),
     ]);
     const replica: Replica = {
@@ -165,21 +174,38 @@ export class ReplicaEnvironment {
     return lease?.spec?.holderIdentity;
   }
 
+  /**
+   * A GitReceiver "hook" of the generic type, with its token in the Secret "hook": resolves to
+   * its webhookPath once the leader has written it.
+   */
+  async receiver(token: string): Promise<string> {
+    await this.kc.makeApiClient(CoreV1Api).createNamespacedSecret({
+      namespace: replicaNamespace,
+      body: { metadata: { name: "hook" }, stringData: { token } },
+    });
+    await gitReceivers(this.kc).apply(
+      {
+        apiVersion: "configbutler.ai/v1alpha3",
+        kind: "GitReceiver",
+        metadata: { name: "hook", namespace: replicaNamespace },
+        spec: { type: "generic-hmac", secretRef: { name: "hook" } },
+      },
+      mirrorFieldManager,
+    );
+    let path = "";
+    await eventually(
+      async () => {
+        path = (await gitReceivers(this.kc).get(replicaNamespace, "hook"))?.status?.webhookPath ?? "";
+        return path !== "";
+      },
+      { timeoutMs: 30_000, description: "the GitReceiver's webhookPath, written by the leader" },
+    );
+    return path;
+  }
+
   /** Writes `value` into the ConfigMap `name` as `who`. */
-  async write(who: TestIdentity, name: string, value: string): Promise<void> {
-    const core = who.kubeConfig.makeApiClient(CoreV1Api);
-    await core
-      .createNamespacedConfigMap({
-        namespace: replicaNamespace,
-        body: { metadata: { name }, data: { k: value } },
-      })
-      .catch(() =>
-        core.patchNamespacedConfigMap({
-          namespace: replicaNamespace,
-          name,
-          body: [{ op: "replace", path: "/data/k", value }],
-        }),
-      );
+  write(who: TestIdentity, name: string, value: string): Promise<void> {
+    return writeValue(who.kubeConfig, replicaNamespace, name, value);
   }
 
   /**
@@ -210,19 +236,47 @@ export class ReplicaEnvironment {
     return true;
   }
 
-  /** The values the branch's durable queue holds, by ConfigMap name: every entry's, in order. */
-  async queued(): Promise<Map<string, string[]>> {
-    const key = writeLogKey(`${replicaNamespace}/main`);
-    const entries = await this.connection.client.xrange(key, "-", "+");
+  /** The values a GitBranch's durable queue holds, by ConfigMap name: every entry's, in order. */
+  async queued(gitBranch = "main"): Promise<Map<string, string[]>> {
     const values = new Map<string, string[]>();
-    for (const [, fields] of entries) {
-      const { item } = JSON.parse(fields[1]!) as {
-        item: { identity: { name: string }; object?: { data?: { k?: string } } };
-      };
-      const name = item.identity.name;
-      values.set(name, [...(values.get(name) ?? []), item.object?.data?.k ?? ""]);
-    }
+    for (const { name, value } of await this.queuedEntries(gitBranch))
+      values.set(name, [...(values.get(name) ?? []), value]);
     return values;
+  }
+
+  /** Each entry of a GitBranch's durable queue: its ConfigMap, value and author's username. */
+  async queuedEntries(gitBranch = "main"): Promise<{ name: string; value: string; author?: string }[]> {
+    const key = writeLogKey(`${replicaNamespace}/${gitBranch}`);
+    const entries = await this.connection.client.xrange(key, "-", "+");
+    return entries.map(([, fields]) => {
+      const { item } = JSON.parse(fields[1]!) as {
+        item: {
+          identity: { name: string };
+          object?: { data?: { k?: string } };
+          author?: { username?: string };
+        };
+      };
+      return {
+        name: item.identity.name,
+        value: item.object?.data?.k ?? "",
+        ...(item.author?.username ? { author: item.author.username } : {}),
+      };
+    });
+  }
+
+  /**
+   * Resolves once an edit alice makes now is attributed: after the audited replica restarted,
+   * the API server's audit webhook may still be backing off from the port that went away, and
+   * an edit before it delivers again would outwait the attribution grace.
+   */
+  async auditFlowing(probe: string): Promise<void> {
+    await this.write(this.alice, probe, "probe");
+    await eventually(
+      async () =>
+        (await this.queuedEntries()).some((e) => e.name === probe && e.author === "alice") ||
+        (await this.authorsOf(this.fileOf(probe))).includes("alice"),
+      { timeoutMs: 60_000, description: `alice's probe ${probe} attributed` },
+    );
   }
 
   /** The file of the ConfigMap `name` in Git. */
@@ -230,26 +284,106 @@ export class ReplicaEnvironment {
     return `${folder}/${replicaNamespace}/configmaps/${name}.yaml`;
   }
 
-  /** `path` on main, or undefined while Git does not have it. */
-  show(path: string): Promise<string | undefined> {
-    return this.git.gitIn("state", ["show", `main:${path}`]).catch(() => undefined);
+  /**
+   * Shares the repository out: `count` more repository branches (b-00, b-01, …), each written
+   * by a GitBranch and a GitTarget of the same number in team-q, whose WatchRule follows the
+   * ConfigMaps of a source namespace of its own (s00, s01, …), which alice and bob may edit.
+   * Every window is long, as the first target's: open when a process dies.
+   */
+  async addBranches(count: number): Promise<void> {
+    const apiVersion = "configbutler.ai/v1alpha3" as const;
+    const namespace = replicaNamespace;
+    // A new branch starts from the remote's default one, which must have a commit by then.
+    if (!(await this.git.branchHead("state", "main")))
+      await this.git.pushForeignCommit("state", { files: { "README.md": "state\n" }, message: "Start" });
+    await gitProviders(this.kc).apply(
+      {
+        apiVersion,
+        kind: "GitProvider",
+        metadata: { name: "state", namespace },
+        spec: {
+          url: this.git.repositoryUrl("state"),
+          secretRef: { name: "git" },
+          allowedGitBranches: [{ consumerNamespaces: { from: "Same" }, branches: ["main", "b-*"] }],
+        },
+      },
+      mirrorFieldManager,
+    );
+    await grantAllSourceNamespaces(this.kc, namespace);
+    const core = this.kc.makeApiClient(CoreV1Api);
+    await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const { branch, source, target } = shardNames(i);
+        await core.createNamespace({ body: { metadata: { name: source } } });
+        await grantEditing(this.kc, source, [
+          { kind: "User", name: "alice", apiGroup: "rbac.authorization.k8s.io" },
+          { kind: "User", name: "bob", apiGroup: "rbac.authorization.k8s.io" },
+        ]);
+        await gitBranches(this.kc).apply(
+          {
+            apiVersion,
+            kind: "GitBranch",
+            metadata: { name: branch, namespace },
+            spec: { gitProviderRef: { name: "state" }, branch },
+          },
+          mirrorFieldManager,
+        );
+        const spec = mirrorGitTarget(namespace, {
+          name: target,
+          path: `shards/${source}`,
+          rules: [],
+          idleTimeout: "60s",
+          maxDuration: "5m",
+        });
+        spec.spec.gitBranchRef = { name: branch };
+        await gitTargets(this.kc).apply(spec, mirrorFieldManager);
+        await watchRules(this.kc).apply(
+          {
+            apiVersion,
+            kind: "WatchRule",
+            metadata: { name: target, namespace },
+            spec: {
+              gitTargetRef: { name: target },
+              rules: [{ apiGroups: [""], resources: ["configmaps"], sourceNamespace: source }],
+            },
+          },
+          mirrorFieldManager,
+        );
+      }),
+    );
+  }
+
+  /** Writes `value` into the ConfigMap `name` of shard `i`'s source namespace as `who`. */
+  writeIn(i: number, who: TestIdentity, name: string, value: string): Promise<void> {
+    return writeValue(who.kubeConfig, shardNames(i).source, name, value);
+  }
+
+  /** The file of the ConfigMap `name` of shard `i`, and the branch it is written on. */
+  shardFile(i: number, name: string): { path: string; branch: string } {
+    const { branch, source } = shardNames(i);
+    return { path: `shards/${source}/${source}/configmaps/${name}.yaml`, branch };
+  }
+
+  /** `path` on `branch`, or undefined while Git does not have it. */
+  show(path: string, branch = "main"): Promise<string | undefined> {
+    return this.git.gitIn("state", ["show", `${branch}:${path}`]).catch(() => undefined);
   }
 
   /** The author of every commit that touched `path`, newest first. */
-  async authorsOf(path: string): Promise<string[]> {
-    return (await this.git.gitIn("state", ["log", "--format=%an", "main", "--", path]))
+  async authorsOf(path: string, branch = "main"): Promise<string[]> {
+    return (await this.git.gitIn("state", ["log", "--format=%an", branch, "--", path]))
       .split("\n")
       .filter(Boolean);
   }
 
   /** The value of `k` each commit that touched `path` left, with its author, oldest first. */
-  async valuesOf(path: string): Promise<{ author: string; value: string }[]> {
+  async valuesOf(path: string, branch = "main"): Promise<{ author: string; value: string }[]> {
     const log = await this.git.gitIn("state", [
       "log",
       "--reverse",
       "--format=author: %an",
       "-p",
-      "main",
+      branch,
       "--",
       path,
     ]);
@@ -262,9 +396,10 @@ export class ReplicaEnvironment {
     return history;
   }
 
-  /** How many commits on main `author` made. */
-  async commitsBy(author: string): Promise<number> {
-    const authors = await this.git.gitIn("state", ["log", "--format=%an", "main"]);
+  /** How many commits on `branch` `author` made. */
+  async commitsBy(author: string, branch = "main"): Promise<number> {
+    // A branch nothing was written to yet does not exist.
+    const authors = await this.git.gitIn("state", ["log", "--format=%an", branch]).catch(() => "");
     return authors.split("\n").filter((name) => name === author).length;
   }
 
@@ -286,8 +421,34 @@ export class ReplicaEnvironment {
     await this.git.close();
     await this.plane.stop();
     await this.redis.stop();
+    // KEEP_REPLICA_LOGS=<dir> keeps every replica's log there, to read after a failure.
+    const keep = process.env.KEEP_REPLICA_LOGS;
+    if (keep) cpSync(this.dir, keep, { recursive: true, filter: (src) => !src.includes("workers") });
     removeOwnedTempDir(this.dir);
   }
+}
+
+/** Posts a push delivery to a replica's receiver on loopback; resolves to the status code. */
+export function postDelivery(
+  port: number,
+  path: string,
+  delivery: { body: string; headers: Record<string, string> },
+): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const headers = { ...delivery.headers, "content-length": String(Buffer.byteLength(delivery.body)) };
+    const req = request({ host: "127.0.0.1", port, path, method: "POST", headers }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("error", reject);
+    req.end(delivery.body);
+  });
+}
+
+/** Shard `i`'s repository branch (and GitBranch), source namespace and GitTarget. */
+export function shardNames(i: number): { branch: string; source: string; target: string } {
+  const n = String(i).padStart(2, "0");
+  return { branch: `b-${n}`, source: `s${n}`, target: `t-${n}` };
 }
 
 /** The identity the process logged it starts as. */

@@ -3,12 +3,11 @@
 // to 8 seconds and each collection reconnects many times within one process.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api } from "@kubernetes/client-node";
 import { gitTargets } from "../../../generated/v1alpha3/index.ts";
 import { RedisConnection } from "../../../internal/redis/connection.ts";
 import { followerLastSuccess, watchSessions } from "../../../internal/telemetry/instruments.ts";
 import { startAttributedMirror, type AttributedMirror } from "../../support/attributedmirror.ts";
-import { grantEditing } from "../../support/attributionenv.ts";
+import { grantEditing, writeValue } from "../../support/attributionenv.ts";
 import type { TestIdentity } from "../../support/controlplane.ts";
 import { freePort } from "../../support/ports.ts";
 import { RedisServer } from "../../support/redis.ts";
@@ -33,16 +32,7 @@ describe("with --redis-addr: resume cursors and the redis fact transport", () =>
 
   /** alice writes `value` into the ConfigMap `name`; resolves to its commit's author once Git has it. */
   const aliceWrites = async (name: string, value: string) => {
-    const core = alice.kubeConfig.makeApiClient(CoreV1Api);
-    await core
-      .createNamespacedConfigMap({ namespace, body: { metadata: { name }, data: { k: value } } })
-      .catch(() =>
-        core.patchNamespacedConfigMap({
-          namespace,
-          name,
-          body: [{ op: "replace", path: "/data/k", value }],
-        }),
-      );
+    await writeValue(alice.kubeConfig, namespace, name, value);
     await eventually(async () => (await mirror.show(fileOf(name)))?.includes(value), {
       timeoutMs: 60_000,
       description: `${name} at ${value} in Git`,

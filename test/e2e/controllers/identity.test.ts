@@ -4,10 +4,9 @@ import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { PatchStrategy, setHeaderOptions, type CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { parseAllDocuments } from "yaml";
-import { kubeProviders } from "../../../generated/v1alpha3/index.ts";
 import type { GitServer } from "../../support/gitserver.ts";
 import { kubectl } from "../../support/kubectl.ts";
-import { mirrorFieldManager } from "../../support/mirror.ts";
+import { grantAllSourceNamespaces } from "../../support/mirror.ts";
 import {
   folderBranches,
   startMirrorEnvironment,
@@ -33,19 +32,7 @@ describe("documents are matched by the identity the folder renders them with", (
   let show: FolderBranches["show"], head: FolderBranches["head"], inGit: FolderBranches["inGit"];
   let settled: FolderBranches["settled"], mirror: FolderBranches["seed"];
   /** Lets the namespace's targets watch every namespace, as an Argo CD-style cluster-wide rule needs. */
-  const grantAllNamespaces = (namespace: string) =>
-    kubeProviders(kc).apply(
-      {
-        apiVersion: "configbutler.ai/v1alpha3",
-        kind: "KubeProvider",
-        metadata: { name: "self", namespace },
-        spec: {
-          inCluster: {},
-          allowedGitTargets: [{ consumerNamespaces: { from: "Same" }, sourceNamespaces: { from: "All" } }],
-        },
-      },
-      mirrorFieldManager,
-    );
+  const grantAllNamespaces = (namespace: string) => grantAllSourceNamespaces(kc, namespace);
   const createConfigMaps = async (text: string, namespace: string) => {
     for (const doc of parseAllDocuments(text)) {
       const { metadata, data } = doc.toJS() as { metadata: { name: string }; data: Record<string, string> };

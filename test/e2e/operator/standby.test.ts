@@ -1,15 +1,18 @@
-// More than one replica: two operator processes on one control plane, Redis and Git server,
-// electing a leader on the Lease. The leader holds the branch; the standby serves the push
-// receiver and takes over when the leader dies, replaying the durable write queue.
+// Two replicas and one repository branch: two operator processes on one control plane, Redis and
+// Git server. The first to start leads and takes the one branch; the other, with nothing of its
+// share to hold, serves the push receiver and takes the branch (and the leader Lease) over when
+// the first dies, replaying the durable write queue. shards.test.ts shares thirty branches out.
 import assert from "node:assert/strict";
-import { request } from "node:http";
 import { after, before, describe, it } from "node:test";
-import { CoreV1Api } from "@kubernetes/client-node";
-import { gitBranches, gitReceivers } from "../../../generated/v1alpha3/index.ts";
+import { gitBranches } from "../../../generated/v1alpha3/index.ts";
 import { findCondition } from "../../../internal/operator/conditions.ts";
-import { mirrorFieldManager } from "../../support/mirror.ts";
 import { RedisServer } from "../../support/redis.ts";
-import { ReplicaEnvironment, replicaNamespace as namespace, type Replica } from "../../support/replicas.ts";
+import {
+  postDelivery,
+  ReplicaEnvironment,
+  replicaNamespace as namespace,
+  type Replica,
+} from "../../support/replicas.ts";
 import { eventually } from "../../support/wait.ts";
 import { genericPush } from "../receiver/payloads.ts";
 
@@ -21,7 +24,7 @@ const takeoverDeadlineMs = leaseDurationMs + 15_000;
 /** The committer, and the author of what no person wrote (a snapshot). */
 const operatorName = "GitOps Reverser";
 
-describe("replicas: one leader holds the branches, a standby takes over and hears every push notice", () => {
+describe("two replicas, one branch: the other takes it over and hears every push notice", () => {
   let r: ReplicaEnvironment;
   let leader: Replica;
   /** The replica that stands by at first, and leads from the second test on. */
@@ -30,12 +33,12 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
   before(async () => {
     r = await ReplicaEnvironment.start();
     // The first to start leads; the control plane audits to its ingress.
-    leader = await r.startReplica({ standby: true, receiver: true, workers: "workers-a" });
+    leader = await r.startReplica({ replicas: 2, receiver: true, workers: "workers-a" });
     await eventually(async () => (await r.leader()) === leader.identity() && leader.identity() !== "", {
       timeoutMs: 60_000,
       description: () => `the first replica to lead; last lines:\n${r.logTails()}`,
     });
-    standby = await r.startReplica({ standby: true, receiver: true, audited: false, workers: "workers-b" });
+    standby = await r.startReplica({ replicas: 2, receiver: true, audited: false, workers: "workers-b" });
     await r.targetReady();
   });
   after(async () => {
@@ -46,27 +49,7 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
 
   it("a push notice posted to the standby wakes the branch's worker on the leader", async () => {
     assert.equal(await heldBy(), leader.identity(), "the GitBranch names the replica that holds it");
-    await r.kc.makeApiClient(CoreV1Api).createNamespacedSecret({
-      namespace,
-      body: { metadata: { name: "hook" }, stringData: { token: "hook-token" } },
-    });
-    await gitReceivers(r.kc).apply(
-      {
-        apiVersion: "configbutler.ai/v1alpha3",
-        kind: "GitReceiver",
-        metadata: { name: "hook", namespace },
-        spec: { type: "generic-hmac", secretRef: { name: "hook" } },
-      },
-      mirrorFieldManager,
-    );
-    let path = "";
-    await eventually(
-      async () => {
-        path = (await gitReceivers(r.kc).get(namespace, "hook"))?.status?.webhookPath ?? "";
-        return path !== "";
-      },
-      { timeoutMs: 30_000, description: "the GitReceiver's webhookPath, written by the leader" },
-    );
+    const path = await r.receiver("hook-token");
     const before = (await gitBranches(r.kc).get(namespace, "main"))?.status?.lastPushNoticeAt;
     assert.equal(before, undefined, "no notice yet");
     const url = r.git.repositoryUrl("state");
@@ -76,7 +59,7 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
     let status = 0;
     await eventually(
       async () => {
-        status = await post(standby.receiverPort!, path, delivery);
+        status = await postDelivery(standby.receiverPort!, path, delivery);
         return status === 202;
       },
       { timeoutMs: 30_000, description: () => `the standby to accept the delivery (last answer ${status})` },
@@ -122,7 +105,7 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
   it("a rolling restart of every replica loses nothing and makes no commit of its own", async () => {
     // The old leader is gone: a new replica takes the audit port, so the edits below are attributed.
     let current = standby;
-    const next = await r.startReplica({ standby: true, receiver: true, workers: "workers-c" });
+    const next = await r.startReplica({ replicas: 2, receiver: true, workers: "workers-c" });
     assert.deepEqual(await r.openWindows(names("r"), names("s")), [], "none of bob's values in Git yet");
     const operatorCommits = await r.commitsBy(operatorName);
 
@@ -136,7 +119,7 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
         description: () => `the standby to lead after a graceful stop; last lines:\n${r.logTails()}`,
       });
       current = successor;
-      if (workers) await r.startReplica({ standby: true, audited: false, workers });
+      if (workers) await r.startReplica({ replicas: 2, audited: false, workers });
     }
 
     await eventually(() => r.allAtV2([...names("r"), ...names("s")]), {
@@ -151,7 +134,7 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
 
   it("with Redis down a failover still loses no final value (the authors are the unresolved sentinel: the audit facts travel through Redis too)", async () => {
     const leading = standby;
-    const successor = await r.startReplica({ standby: true, receiver: true, workers: "workers-e" });
+    const successor = await r.startReplica({ replicas: 2, receiver: true, workers: "workers-e" });
     const port = Number(r.redis.address.split(":").at(-1));
     await r.redis.stop();
     try {
@@ -177,16 +160,3 @@ describe("replicas: one leader holds the branches, a standby takes over and hear
     }
   });
 });
-
-/** Posts a delivery to a receiver on loopback; resolves to the status code. */
-function post(port: number, path: string, delivery: { body: string; headers: Record<string, string> }) {
-  return new Promise<number>((resolve, reject) => {
-    const headers = { ...delivery.headers, "content-length": String(Buffer.byteLength(delivery.body)) };
-    const req = request({ host: "127.0.0.1", port, path, method: "POST", headers }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    });
-    req.on("error", reject);
-    req.end(delivery.body);
-  });
-}

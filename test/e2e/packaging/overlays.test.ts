@@ -29,7 +29,7 @@ import {
 
 const exec = promisify(execFile);
 const systemNamespace = "gitops-reverser-system";
-const overlays = ["redis", "attribution", "receiver", "production", "standby"];
+const overlays = ["redis", "attribution", "receiver", "production", "replicas"];
 const digest = `sha256:${"ab".repeat(32)}`;
 
 /** What an install adds to the operator's pod and Services, in a form two installs share. */
@@ -221,16 +221,16 @@ describe("the kustomize overlays in config/overlays", () => {
     assert.ok(selects(budget.selector.matchLabels), "the budget covers the operator's pod");
   });
 
-  it("the standby overlay runs two replicas with leader election and Redis, as the chart's replicaCount=2 does", async () => {
-    const objects = rendered.get("standby")!;
+  it("the replicas overlay runs three replicas with leader election and Redis, as the chart's replicaCount=3 does", async () => {
+    const objects = rendered.get("replicas")!;
     const deployment = find(objects, "Deployment", "gitops-reverser");
-    assert.equal((deployment.spec as { replicas: number }).replicas, 2);
+    assert.equal((deployment.spec as { replicas: number }).replicas, 3);
     const args = expandedArgs(operatorContainer(objects), objects);
-    for (const flag of ["--replica-count=2", "--leader-elect=true", "--redis-addr=redis:6379"])
+    for (const flag of ["--replica-count=3", "--leader-elect=true", "--redis-addr=redis:6379"])
       assert.ok(args.includes(flag), `${flag} in ${args.join(" ")}`);
     find(objects, "PodDisruptionBudget", "gitops-reverser");
-    const chartArgs = operatorContainer(await chart("replicaCount=2", "redis.address=redis:6379")).args ?? [];
-    assert.ok(chartArgs.includes("--replica-count=2") && chartArgs.includes("--leader-elect=true"));
+    const chartArgs = operatorContainer(await chart("replicaCount=3", "redis.address=redis:6379")).args ?? [];
+    assert.ok(chartArgs.includes("--replica-count=3") && chartArgs.includes("--leader-elect=true"));
   });
 
   it("make deploy OVERLAY=… IMG=… applies that overlay with that image, and leaves the repository as it was", async () => {

@@ -1,0 +1,318 @@
+// Shard Leases: how replicas that all run share the shards of work out, on coordination.k8s.io
+// Leases in one namespace. Each replica keeps a heartbeat Lease of its own (who is alive) and
+// one Lease per shard it holds; every round it lists the set, judges expiry on its own clock
+// (as leader election does), and follows decideShares: it takes free shards up to its fair
+// share and gives back the ones others should hold. Giving one back hands it over first: the
+// work stops, publishing what it holds, while the Lease is still renewed, and only then is it
+// released, so no two replicas ever write one shard. A shard whose renewals fail past the
+// renew deadline is no longer held here, at once: its holder might be another replica soon.
+import { createHash } from "node:crypto";
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
+import type { Logger } from "../telemetry/logger.ts";
+import { statusCodeOf } from "../kube/resourceclient.ts";
+import { sleep } from "../timing/sleep.ts";
+import { observe, type Observation } from "./leaderelection.ts";
+import { decideShares, type ShardView } from "./shares.ts";
+
+/** Which Lease of the set a Lease is: `replica` (a heartbeat) or `shard`. */
+export const leaseKindLabel = "configbutler.ai/lease";
+/** The shard a shard Lease stands for: its name holds only a hash of it. */
+export const shardAnnotation = "configbutler.ai/shard";
+
+export interface ShardLeaseConfig {
+  namespace: string;
+  /** Every Lease of the set is named "<prefix>-replica-<hash>" or "<prefix>-shard-<hash>". */
+  prefix: string;
+  /** Unique per process, as leader election's. */
+  identity: string;
+  leaseDurationMs: number;
+  /** How long a shard stays held here without a renewal that landed. */
+  renewDeadlineMs: number;
+  /** How often a round runs. */
+  retryPeriodMs: number;
+}
+
+export interface ShardWork {
+  /** Every shard there is work for now. */
+  wanted(): string[];
+  /** Stops a shard's work, publishing what it holds; its Lease is released once this settles. */
+  handOver(shard: string): Promise<void>;
+}
+
+type Holding = { state: "held" | "handingOver"; renewedAt: number; lease: V1Lease };
+
+const hashOf = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 20);
+
+export class ShardLeases {
+  private readonly api: CoordinationV1Api;
+  private readonly holdings = new Map<string, Holding>();
+  private readonly observations = new Map<string, Observation>();
+  private readonly listeners: ((shards: string[]) => void)[] = [];
+  private readonly handovers = new Set<Promise<void>>();
+  private running: { abort: AbortController; done: Promise<void> } | undefined;
+
+  constructor(
+    kubeConfig: KubeConfig,
+    private readonly config: ShardLeaseConfig,
+    private readonly work: ShardWork,
+    private readonly logger: Logger,
+  ) {
+    this.api = kubeConfig.makeApiClient(CoordinationV1Api);
+  }
+
+  get identity(): string {
+    return this.config.identity;
+  }
+
+  /** Whether this replica holds a shard now: taken, renewed within the deadline, not handing over. */
+  holds(shard: string): boolean {
+    const holding = this.holdings.get(shard);
+    return holding?.state === "held" && Date.now() - holding.renewedAt < this.config.renewDeadlineMs;
+  }
+
+  /** The shards held here now. */
+  held(): string[] {
+    return [...this.holdings.keys()].filter((s) => this.holds(s));
+  }
+
+  /** Calls `listener` with the shards this replica started or stopped holding. */
+  onChanged(listener: (shards: string[]) => void): void {
+    this.listeners.push(listener);
+  }
+
+  start(): void {
+    const abort = new AbortController();
+    this.running = { abort, done: this.run(abort.signal) };
+  }
+
+  /**
+   * Stops taking and giving, waits for handovers in flight, and releases every shard Lease and
+   * the heartbeat: call it once the work has stopped, so the others take over at once.
+   */
+  async stop(): Promise<void> {
+    this.running?.abort.abort();
+    await this.running?.done;
+    await Promise.allSettled([...this.handovers]);
+    const shards = [...this.holdings.keys()];
+    await Promise.all(shards.map((s) => this.release(s, false)));
+    this.changed(shards);
+    await this.api
+      .deleteNamespacedLease({ namespace: this.config.namespace, name: this.replicaLeaseName() })
+      .catch(() => undefined);
+  }
+
+  private async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.round().catch((err: unknown) =>
+        this.logger.error("shard lease round failed", { error: String(err) }),
+      );
+      this.dropLate();
+      await sleep(this.config.retryPeriodMs, signal);
+    }
+  }
+
+  /** One round: heartbeat, renew, then take and give back as decideShares says. */
+  private async round(): Promise<void> {
+    const { namespace } = this.config;
+    const listed = await this.api.listNamespacedLease({
+      namespace,
+      labelSelector: `${leaseKindLabel} in (replica,shard)`,
+    });
+    const now = Date.now();
+    const live: string[] = [];
+    const views = new Map<string, ShardView>();
+    const current = new Map<string, V1Lease>();
+    for (const lease of listed.items) {
+      const name = lease.metadata!.name!;
+      const observation = observe(this.observations.get(name), lease, now);
+      if (observation) this.observations.set(name, observation);
+      const holder = lease.spec?.holderIdentity ?? "";
+      const expired =
+        observation !== undefined &&
+        now >= observation.observedAt + (lease.spec?.leaseDurationSeconds ?? 15) * 1000;
+      if (lease.metadata?.labels?.[leaseKindLabel] === "replica") {
+        if (holder !== "" && !expired) live.push(holder);
+        else if (expired && now >= observation.observedAt + 4 * this.config.leaseDurationMs)
+          await this.forget(lease); // a replica long gone: its heartbeat is garbage now
+        continue;
+      }
+      const shard = lease.metadata?.annotations?.[shardAnnotation];
+      if (!shard) continue;
+      views.set(shard, { holder, expired });
+      current.set(shard, lease);
+    }
+    await this.heartbeat(listed.items.find((l) => l.metadata?.name === this.replicaLeaseName()));
+    await this.renew(current, now);
+
+    const decision = decideShares({
+      self: this.config.identity,
+      live,
+      wanted: [...new Set(this.work.wanted())].sort(),
+      leases: views,
+      held: new Set(this.holdings.keys()),
+    });
+    const taken: string[] = [];
+    for (const shard of decision.take) if (await this.take(shard, current.get(shard))) taken.push(shard);
+    if (taken.length > 0) this.changed(taken);
+    for (const shard of decision.giveBack) this.handOver(shard, views.has(shard));
+  }
+
+  /** Renews the heartbeat, creating it on the first round. */
+  private async heartbeat(lease: V1Lease | undefined): Promise<void> {
+    const { namespace } = this.config;
+    const name = this.replicaLeaseName();
+    const spec = this.spec();
+    if (!lease) {
+      await this.api.createNamespacedLease({
+        namespace,
+        body: { metadata: { name, namespace, labels: { [leaseKindLabel]: "replica" } }, spec },
+      });
+      return;
+    }
+    lease.spec = { ...lease.spec, ...spec };
+    await this.api.replaceNamespacedLease({ namespace, name, body: lease });
+  }
+
+  /** Renews every shard held here a third of a lease duration after its last renewal; a Lease taken meanwhile is lost. */
+  private async renew(current: Map<string, V1Lease>, now: number): Promise<void> {
+    const lost: string[] = [];
+    for (const [shard, holding] of this.holdings) {
+      const lease = current.get(shard);
+      if (lease?.spec?.holderIdentity !== this.config.identity) {
+        lost.push(shard);
+        continue;
+      }
+      if (now - holding.renewedAt < this.config.leaseDurationMs / 3) continue;
+      lease.spec = { ...lease.spec, renewTime: new V1MicroTime() };
+      try {
+        holding.lease = await this.api.replaceNamespacedLease({
+          namespace: this.config.namespace,
+          name: lease.metadata!.name!,
+          body: lease,
+        });
+        holding.renewedAt = Date.now();
+      } catch (err) {
+        if (statusCodeOf(err) === 409) lost.push(shard);
+        else this.logger.error("shard lease renewal failed", { shard, error: String(err) });
+      }
+    }
+    for (const shard of lost) this.lose(shard, "another replica holds its Lease");
+  }
+
+  /** Takes a free shard's Lease, creating it for a new shard; false when another replica won it. */
+  private async take(shard: string, lease: V1Lease | undefined): Promise<boolean> {
+    const { namespace } = this.config;
+    const spec = { ...this.spec(), acquireTime: new V1MicroTime() };
+    try {
+      const written = lease
+        ? await this.api.replaceNamespacedLease({
+            namespace,
+            name: lease.metadata!.name!,
+            body: {
+              ...lease,
+              spec: { ...lease.spec, ...spec, leaseTransitions: (lease.spec?.leaseTransitions ?? 0) + 1 },
+            },
+          })
+        : await this.api.createNamespacedLease({
+            namespace,
+            body: {
+              metadata: {
+                name: this.shardLeaseName(shard),
+                namespace,
+                labels: { [leaseKindLabel]: "shard" },
+                annotations: { [shardAnnotation]: shard },
+              },
+              spec: { ...spec, leaseTransitions: 0 },
+            },
+          });
+      this.holdings.set(shard, { state: "held", renewedAt: Date.now(), lease: written });
+      this.logger.info("took a shard", { shard });
+      return true;
+    } catch (err) {
+      const code = statusCodeOf(err);
+      if (code !== 409) this.logger.error("could not take a shard", { shard, error: String(err) });
+      return false;
+    }
+  }
+
+  /** Hands a shard over in the background: its work stops while its Lease is still renewed, then the Lease goes. */
+  private handOver(shard: string, wanted: boolean): void {
+    const holding = this.holdings.get(shard);
+    if (holding?.state !== "held") return;
+    holding.state = "handingOver";
+    this.changed([shard]);
+    this.logger.info("handing a shard over", { shard });
+    const done = this.work
+      .handOver(shard)
+      .catch((err: unknown) => this.logger.error("shard handover failed", { shard, error: String(err) }))
+      .then(() => this.release(shard, !wanted))
+      .finally(() => this.handovers.delete(done));
+    this.handovers.add(done);
+  }
+
+  /** Gives a Lease up: its holder emptied, or the Lease deleted when nothing wants the shard any more. */
+  private async release(shard: string, remove: boolean): Promise<void> {
+    const holding = this.holdings.get(shard);
+    if (!holding) return;
+    this.holdings.delete(shard);
+    const { namespace } = this.config;
+    const name = holding.lease.metadata!.name!;
+    try {
+      if (remove) {
+        await this.api.deleteNamespacedLease({ namespace, name });
+        return;
+      }
+      const lease = await this.api.readNamespacedLease({ namespace, name });
+      if (lease.spec?.holderIdentity !== this.config.identity) return;
+      lease.spec = { ...lease.spec, holderIdentity: "", renewTime: new V1MicroTime() };
+      await this.api.replaceNamespacedLease({ namespace, name, body: lease });
+    } catch (err) {
+      this.logger.error("could not release a shard", { shard, error: String(err) });
+    }
+  }
+
+  /** A shard held here whose renewals failed past the deadline is not held any more. */
+  private dropLate(): void {
+    const now = Date.now();
+    for (const [shard, holding] of this.holdings)
+      if (now - holding.renewedAt >= this.config.renewDeadlineMs) this.lose(shard, "its renewals failed");
+  }
+
+  /** A shard lost, not handed over: its work stops at once (a final publication may still run), and nothing is written. */
+  private lose(shard: string, why: string): void {
+    if (!this.holdings.delete(shard)) return;
+    this.logger.error("lost a shard", { shard, why });
+    this.changed([shard]);
+    const done = this.work
+      .handOver(shard)
+      .catch(() => undefined)
+      .finally(() => this.handovers.delete(done));
+    this.handovers.add(done);
+  }
+
+  private async forget(lease: V1Lease): Promise<void> {
+    await this.api
+      .deleteNamespacedLease({ namespace: this.config.namespace, name: lease.metadata!.name! })
+      .catch(() => undefined);
+  }
+
+  private changed(shards: string[]): void {
+    for (const listener of this.listeners) listener(shards);
+  }
+
+  private spec() {
+    return {
+      holderIdentity: this.config.identity,
+      leaseDurationSeconds: Math.ceil(this.config.leaseDurationMs / 1000),
+      renewTime: new V1MicroTime(),
+    };
+  }
+
+  private replicaLeaseName(): string {
+    return `${this.config.prefix}-replica-${hashOf(this.config.identity)}`;
+  }
+
+  private shardLeaseName(shard: string): string {
+    return `${this.config.prefix}-shard-${hashOf(shard)}`;
+  }
+}

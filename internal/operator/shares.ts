@@ -1,0 +1,84 @@
+// How live replicas share out shards (repository branches, for the operator): each shard is a
+// Lease, and each replica decides on its own, every round, which free shards to take and which
+// of its own to give back, from what it sees of the Leases. No replica assigns another's work:
+// a replica takes only free or expired Leases and gives back only its own, so two replicas that
+// see the world differently for a round disagree about who should hold a shard, never about who
+// does. The rules:
+//
+// 1. A replica's fair share is ceil(shards / live replicas).
+// 2. Under its share, it takes free shards (unheld, released, or expired), up to its share.
+// 3. Over its share, while another live replica is under it, it gives back what the others
+//    can take: never more than its surplus, never more than their deficit beyond the free
+//    shards they can take instead.
+// 4. A shard that is no longer wanted (its last GitBranch went) is given back at once.
+//
+// Which shards a replica takes or gives first follows rendezvous hashing (the highest
+// hash(replica, shard) first), so replicas prefer different shards and a shard tends to go back
+// to the replica it left.
+import { createHash } from "node:crypto";
+
+/** What a replica sees of one shard's Lease this round. */
+export interface ShardView {
+  /** The replica holding it; "" when nobody does. */
+  holder: string;
+  /** Its holder stopped renewing it for the lease duration, by the viewer's clock. */
+  expired: boolean;
+}
+
+export interface ShareFacts {
+  self: string;
+  /** The replicas alive this round (their heartbeats unexpired), this one among them. */
+  live: readonly string[];
+  /** Every shard there is work for. */
+  wanted: readonly string[];
+  /** The Leases seen, by shard; a wanted shard without one is free. */
+  leases: ReadonlyMap<string, ShardView>;
+  /** The shards this replica holds (renewed in time), wanted or not. */
+  held: ReadonlySet<string>;
+}
+
+export interface ShareDecision {
+  take: string[];
+  giveBack: string[];
+}
+
+/** Rule 1. */
+export function fairShare(shards: number, replicas: number): number {
+  return replicas === 0 ? shards : Math.ceil(shards / replicas);
+}
+
+/** The rendezvous score of a shard for a replica: higher is preferred. */
+export function preference(replica: string, shard: string): string {
+  return createHash("sha256").update(`${replica}\n${shard}`).digest("hex");
+}
+
+const free = (view: ShardView | undefined) => !view || view.holder === "" || view.expired;
+
+/** Which shards this replica takes and gives back this round (rules 1–4). */
+export function decideShares(facts: ShareFacts): ShareDecision {
+  const { self, wanted, leases, held } = facts;
+  const wantedSet = new Set(wanted);
+  const live = facts.live.includes(self) ? facts.live : [...facts.live, self];
+  const share = fairShare(wanted.length, live.length);
+  const byPreference = (a: string, b: string) => (preference(self, b) < preference(self, a) ? -1 : 1);
+
+  const unwanted = [...held].filter((s) => !wantedSet.has(s));
+  const mine = wanted.filter((s) => held.has(s));
+  const freeShards = wanted.filter((s) => !held.has(s) && free(leases.get(s))).sort(byPreference);
+  if (mine.length < share) {
+    return { take: freeShards.slice(0, share - mine.length), giveBack: unwanted };
+  }
+  const counts = new Map<string, number>(live.map((r) => [r, 0]));
+  for (const shard of wanted) {
+    const view = leases.get(shard);
+    if (!free(view) && counts.has(view!.holder)) counts.set(view!.holder, counts.get(view!.holder)! + 1);
+  }
+  const deficit = live
+    .filter((r) => r !== self)
+    .reduce((sum, r) => sum + Math.max(0, share - counts.get(r)!), 0);
+  const surplus = mine.length - share;
+  const giving = Math.max(0, Math.min(surplus, deficit - freeShards.length));
+  // The least preferred go first: the shards this replica would be the last to choose.
+  const giveBack = [...mine].sort(byPreference).slice(mine.length - giving);
+  return { take: [], giveBack: [...unwanted, ...giveBack] };
+}

@@ -1,0 +1,105 @@
+// Shard Leases on a real API server: replicas that all run share shards out, hand a shard over
+// (its work stopped first) before its Lease goes, and take over from a replica that stopped.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { leaseKindLabel, shardAnnotation, ShardLeases } from "../../../internal/operator/shardleases.ts";
+import { ControlPlane } from "../../support/controlplane.ts";
+import { eventually } from "../../support/wait.ts";
+import { quiet } from "../../support/logger.ts";
+
+const timings = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
+const shards = Array.from({ length: 30 }, (_, i) => `https://git.example/state.git#branch-${i}`);
+
+describe("shard Leases on a real API server", () => {
+  let plane: ControlPlane;
+  let kc: KubeConfig;
+  const replicas: ShardLeases[] = [];
+  /** What each replica's work is doing, by identity: the shards it works, and those it handed over. */
+  const working = new Map<string, Set<string>>();
+  const handedOver: { identity: string; shard: string; heldWhileStopping: boolean }[] = [];
+
+  function replica(identity: string): ShardLeases {
+    working.set(identity, new Set());
+    const work = {
+      wanted: () => shards,
+      handOver: async (shard: string) => {
+        working.get(identity)!.delete(shard);
+        // The work stops while the Lease still names this replica: nobody else may take it yet.
+        const lease = await kc
+          .makeApiClient(CoordinationV1Api)
+          .listNamespacedLease({ namespace: "default", labelSelector: `${leaseKindLabel}=shard` });
+        const mine = lease.items.find((l) => l.metadata?.annotations?.[shardAnnotation] === shard);
+        handedOver.push({ identity, shard, heldWhileStopping: mine?.spec?.holderIdentity === identity });
+      },
+    };
+    const leases: ShardLeases = new ShardLeases(
+      kc,
+      { ...timings, namespace: "default", prefix: "test", identity },
+      work,
+      quiet,
+    );
+    leases.onChanged((changed) => {
+      for (const shard of changed) if (leases.holds(shard)) working.get(identity)!.add(shard);
+    });
+    replicas.push(leases);
+    leases.start();
+    return leases;
+  }
+
+  const counts = () => replicas.map((r) => r.held().length);
+
+  before(async () => {
+    plane = await ControlPlane.start();
+    kc = plane.kubeConfig();
+  });
+  after(async () => {
+    for (const r of replicas) await r.stop();
+    await plane?.stop();
+  });
+
+  it("thirty shards are shared out by three replicas, each holding one at a time", async () => {
+    const [a] = [replica("a")];
+    await eventually(() => a.held().length === 30, { timeoutMs: 20_000, description: "a alone holds all" });
+    replica("b");
+    replica("c");
+    await eventually(() => counts().every((n) => n === 10), {
+      timeoutMs: 30_000,
+      description: () => `ten each, held ${counts().join("/")}`,
+    });
+    const held = replicas.flatMap((r) => r.held());
+    assert.equal(new Set(held).size, 30, "no shard held twice");
+    // a handed twenty over, each while its Lease still named a.
+    assert.equal(handedOver.filter((h) => h.identity === "a").length, 20);
+    assert.ok(
+      handedOver.every((h) => h.heldWhileStopping),
+      "every handover ran before its Lease went",
+    );
+    const leases = await kc
+      .makeApiClient(CoordinationV1Api)
+      .listNamespacedLease({ namespace: "default", labelSelector: `${leaseKindLabel}=shard` });
+    const byHolder = new Map<string, number>();
+    for (const l of leases.items)
+      byHolder.set(l.spec!.holderIdentity!, (byHolder.get(l.spec!.holderIdentity!) ?? 0) + 1);
+    assert.deepEqual(Object.fromEntries(byHolder), { a: 10, b: 10, c: 10 }, "the Leases say who holds what");
+  });
+
+  it("a replica that stops releases its shards, and the others take them at once", async () => {
+    const [, b, c] = replicas;
+    const stopped = replicas[0]!;
+    replicas.splice(0, 1);
+    await stopped.stop();
+    await eventually(() => b!.held().length === 15 && c!.held().length === 15, {
+      timeoutMs: 10_000,
+      description: () => `fifteen each, held ${counts().join("/")}`,
+    });
+    const heartbeats = await kc
+      .makeApiClient(CoordinationV1Api)
+      .listNamespacedLease({ namespace: "default", labelSelector: `${leaseKindLabel}=replica` });
+    assert.deepEqual(
+      heartbeats.items.map((l) => l.spec?.holderIdentity).sort(),
+      ["b", "c"],
+      "the stopped replica's heartbeat is gone",
+    );
+  });
+});

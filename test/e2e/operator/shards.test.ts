@@ -1,0 +1,320 @@
+// Three replicas share thirty-one repository branches out (the team's main and thirty more, each
+// with a GitTarget of its own): each holds its share on Leases, runs those branches' workers and
+// watches, and takes over a dead replica's branches, replaying their durable write queues. Three
+// operator processes on one control plane, one Redis and one Git server.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { CoordinationV1Api } from "@kubernetes/client-node";
+import { gitBranches, gitTargets } from "../../../generated/v1alpha3/index.ts";
+import { leaseKindLabel, shardAnnotation } from "../../../internal/operator/shardleases.ts";
+import { findCondition } from "../../../internal/operator/conditions.ts";
+import { RedisServer } from "../../support/redis.ts";
+import {
+  postDelivery,
+  ReplicaEnvironment,
+  replicaNamespace as namespace,
+  shardNames,
+  type Replica,
+} from "../../support/replicas.ts";
+import { eventually } from "../../support/wait.ts";
+import { genericPush } from "../receiver/payloads.ts";
+
+const branchCount = 30;
+/** The ConfigMap each user edits in every branch's namespace. */
+const editors = [
+  ["from-alice", "alice"],
+  ["from-bob", "bob"],
+] as const;
+const shards = Array.from({ length: branchCount }, (_, i) => i);
+/** The operator's Lease duration: a dead replica's branches are taken this long after its last renewal. */
+const leaseDurationMs = 15_000;
+/** The committer, and the author of what no person wrote (a snapshot). */
+const operatorName = "GitOps Reverser";
+
+describe("three replicas share thirty branches out", () => {
+  let r: ReplicaEnvironment;
+
+  /** The holder of every repository branch's Lease, by GitBranch name. */
+  async function holders(): Promise<Map<string, string>> {
+    const leases = await r.kc
+      .makeApiClient(CoordinationV1Api)
+      .listNamespacedLease({ namespace: "default", labelSelector: `${leaseKindLabel}=shard` });
+    const byShard = new Map(
+      leases.items.map((l) => [l.metadata!.annotations![shardAnnotation]!, l.spec?.holderIdentity ?? ""]),
+    );
+    const byBranch = new Map<string, string>();
+    for (const b of (await gitBranches(r.kc).list(namespace)).items) {
+      const holder = byShard.get(`${b.status?.repository}#${b.spec.branch}`);
+      if (holder) byBranch.set(b.metadata.name!, holder);
+    }
+    return byBranch;
+  }
+
+  /** How many branches each live replica holds. */
+  async function shares(replicas: Replica[]): Promise<number[]> {
+    const held = [...(await holders()).values()];
+    return replicas.map((p) => held.filter((h) => h === p.identity()).length);
+  }
+
+  /** alice and bob each write `value` into a ConfigMap of their own in every branch's namespace. */
+  const writeRound = (value: string) =>
+    Promise.all(
+      shards.map(async (i) => {
+        await r.writeIn(i, r.alice, "from-alice", value);
+        await r.writeIn(i, r.bob, "from-bob", value);
+      }),
+    );
+
+  /**
+   * Resolves once every branch's worker took `value` of both files, with its author: in its
+   * durable queue, or already pushed. Before that, the facts that name the authors may still be
+   * on their way to the audited replica.
+   */
+  const taken = (value: string) =>
+    eventually(
+      async () => {
+        for (const i of shards) {
+          const { branch } = shardNames(i);
+          const queued = await r.queuedEntries(branch);
+          for (const [name, editor] of editors) {
+            if (queued.some((e) => e.name === name && e.value === value && e.author === editor)) continue;
+            const { path } = r.shardFile(i, name);
+            if (!(await r.show(path, branch))?.includes(`k: ${value}`)) return false;
+          }
+        }
+        return true;
+      },
+      { timeoutMs: 60_000, description: () => `every branch's worker to take ${value} with its author` },
+    );
+
+  /** Resolves once every branch holds `value` in both files. */
+  const allAt = (value: string) =>
+    eventually(
+      async () => {
+        for (const i of shards)
+          for (const [name] of editors) {
+            const { path, branch } = r.shardFile(i, name);
+            if (!(await r.show(path, branch))?.includes(`k: ${value}`)) return false;
+          }
+        return true;
+      },
+      { timeoutMs: 120_000, description: () => `every branch at ${value}; last lines:\n${r.logTails()}` },
+    );
+
+  /** Every commit of each file is its editor's, and its values only rise: none twice, none out of order. */
+  async function authoredInOrder(rank: (value: string) => number): Promise<void> {
+    for (const i of shards) {
+      for (const [name, editor] of editors) {
+        const { path, branch } = r.shardFile(i, name);
+        const history = await r.valuesOf(path, branch);
+        const values = history.map((h) => rank(h.value));
+        assert.deepEqual(
+          values,
+          [...new Set(values)].sort((a, b) => a - b),
+          `${branch} ${name}: no value committed twice or out of order (${JSON.stringify(history)})`,
+        );
+        assert.deepEqual(
+          [...new Set(history.map((h) => h.author))],
+          [editor],
+          `${branch} ${name}: every commit is its editor's (${JSON.stringify(history)})`,
+        );
+      }
+    }
+  }
+
+  /** Resolves once the live replicas hold every branch, each its share. */
+  async function settled(live: Replica[]): Promise<void> {
+    let last: number[] = [];
+    await eventually(
+      async () => {
+        last = await shares(live);
+        const share = Math.ceil((branchCount + 1) / live.length);
+        return (
+          last.reduce((a, b) => a + b, 0) === branchCount + 1 &&
+          last.every((n) => n >= share - 2 && n <= share)
+        );
+      },
+      {
+        timeoutMs: 60_000,
+        description: () => `the live replicas' shares, held ${last.join("/")}:\n${r.logTails()}`,
+      },
+    );
+  }
+
+  const operatorCommits = () =>
+    Promise.all(shards.map((i) => r.commitsBy(operatorName, shardNames(i).branch)));
+
+  const targetsReady = async () => {
+    const targets = (await gitTargets(r.kc).list(namespace)).items;
+    return (
+      targets.length === branchCount + 1 &&
+      targets.every((t) => t.status?.conditions?.find((c) => c.type === "Ready")?.status === "True")
+    );
+  };
+
+  before(async () => {
+    r = await ReplicaEnvironment.start();
+    await r.addBranches(branchCount);
+    // The first serves the audit ingress; each has a worker root of its own, as a pod does.
+    for (const [i, workers] of ["workers-a", "workers-b", "workers-c"].entries())
+      await r.startReplica({ replicas: 3, receiver: true, audited: i === 0, workers });
+  });
+  after(async () => {
+    await r?.stop();
+  });
+
+  it("thirty branches are shared out by three replicas (each holds 9–11; the Leases and GitBranch status say which)", async () => {
+    let last: number[] = [];
+    await eventually(
+      async () => {
+        last = await shares(r.replicas);
+        return last.reduce((a, b) => a + b, 0) === branchCount + 1 && last.every((n) => n >= 9 && n <= 11);
+      },
+      { timeoutMs: 90_000, description: () => `shares of 9–11, held ${last.join("/")}:\n${r.logTails()}` },
+    );
+    await eventually(targetsReady, {
+      timeoutMs: 120_000,
+      description: () => `every GitTarget Ready; last lines:\n${r.logTails()}`,
+    });
+    const byBranch = await holders();
+    await eventually(
+      async () => {
+        for (const b of (await gitBranches(r.kc).list(namespace)).items)
+          if (b.status?.heldBy !== byBranch.get(b.metadata.name!)) return false;
+        return true;
+      },
+      { timeoutMs: 30_000, description: "every GitBranch's status.heldBy naming its Lease's holder" },
+    );
+  });
+
+  it("a push notice posted to any replica wakes the holder", async () => {
+    const path = await r.receiver("hook-token");
+    const byBranch = await holders();
+    const url = r.git.repositoryUrl("state");
+    // Each replica in turn is posted a notice for a branch another replica holds, a branch of its
+    // own each: a GitBranch writes the notices of one minute once.
+    const noticed = new Set<string>();
+    for (const [i, replica] of r.replicas.entries()) {
+      const branch = [...byBranch].find(
+        ([name, holder]) => name.startsWith("b-") && holder !== replica.identity() && !noticed.has(name),
+      );
+      assert.ok(branch, `a branch replica ${i} does not hold`);
+      const [name] = branch;
+      noticed.add(name);
+      const before = (await gitBranches(r.kc).get(namespace, name))?.status?.lastPushNoticeAt;
+      // Posted again until its holder writes it: a notice relayed while the branch's new holder
+      // still starts its worker finds none, and is lost as the relay documents.
+      let status = 0;
+      await eventually(
+        async () => {
+          status = await postDelivery(replica.receiverPort!, path, genericPush("hook-token", url, name));
+          const noticed = (await gitBranches(r.kc).get(namespace, name))?.status?.lastPushNoticeAt;
+          return status === 202 && noticed !== before;
+        },
+        {
+          timeoutMs: 30_000,
+          description: () =>
+            `${name}'s lastPushNoticeAt, set by its holder (replica ${i} answered ${status})`,
+        },
+      );
+    }
+  });
+
+  it("a replica killed with SIGKILL mid-window loses no write and no author: 1,000 edits by two users across the branches", async () => {
+    const rounds = 17; // 30 branches × 2 users × 17 rounds: 1,020 edits
+    const killAfter = 8;
+    const before = await operatorCommits();
+    const victim = r.replicas[1]!;
+    const survivors = r.replicas.filter((p) => p !== victim);
+    const victims = [...(await holders())].filter(([, h]) => h === victim.identity()).map(([name]) => name);
+    assert.ok(victims.length >= 9, `the victim holds its share (${victims.length})`);
+    let killedAt = 0;
+    for (let round = 1; round <= rounds; round++) {
+      await writeRound(`v${round}`);
+      if (round === killAfter) {
+        await victim.process.kill();
+        killedAt = Date.now();
+      }
+    }
+    // Its branches are taken over within the lease duration (plus a round and a busy machine).
+    await eventually(
+      async () => {
+        const byBranch = await holders();
+        return victims.every((name) => survivors.some((p) => p.identity() === byBranch.get(name)));
+      },
+      {
+        timeoutMs: leaseDurationMs + 15_000,
+        description: () => `the victim's branches taken over:\n${r.logTails()}`,
+      },
+    );
+    const takenAfterMs = Date.now() - killedAt;
+    await allAt(`v${rounds}`);
+    await authoredInOrder((value) => Number(value.slice(1)));
+    assert.deepEqual(await operatorCommits(), before, "no replica committed as the operator");
+    assert.ok(takenAfterMs < leaseDurationMs + 15_000, `taken over ${takenAfterMs} ms after the kill`);
+  });
+
+  it("a rolling restart of all three replicas loses nothing and makes no commit of its own", async () => {
+    // The killed replica's place is taken first, as its Deployment would; then each old replica
+    // in turn is replaced: the new pod starts, the old one stops gracefully and hands its branches
+    // over (its watches stop, its workers publish, then its Leases go). Each step finds windows
+    // open in every branch. The first replica serves the audit port, so its successor takes it.
+    let live = r.replicas.filter((p) => p.process.running);
+    live.push(await r.startReplica({ replicas: 3, receiver: true, audited: false, workers: "workers-d" }));
+    await settled(live);
+    const before = await operatorCommits();
+    const fresh = ["workers-e", "workers-f", "workers-g"];
+    for (const [step, workers] of fresh.entries()) {
+      await writeRound(`r${step + 1}`);
+      await taken(`r${step + 1}`);
+      const old = live[0]!;
+      const audited = old === r.replicas[0];
+      let next: Replica;
+      if (audited) {
+        await old.process.stop(30_000);
+        next = await r.startReplica({ replicas: 3, receiver: true, audited, workers });
+        await r.auditFlowing(`probe-${step}`);
+      } else {
+        next = await r.startReplica({ replicas: 3, receiver: true, audited, workers });
+        await old.process.stop(30_000);
+      }
+      live = [...live.slice(1), next];
+      await settled(live);
+    }
+    await writeRound("r4");
+    await allAt("r4");
+    await authoredInOrder((value) =>
+      value.startsWith("r") ? 100 + Number(value.slice(1)) : Number(value.slice(1)),
+    );
+    assert.deepEqual(await operatorCommits(), before, "no replica committed as the operator");
+  });
+
+  it("with Redis down a failover still loses no final value (the authors are the unresolved sentinel: the audit facts travel through Redis too)", async () => {
+    const live = r.replicas.filter((p) => p.process.running);
+    const victim = live[1]!;
+    const victims = [...(await holders())].filter(([, h]) => h === victim.identity()).map(([name]) => name);
+    const port = Number(r.redis.address.split(":").at(-1));
+    await r.redis.stop();
+    try {
+      await writeRound("t1");
+      // Every replica's branches say the queue is away once an append failed.
+      await eventually(
+        async () => {
+          const branches = (await gitBranches(r.kc).list(namespace)).items;
+          return victims.every(
+            (name) =>
+              findCondition(
+                branches.find((b) => b.metadata.name === name)?.status?.conditions,
+                "DurableQueue",
+              )?.status === "False",
+          );
+        },
+        { timeoutMs: 30_000, description: "the victim's branches DurableQueue False" },
+      );
+      await victim.process.kill();
+      await allAt("t1");
+    } finally {
+      r.redis = await RedisServer.start(port);
+    }
+  });
+});

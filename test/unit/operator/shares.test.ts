@@ -1,0 +1,135 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  decideShares,
+  fairShare,
+  type ShardView,
+  type ShareFacts,
+} from "../../../internal/operator/shares.ts";
+
+const shards = (n: number) =>
+  Array.from({ length: n }, (_, i) => `repo#branch-${String(i).padStart(2, "0")}`);
+
+function facts(overrides: Partial<ShareFacts> & Pick<ShareFacts, "self">): ShareFacts {
+  return { live: [overrides.self], wanted: [], leases: new Map(), held: new Set(), ...overrides };
+}
+
+/** The Leases of a world where each replica holds the shards listed for it. */
+function holding(byReplica: Record<string, string[]>): Map<string, ShardView> {
+  const leases = new Map<string, ShardView>();
+  for (const [holder, held] of Object.entries(byReplica))
+    for (const shard of held) leases.set(shard, { holder, expired: false });
+  return leases;
+}
+
+/** Runs rounds of every replica in turn, each seeing the others' Leases, until nothing moves. */
+function settle(replicas: string[], wanted: string[], start: Record<string, string[]> = {}) {
+  const held: Record<string, string[]> = Object.fromEntries(replicas.map((r) => [r, start[r] ?? []]));
+  for (let round = 0; round < 20; round++) {
+    let moved = false;
+    for (const self of replicas) {
+      const decision = decideShares({
+        self,
+        live: replicas,
+        wanted,
+        leases: holding(held),
+        held: new Set(held[self]),
+      });
+      if (decision.take.length + decision.giveBack.length > 0) moved = true;
+      held[self] = [...held[self]!.filter((s) => !decision.giveBack.includes(s)), ...decision.take];
+    }
+    if (!moved) return held;
+  }
+  assert.fail("the shares never settled");
+}
+
+describe("sharing shards among live replicas", () => {
+  it("rule 1: a replica's fair share is ceil(shards / live replicas)", () => {
+    assert.equal(fairShare(30, 3), 10);
+    assert.equal(fairShare(31, 3), 11);
+    assert.equal(fairShare(2, 3), 1);
+    assert.equal(fairShare(5, 0), 5);
+  });
+
+  it("rule 2: under its share a replica takes free, released and expired shards, up to its share", () => {
+    const wanted = shards(6);
+    const leases = new Map<string, ShardView>([
+      [wanted[0]!, { holder: "b", expired: false }],
+      [wanted[1]!, { holder: "", expired: false }],
+      [wanted[2]!, { holder: "c", expired: true }],
+    ]);
+    const decision = decideShares(facts({ self: "a", live: ["a", "b", "c"], wanted, leases }));
+    assert.equal(decision.take.length, 2, "its share of six among three");
+    assert.ok(!decision.take.includes(wanted[0]!), "never a shard another live replica holds");
+    assert.deepEqual(decision.giveBack, []);
+  });
+
+  it("thirty shards among three replicas settle at ten each, from nothing", () => {
+    const held = settle(["a", "b", "c"], shards(30));
+    assert.deepEqual(
+      Object.values(held).map((h) => h.length),
+      [10, 10, 10],
+    );
+    assert.equal(new Set(Object.values(held).flat()).size, 30, "every shard held once");
+  });
+
+  it("rule 3: a replica that held everything gives back what a newcomer can take, and no more", () => {
+    const wanted = shards(30);
+    const decision = decideShares(
+      facts({ self: "a", live: ["a", "b"], wanted, leases: holding({ a: wanted }), held: new Set(wanted) }),
+    );
+    assert.equal(decision.giveBack.length, 15);
+    assert.deepEqual(decision.take, []);
+    const held = settle(["a", "b", "c"], wanted, { a: wanted });
+    for (const h of Object.values(held)) assert.ok(h.length >= 9 && h.length <= 11, `${h.length} of 30`);
+  });
+
+  it("rule 3: over its share but with nobody under it, a replica gives nothing back", () => {
+    const wanted = shards(31);
+    const leases = holding({ a: wanted.slice(0, 11), b: wanted.slice(11, 21), c: wanted.slice(21) });
+    const decision = decideShares(
+      facts({ self: "a", live: ["a", "b", "c"], wanted, leases, held: new Set(wanted.slice(0, 11)) }),
+    );
+    assert.deepEqual(decision, { take: [], giveBack: [] });
+  });
+
+  it("rule 3: a replica under its share takes free shards before anyone gives one back for it", () => {
+    const wanted = shards(10);
+    // a holds 6, b holds none, 4 are free: b takes the free ones; a gives back only one more.
+    const leases = holding({ a: wanted.slice(0, 6) });
+    const decision = decideShares(
+      facts({ self: "a", live: ["a", "b"], wanted, leases, held: new Set(wanted.slice(0, 6)) }),
+    );
+    assert.equal(decision.giveBack.length, 1);
+  });
+
+  it("a dead replica's shards, once expired, are taken by the survivors within their shares", () => {
+    const wanted = shards(30);
+    const start = { a: wanted.slice(0, 10), b: wanted.slice(10, 20) };
+    const held = settle(["a", "b"], wanted, start);
+    assert.deepEqual(
+      Object.values(held).map((h) => h.length),
+      [15, 15],
+    );
+  });
+
+  it("rule 4: a shard no longer wanted is given back at once", () => {
+    const wanted = shards(2);
+    const decision = decideShares(
+      facts({
+        self: "a",
+        wanted,
+        leases: holding({ a: [...wanted, "gone#main"] }),
+        held: new Set([...wanted, "gone#main"]),
+      }),
+    );
+    assert.deepEqual(decision.giveBack, ["gone#main"]);
+  });
+
+  it("replicas prefer different shards, so a round of simultaneous takes rarely collides", () => {
+    const wanted = shards(30);
+    const first = (self: string) => decideShares(facts({ self, live: ["a", "b", "c"], wanted })).take;
+    const overlap = first("a").filter((s) => first("b").includes(s));
+    assert.ok(overlap.length < 10, `a and b both chose ${overlap.length} of their 10 first`);
+  });
+});
