@@ -8,6 +8,7 @@
 // CommitRequest and its message; a FluxClaim holding the Kustomization that applies the folder
 // (when the Flux controllers are built); and a Secret applied server-side from a stringData
 // manifest, which it wrote as a SOPS document with every key, decrypted by the real sops CLI.
+// Last, three operator processes share the repository's branches out (hack/demo/replicas.ts).
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -26,8 +27,9 @@ import { installCrds } from "../../test/support/manifests.ts";
 import { applyGeneratedSigning, applyMirror, type MirrorTarget } from "../../test/support/mirror.ts";
 import type { Flux } from "../../test/support/flux.ts";
 import { demoFluxClaim } from "./flux.ts";
+import { demoReplicas } from "./replicas.ts";
 import { fluxBuilt } from "../../test/support/flux.ts";
-import { startOperator } from "../../test/support/operator.ts";
+import { startOperator, type OperatorProcess } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
 import { ageIdentity, sopsDecryptText } from "../../test/support/sops.ts";
 import { attributionEnv, grantEditing } from "../../test/support/attributionenv.ts";
@@ -54,6 +56,7 @@ const [plane, git, redis] = await Promise.all([
 const workerRoot = makeOwnedTempDir("demo-workers");
 let operator: ReturnType<typeof startOperator> | undefined;
 let flux: Flux | undefined;
+const replicas: OperatorProcess[] = [];
 try {
   const kc = plane.kubeConfig();
   const core = kc.makeApiClient(CoreV1Api);
@@ -335,10 +338,28 @@ try {
       .map((line) => `    ${line}`)
       .join("\n")}\n`,
   );
+  say("More than one replica: the operator stops, and three operator processes with --replica-count=3 start");
+  await operator.stop();
+  operator = undefined;
+  await demoReplicas(
+    {
+      plane,
+      git,
+      repository: "cluster-state",
+      user,
+      redisAddress: redis.address,
+      namespace,
+      dir: workerRoot,
+    },
+    say,
+    (text) => process.stdout.write(text),
+    replicas,
+  );
   say(`Done in ${Math.round((Date.now() - started) / 1000)} s. Stopping everything.`);
 } finally {
   await flux?.stop();
   await operator?.stop();
+  for (const replica of replicas) await replica.process.stop();
   await git.close();
   await plane.stop();
   await redis.stop();

@@ -40,8 +40,11 @@ export interface Reconciler {
 export interface Ownership {
   /** Whether this replica handles a shard's objects now; `undefined` (no shard) is the leader's. */
   owns(shard: string | undefined): boolean;
-  /** Calls `listener` with the shards this replica started or stopped holding, or "leader" when leadership moved. */
-  onChanged(listener: (shards: readonly string[] | "leader") => void): void;
+  /**
+   * Calls `listener` with the shards this replica started or stopped holding, or "leader" when
+   * leadership moved, until the returned function is called.
+   */
+  onChanged(listener: (shards: readonly string[] | "leader") => void): () => void;
 }
 
 /** Maps a changed dependency to the objects that must reconcile because of it. */
@@ -75,6 +78,7 @@ export class Controller {
   readonly everyReplica: boolean;
   readonly shardOf: ((request: Request) => string | undefined) | undefined;
   private ownership: Ownership | undefined;
+  private stopSharing: (() => void) | undefined;
   /** The primary kind's informer, whose objects a change of ownership requeues. */
   private primary: SharedInformer<KubernetesObject> | undefined;
 
@@ -98,7 +102,7 @@ export class Controller {
     const shardOf = this.shardOf;
     if (!shardOf) return;
     this.ownership = ownership;
-    ownership.onChanged((shards) => {
+    this.stopSharing = ownership.onChanged((shards) => {
       const moved = shards === "leader" ? undefined : new Set(shards);
       for (const object of this.primary?.list() ?? []) {
         const request = parseStoreKey(storeKeyOf(object));
@@ -154,6 +158,7 @@ export class Controller {
   }
 
   async stop(): Promise<void> {
+    this.stopSharing?.();
     await this.queue.shutDown();
   }
 

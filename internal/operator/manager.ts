@@ -125,8 +125,12 @@ export class Manager implements Ownership {
     return this.shards?.held() ?? [];
   }
 
-  onChanged(listener: (shards: readonly string[] | "leader") => void): void {
+  onChanged(listener: (shards: readonly string[] | "leader") => void): () => void {
     this.ownershipListeners.push(listener);
+    return () => {
+      const at = this.ownershipListeners.indexOf(listener);
+      if (at !== -1) this.ownershipListeners.splice(at, 1);
+    };
   }
 
   private ownershipChanged(shards: readonly string[] | "leader"): void {

@@ -2,7 +2,15 @@
 // (its work stopped first) before its Lease goes, and take over from a replica that stopped.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { CoordinationV1Api, type KubeConfig } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
+import { informerSource, namespaceType } from "../../../internal/kube/sources.ts";
+import { Controller, type Ownership, type Request } from "../../../internal/operator/controller.ts";
+import { SharedInformer } from "../../../internal/operator/informer.ts";
 import { leaseKindLabel, shardAnnotation, ShardLeases } from "../../../internal/operator/shardleases.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { eventually } from "../../support/wait.ts";
@@ -101,5 +109,57 @@ describe("shard Leases on a real API server", () => {
       ["b", "c"],
       "the stopped replica's heartbeat is gone",
     );
+  });
+
+  it("a sharded controller reconciles only the objects of the shards its replica holds, disowns the others, and looks again at both when a shard moves", async () => {
+    const core = kc.makeApiClient(CoreV1Api);
+    for (const name of ["shard-a-1", "shard-b-1"])
+      await core.createNamespace({ body: { metadata: { name } } });
+    let held = new Set(["a"]);
+    const listeners: ((shards: readonly string[] | "leader") => void)[] = [];
+    const ownership: Ownership = {
+      owns: (shard) => shard !== undefined && held.has(shard),
+      onChanged: (listener) => {
+        listeners.push(listener);
+        return () => listeners.splice(listeners.indexOf(listener), 1);
+      },
+    };
+    const seen: string[] = [];
+    const informer = new SharedInformer<KubernetesObject>(kc, informerSource(kc, namespaceType), quiet);
+    const controller = new Controller(
+      "sharded",
+      {
+        reconcile: (request: Request) => Promise.resolve(void seen.push(`reconciled ${request.name}`)),
+        disown: (request: Request) => Promise.resolve(void seen.push(`disowned ${request.name}`)),
+      },
+      quiet,
+      { shardOf: (r) => /^shard-(\w)-/.exec(r.name)?.[1] },
+    ).for(informer);
+    controller.shareBy(ownership);
+    await informer.start();
+    const running = controller.run();
+    try {
+      await eventually(() => seen.includes("reconciled shard-a-1") && seen.includes("disowned shard-b-1"), {
+        timeoutMs: 10_000,
+        description: () => `a reconciled, b disowned: ${seen.join(", ")}`,
+      });
+      assert.ok(!seen.includes("reconciled shard-b-1"), "nothing of a shard held elsewhere is reconciled");
+      seen.length = 0;
+      held = new Set(["b"]);
+      for (const listener of [...listeners]) listener(["a", "b"]);
+      await eventually(() => seen.includes("reconciled shard-b-1") && seen.includes("disowned shard-a-1"), {
+        timeoutMs: 10_000,
+        description: () => `after the move, b reconciled and a disowned: ${seen.join(", ")}`,
+      });
+      assert.ok(
+        seen.every((line) => line.includes("shard-")),
+        `only the objects of the shards that moved are looked at again: ${seen.join(", ")}`,
+      );
+    } finally {
+      await controller.stop();
+      await running;
+      await informer.stop();
+    }
+    assert.equal(listeners.length, 0, "a stopped controller stops listening");
   });
 });
