@@ -72,15 +72,19 @@ const mirrored = (window: Window): MirrorTarget => ({
   ...window,
 });
 
-/** Applies what mirrors the namespace's ConfigMaps into the repository at `url`. */
+/**
+ * Applies what mirrors the namespace's ConfigMaps into the repository at `url`: its GitBranch
+ * "main" writes the repository branch `branch` (main unless told).
+ */
 export async function applyMirror(
   kc: KubeConfig,
   namespace: string,
   url: string,
   user: { username: string; password: string },
   window: Window,
+  branch = "main",
 ): Promise<void> {
-  await applyMirrorFixture(kc, namespace, url, user, [mirrored(window)]);
+  await applyMirrorFixture(kc, namespace, url, user, [mirrored(window)], branch);
 }
 
 /** Changes the GitTarget's commit window; returns the generation the operator must observe. */

@@ -23,6 +23,16 @@ export interface BenchConfig {
   writeSeconds: number;
   /** (s): edits sent before the leader is killed, each to its own ConfigMap; 0 skips the phase. */
   failoverEdits: number;
+  /**
+   * (r): repository branches, each mirrored from a namespace of `shardObjects` ConfigMaps, shared
+   * out by `shardReplicas` replicas, compared with one; `shardEdits` edits round-robin over the
+   * branches at `shardEditRate` per second (0 unpaced). 0 branches skips the phase.
+   */
+  shardBranches: number;
+  shardObjects: number;
+  shardReplicas: number;
+  shardEdits: number;
+  shardEditRate: number;
   /** Whether (w) runs each rate without the durable write queue, with it (on a real Redis), or both. */
   writeQueue: "off" | "on" | "both";
   /** (h): ConfigMaps in the folder a FluxClaim's Kustomization applies, and rounds; 0 rounds skips it. */
@@ -76,6 +86,11 @@ export function readConfig(): BenchConfig {
     writeSeconds: numberFrom("BENCH_WRITE_SECONDS", 30),
     writeQueue: queueModeFrom(process.env.BENCH_WRITE_QUEUE ?? "both"),
     failoverEdits: numberFrom("BENCH_FAILOVER_EDITS", 200),
+    shardBranches: Math.floor(numberFrom("BENCH_SHARD_BRANCHES", 30)),
+    shardObjects: Math.max(1, Math.floor(numberFrom("BENCH_SHARD_OBJECTS", 1000))),
+    shardReplicas: Math.max(2, Math.floor(numberFrom("BENCH_SHARD_REPLICAS", 3))),
+    shardEdits: Math.floor(numberFrom("BENCH_SHARD_EDITS", 3000)),
+    shardEditRate: numberFrom("BENCH_SHARD_EDIT_RATE", 0),
     claimObjects: Math.max(2, numberFrom("BENCH_CLAIM_OBJECTS", 200)),
     claimRounds: numberFrom("BENCH_CLAIM_ROUNDS", 10),
     referenceRepeats: Math.max(1, numberFrom("BENCH_REFERENCE_REPEATS", 3)),

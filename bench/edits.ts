@@ -40,14 +40,28 @@ export interface ThroughputResult {
   p95Ms: number | undefined;
   pushes: number;
   settled: boolean;
+  /** With more than one target: the branches some of whose edits never landed. */
+  unsettledBranches?: string[];
 }
 
+/** Where an edit stream goes: a namespace's ConfigMaps, mirrored into `folder` on `branch`. */
+export interface EditTarget {
+  namespace: string;
+  folder: string;
+  branch: string;
+}
+
+/**
+ * Sends `edits` edits round-robin over the targets (one namespace for (b) and (p), one per
+ * repository branch for (r)), from `writers` writers at `rate` per second, each to its own
+ * (ConfigMap, key); then waits for the pushes that land them, all in one repository.
+ */
 export async function measureThroughput(options: {
   kc: KubeConfig;
   git: GitServer;
   repository: string;
-  namespace: string;
-  folder: string;
+  targets: readonly EditTarget[];
+  /** ConfigMaps per target's namespace. */
   size: number;
   edits: number;
   writers: number;
@@ -55,15 +69,25 @@ export async function measureThroughput(options: {
   settleTimeoutMs: number;
   log: PushLog;
 }): Promise<ThroughputResult> {
-  const { kc, git, repository, namespace, folder, size, writers, rate, log } = options;
+  const { kc, git, repository, targets, size, writers, rate, log } = options;
   const core = kc.makeApiClient(CoreV1Api);
-  const count = Math.min(options.edits, size * dataKeys.length);
+  const capacity = size * dataKeys.length * targets.length;
+  const count = Math.min(options.edits, capacity);
   if (count < options.edits) progress(`  capped at ${count} edits: 3 keys per ConfigMap, one edit each`);
-  const edits: Edit[] = Array.from({ length: count }, (_, j) => ({
-    name: configMapName(j % size),
-    key: dataKeys[Math.floor(j / size)]!,
-    token: `tput-${run}-${j}`,
-  }));
+  // Edit j goes to target j mod T, as that target's edit k = j div T.
+  const edits: (Edit & { namespace: string; branch: string })[] = Array.from({ length: count }, (_, j) => {
+    const k = Math.floor(j / targets.length);
+    const target = targets[j % targets.length]!;
+    return {
+      namespace: target.namespace,
+      branch: target.branch,
+      name: configMapName(k % size),
+      key: dataKeys[Math.floor(k / size)]!,
+      token: `tput-${run}-${j}`,
+    };
+  });
+  const folders = [...new Set(targets.map((t) => t.folder))];
+  const branches = [...new Set(targets.map((t) => t.branch))];
   await log.skipExisting();
   const pushesBefore = (await log.pushes()).length;
   const answered: number[] = new Array<number>(count).fill(0);
@@ -75,7 +99,7 @@ export async function measureThroughput(options: {
           const due = started + (j * 1000) / rate;
           if (due > Date.now()) await sleep(due - Date.now());
         }
-        await patch(core, namespace, edits[j]!);
+        await patch(core, edits[j]!.namespace, edits[j]!);
         answered[j] = Date.now();
       }
     }),
@@ -86,7 +110,7 @@ export async function measureThroughput(options: {
   const deadline = Date.now() + options.settleTimeoutMs;
   let lastReport = Date.now();
   for (;;) {
-    await log.scan(folder);
+    await log.scan(folders);
     const landed = edits.filter((e) => log.landed.has(e.token)).length;
     if (landed === count || Date.now() > deadline) break;
     if (Date.now() - lastReport > 5_000) {
@@ -95,17 +119,19 @@ export async function measureThroughput(options: {
     }
     await sleep(250);
   }
-  // What the settled remote holds: tokens of this phase at the tip.
+  // What the settled remote holds: tokens of this phase at the tips.
   const atTip = new Set(
     (
       await git
-        .gitIn(repository, ["grep", "-h", "-o", "-E", `tput-${run}-[0-9]+`, "main", "--", folder])
+        .gitIn(repository, ["grep", "-h", "-o", "-E", `tput-${run}-[0-9]+`, ...branches, "--", ...folders])
         .catch(() => "")
     )
       .split("\n")
       .filter((t) => t !== ""),
   );
   const held = edits.filter((e) => atTip.has(e.token) && log.landed.has(e.token));
+  const heldSet = new Set(held);
+  const unsettled = [...new Set(edits.filter((e) => !heldSet.has(e)).map((e) => e.branch))].sort();
   const lastLanded = Math.max(started, ...held.map((e) => log.landed.get(e.token)!));
   const latencies = edits
     .map((e, j) => (log.landed.get(e.token) ?? NaN) - answered[j]!)
@@ -123,6 +149,7 @@ export async function measureThroughput(options: {
     p95Ms: percentile(latencies, 95),
     pushes: (await log.pushes()).length - pushesBefore,
     settled: held.length === count,
+    ...(targets.length > 1 && unsettled.length > 0 ? { unsettledBranches: unsettled } : {}),
   };
 }
 

@@ -1,10 +1,12 @@
-// (s) A standby's failover: two operator processes, as the image runs them (dist/operator.mjs),
-// electing a leader on the Lease, with Redis for the durable write queue, on a namespace of N
-// ConfigMaps. Once the leader has pushed the snapshot and the standby is ready, BENCH_FAILOVER_EDITS
-// edits are sent, each to its own ConfigMap, and the leader is killed with SIGKILL a second
-// after the last was answered, while the push cooldown still holds some of them. Measured: from
-// the kill to the standby holding the Lease, and to the push that landed the last edit.
+// (s) A failover: two operator processes, as the image runs them (dist/operator.mjs), with
+// --replica-count=2 and Redis for the durable write queue, on a namespace of N ConfigMaps: one
+// branch, which the first to start holds on its Lease. Once it has pushed the snapshot and the
+// second is ready, BENCH_FAILOVER_EDITS edits are sent, each to its own ConfigMap, and the holder
+// is killed with SIGKILL a second after the last was answered, while the push cooldown still
+// holds some of them. Measured: from the kill to the other holding the branch's Lease, and to the
+// push that landed the last edit.
 import { CoordinationV1Api, CoreV1Api } from "@kubernetes/client-node";
+import { leaseKindLabel, shardAnnotation } from "../internal/operator/shardleases.ts";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { kustomizeBinary, repoRoot } from "../test/support/binaries.ts";
@@ -18,7 +20,7 @@ import { waitForSnapshot } from "./snapshot.ts";
 
 export interface FailoverResult {
   edits: number;
-  /** From the SIGKILL to the standby holding the leader Lease. */
+  /** From the SIGKILL to the other replica holding the branch's Lease. */
   takeoverMs: number | undefined;
   /** From the SIGKILL to the push that landed the last of the edits. */
   recoveredMs: number | undefined;
@@ -27,7 +29,6 @@ export interface FailoverResult {
 }
 
 const leaseNamespace = "default";
-const leaseName = "gitops-reverser-leader";
 
 export async function measureFailover(h: Harness, size: number, namespace: string): Promise<FailoverResult> {
   const { kc, git, user, config } = h;
@@ -76,10 +77,10 @@ export async function measureFailover(h: Harness, size: number, namespace: strin
       workerRoot: join(h.workerRoot, `failover-${namespace}-a`),
     });
     if (snapshot.ms === undefined) return { edits, takeoverMs: undefined, recoveredMs: undefined, landed: 0 };
-    const standby = await start("b");
-    await untilReady(standby, config.snapshotTimeoutMs);
+    const second = await start("b");
+    await untilReady(second, config.snapshotTimeoutMs);
     await log.skipExisting();
-    const holder = await leaseHolder(h);
+    const holder = await leaseHolder(h, repository);
 
     const core = kc.makeApiClient(CoreV1Api);
     const run = Date.now() % 1_000_000;
@@ -97,7 +98,8 @@ export async function measureFailover(h: Harness, size: number, namespace: strin
     let takeoverMs: number | undefined;
     const deadline = killedAt + config.settleTimeoutMs;
     while (Date.now() < deadline) {
-      if (takeoverMs === undefined && (await leaseHolder(h)) !== holder) takeoverMs = Date.now() - killedAt;
+      const now = takeoverMs === undefined ? await leaseHolder(h, repository) : undefined;
+      if (now !== undefined && now !== holder) takeoverMs = Date.now() - killedAt;
       await log.scan(folder);
       if (takeoverMs !== undefined && tokens.every((t) => log.landed.has(t))) break;
       await sleep(100);
@@ -112,12 +114,16 @@ export async function measureFailover(h: Harness, size: number, namespace: strin
   }
 }
 
-async function leaseHolder(h: Harness): Promise<string | undefined> {
-  const lease = await h.kc
+/** The holder of the branch's Lease: the one shard Lease of the repository the phase writes. */
+async function leaseHolder(h: Harness, repository: string): Promise<string | undefined> {
+  const leases = await h.kc
     .makeApiClient(CoordinationV1Api)
-    .readNamespacedLease({ namespace: leaseNamespace, name: leaseName })
+    .listNamespacedLease({ namespace: leaseNamespace, labelSelector: `${leaseKindLabel}=shard` })
     .catch(() => undefined);
-  return lease?.spec?.holderIdentity;
+  const lease = leases?.items.find((l) =>
+    l.metadata?.annotations?.[shardAnnotation]?.includes(`/${repository}#`),
+  );
+  return lease?.spec?.holderIdentity || undefined;
 }
 
 /** Waits for the process's /readyz: its informers listed and Redis answered. */

@@ -33,8 +33,13 @@ export interface ProcessResult {
 /** What the Dockerfile sets NODE_OPTIONS to, so the process is measured as the image runs it. */
 const imageNodeOptions = "--max-semi-space-size=4";
 
+/** The operator process's environment: the image's NODE_OPTIONS, unless BENCH_OPERATOR_NODE_OPTIONS measures others. */
+export const operatorEnvironment = (): NodeJS.ProcessEnv => ({
+  NODE_OPTIONS: process.env.BENCH_OPERATOR_NODE_OPTIONS ?? imageNodeOptions,
+});
+
 /** The kernel's high-water mark of a process's resident set, in bytes. */
-async function peakRss(pid: number): Promise<number | undefined> {
+export async function peakRss(pid: number): Promise<number | undefined> {
   const status = await readFile(`/proc/${pid}/status`, "utf8").catch(() => "");
   const kib = /^VmHWM:\s+(\d+) kB/m.exec(status)?.[1];
   return kib === undefined ? undefined : Number(kib) * 1024;
@@ -71,8 +76,7 @@ export async function measureProcess(
         `--kustomize-path=${kustomizeBinary()}`,
         "--log-level=error",
       ],
-      // The image's NODE_OPTIONS (Dockerfile), unless BENCH_OPERATOR_NODE_OPTIONS measures others.
-      { NODE_OPTIONS: process.env.BENCH_OPERATOR_NODE_OPTIONS ?? imageNodeOptions },
+      operatorEnvironment(),
       join(repoRoot, "dist/operator.mjs"),
     );
 
@@ -96,8 +100,7 @@ export async function measureProcess(
       kc,
       git,
       repository,
-      namespace,
-      folder,
+      targets: [{ namespace, folder, branch: "main" }],
       size,
       edits,
       writers,

@@ -17,6 +17,9 @@ const zero = /^0+$/;
 /** The empty tree, to diff a first push against. */
 const emptyTree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
+/** Which refs a log keeps: one ref by name, or every ref a pattern matches. */
+export type RefFilter = string | RegExp;
+
 export class PushLog {
   private readonly file: string;
   /** Pushes already scanned for tokens. */
@@ -27,13 +30,21 @@ export class PushLog {
   private constructor(
     private readonly git: GitServer,
     private readonly repository: string,
+    private readonly ref: RefFilter,
   ) {
     this.file = join(git.repositoryPath(repository), "bench-pushes.log");
   }
 
-  /** Installs the hook in a repository made by `git.createRepository`. */
-  static async install(git: GitServer, repository: string): Promise<PushLog> {
-    const log = new PushLog(git, repository);
+  /**
+   * Installs the hook in a repository made by `git.createRepository`; the log keeps the pushes
+   * of `ref` (`refs/heads/main` unless told), a ref's full name or a pattern of them.
+   */
+  static async install(
+    git: GitServer,
+    repository: string,
+    options: { ref?: RefFilter } = {},
+  ): Promise<PushLog> {
+    const log = new PushLog(git, repository, options.ref ?? "refs/heads/main");
     const hook = join(git.repositoryPath(repository), "hooks", "post-receive");
     await writeFile(
       hook,
@@ -53,7 +64,7 @@ export class PushLog {
         const [at = "0", old = "", next = "", ref = ""] = line.split(" ");
         return { at: Number(at), old, new: next, ref };
       })
-      .filter((p) => p.ref === "refs/heads/main");
+      .filter((p) => (typeof this.ref === "string" ? p.ref === this.ref : this.ref.test(p.ref)));
   }
 
   /** Marks every push so far as scanned: tokens are looked for only in later ones. */
@@ -68,9 +79,11 @@ export class PushLog {
 
   /**
    * Scans the pushes not scanned yet: every `token` an added line of their diff under `path`
-   * carries is recorded with that push's time. Tokens match /\b[a-z]+-\d+-\d+\b/ (see edits.ts).
+   * (or any of the paths) carries is recorded with that push's time. Tokens match
+   * /\b[a-z]+-\d+-\d+\b/ (see edits.ts).
    */
-  async scan(path: string): Promise<void> {
+  async scan(path: string | readonly string[]): Promise<void> {
+    const paths = typeof path === "string" ? [path] : path;
     const pushes = await this.pushes();
     for (; this.scanned < pushes.length; this.scanned++) {
       const push = pushes[this.scanned]!;
@@ -81,7 +94,7 @@ export class PushLog {
         zero.test(push.old) ? emptyTree : push.old,
         push.new,
         "--",
-        path,
+        ...paths,
       ]);
       for (const line of diff.split("\n")) {
         if (!line.startsWith("+") || line.startsWith("+++")) continue;

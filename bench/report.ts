@@ -12,6 +12,7 @@ import type { SnapshotResult } from "./snapshot.ts";
 import type { WriterResult, WriterStep } from "./writer.ts";
 import type { WriteSideResult } from "./writeside.ts";
 import type { FailoverResult } from "./failover.ts";
+import { shareText, type ShardsResult } from "./shards.ts";
 import type { ClaimResult } from "./claim.ts";
 
 export interface Measured {
@@ -34,8 +35,10 @@ export interface SizeResult {
   writer?: WriterResult;
   /** (w) the write side alone, at each offered rate. */
   writeSide?: WriteSideResult[];
-  /** (s) a standby's failover, on the first size. */
+  /** (s) a failover between two replicas, on the first size. */
   failover?: FailoverResult;
+  /** (r) branches shared out by replicas, on the first size: one replica, then several. */
+  shards?: ShardsResult;
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
   contentMatches?: boolean;
   operatorErrors: string[];
@@ -117,11 +120,39 @@ export function resultTable(result: RunResult): string {
     const f = r.failover;
     if (f) {
       rows.push([
-        "(s) standby failover, leader killed",
+        "(s) failover, branch holder killed",
         n,
         `led in ${s(f.takeoverMs)}`,
         `${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the SIGKILL (a 15 s Lease)`,
         "",
+        "",
+      ]);
+    }
+    const sh = r.shards;
+    for (const run of sh?.runs ?? []) {
+      const t = run.throughput;
+      const rssList = run.peakRssBytes.filter((b): b is number => b !== undefined);
+      const sum = rssList.reduce((a, b) => a + b, 0);
+      const shares = run.shares
+        ? `; shares ${shareText(run.shares)}${run.even === false ? " (not even)" : ""}, settled ${s(run.balancedMs)}, ${run.handovers ?? 0} handover(s)`
+        : "";
+      rows.push([
+        run.replicas === 1 ? "(r) one replica" : `(r) ${run.replicas} replicas`,
+        `${sh!.branches}×${sh!.objects}`,
+        t ? `${t.editsPerSecond.toFixed(1)} edits/s` : "—",
+        `snapshot of ${run.branchesPushed}/${sh!.branches} branches ${s(run.snapshotMs)}` +
+          (run.branchesMissing ? ` (none of ${run.branchesMissing.join(", ")})` : "") +
+          (t
+            ? `; ${t.landed}/${t.edits} landed (${t.offeredPerSecond === "unpaced" ? "unpaced" : `${t.offeredPerSecond}/s offered`}); ${t.pushes} pushes; p50 ${ms(t.p50Ms)}, p95 ${ms(t.p95Ms)}`
+            : "") +
+          (t?.unsettledBranches ? `; not landed on ${t.unsettledBranches.join(", ")}` : "") +
+          shares +
+          (run.errorLines > 0 ? `; ${run.errorLines} log line(s)` : ""),
+        rssList.length === 0
+          ? "—"
+          : rssList.length === 1
+            ? `${mib(rssList[0]!)} MiB`
+            : `sum ${mib(sum)}, max ${mib(Math.max(...rssList))} MiB`,
         "",
       ]);
     }

@@ -8,6 +8,7 @@
 //  (e) the same files written with the native git CLI, one commit and one push: the reference.
 //  (g) a restart with Git matching live, and the first edit after it;
 //  (p) the operator as its own process: its peak RSS (VmHWM) through a snapshot and a restart;
+//  (r) on the first size, branches of one repository shared out by replicas, against one process;
 //  (l) on the first size, (p) again in a repository holding 50,000 other files;
 //  (h) with the real Flux controllers, a FluxClaim in place: push notice → applied, edit → push.
 // Prints tables and writes bench-results/<timestamp>.json. A benchmark, not a test: it asserts

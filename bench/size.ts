@@ -21,6 +21,7 @@ import type { BenchConfig } from "./config.ts";
 import { measureLatency, measureThroughput } from "./edits.ts";
 import { measureProcess } from "./process.ts";
 import { measureFailover } from "./failover.ts";
+import { measureShards } from "./shards.ts";
 import { measureRestart } from "./restart.ts";
 import { WorkerProbe } from "./instrument.ts";
 import { PushLog } from "./pushlog.ts";
@@ -75,12 +76,19 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
 
   if (withEdits && config.failoverEdits > 0) {
     progress(
-      `(s) N=${size}: two operator processes, the leader killed with SIGKILL after ${config.failoverEdits} edits`,
+      `(s) N=${size}: two operator processes, the branch's holder killed with SIGKILL after ${config.failoverEdits} edits`,
     );
     const f = (r.failover = await measureFailover(h, size, `${namespace}-s`));
     progress(
-      `  the standby led ${s(f.takeoverMs)} after the kill; ${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the kill`,
+      `  the other replica held the branch ${s(f.takeoverMs)} after the kill; ${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the kill`,
     );
+  }
+
+  if (withEdits && config.shardBranches > 0) {
+    progress(
+      `(r) N=${size}: ${config.shardBranches} branches × ${config.shardObjects} ConfigMaps, one operator process, then ${config.shardReplicas} sharing them out`,
+    );
+    r.shards = await measureShards(h, `${namespace}-r`);
   }
 
   if (withEdits && config.largeRepositoryFiles > 0) {
@@ -157,8 +165,7 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
         kc,
         git,
         repository,
-        namespace,
-        folder,
+        targets: [{ namespace, folder, branch: "main" }],
         size,
         edits: config.edits,
         writers: config.writers,

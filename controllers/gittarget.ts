@@ -91,6 +91,8 @@ export class GitTargetReconciler implements Reconciler {
   private readonly askedRequests = new Map<string, string>();
   /** Why each target feeds no worker, as last logged. */
   private readonly detachedFor = new Map<string, string>();
+  /** The targets being let go of now: their streams are read out before the worker goes. */
+  private readonly lettingGo = new Map<string, Promise<void>>();
   /** Its folder refused or accepted again, encryption refused, its pushes failing or landing: as Events. */
   private readonly transitions: ConditionEvents;
 
@@ -160,10 +162,27 @@ export class GitTargetReconciler implements Reconciler {
    * Lets go of a GitTarget this process no longer handles (gone, or its branch held by another
    * replica): its watches stop and it feeds no worker here.
    */
-  async disown(request: Request): Promise<void> {
+  disown(request: Request): Promise<void> {
     const key = keyOf(request);
-    // Still there, its work moves to another replica, which resumes from its watches' cursors.
-    await this.release(key, this.informers.targets.get(request.name, request.namespace) !== undefined);
+    // A handover and the reconcile its move queued may both ask: the second waits for the first.
+    let letting = this.lettingGo.get(key);
+    if (!letting) {
+      letting = this.letGo(request).finally(() => this.lettingGo.delete(key));
+      this.lettingGo.set(key, letting);
+    }
+    return letting;
+  }
+
+  private async letGo(request: Request): Promise<void> {
+    const key = keyOf(request);
+    // Still there, its work moves to another replica: its stream is read out into the worker (if
+    // one reads it), and its watches' cursors are left where the worker stopped taking.
+    const moving = this.informers.targets.get(request.name, request.namespace) !== undefined;
+    const attached = this.writeSide.workers.isAttached({
+      namespace: request.namespace ?? "",
+      name: request.name,
+    });
+    await this.release(key, moving ? (attached ? "readOut" : "leave") : "forget");
     this.askedRequests.delete(key);
     this.detachedFor.delete(key);
     this.transitions.forget(key);
@@ -292,12 +311,12 @@ export class GitTargetReconciler implements Reconciler {
     };
   }
 
-  private async release(key: string, keepCursors = false): Promise<void> {
+  private async release(key: string, cursors: "forget" | "leave" | "readOut" = "forget"): Promise<void> {
     const providerKey = this.servedBy.get(key);
     if (providerKey === undefined) return;
     this.servedBy.delete(key);
     const { namespace, name } = parseKey(key);
-    await this.sourceContexts.get(providerKey)?.watchManager.release({ namespace, name }, keepCursors);
+    await this.sourceContexts.get(providerKey)?.watchManager.release({ namespace, name }, cursors);
   }
 }
 

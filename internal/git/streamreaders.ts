@@ -51,6 +51,7 @@ export class StreamReaders {
       const { item, excluded } = coordinated(settings, next.value);
       if (excluded.length > 0) this.onExcluded?.(settings, excluded);
       if (item) await worker.accept(settings, item);
+      stream.taken(next.value);
     }
   }
 

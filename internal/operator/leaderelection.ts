@@ -1,6 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "../telemetry/logger.ts";
-import { unlessNotFound } from "../kube/resourceclient.ts";
+import { statusCodeOf, unlessNotFound } from "../kube/resourceclient.ts";
 import { sleep } from "../timing/sleep.ts";
 
 export interface LeaderElectionConfig {
@@ -104,7 +104,9 @@ export class LeaderElector {
     let lastRenewal = 0;
     while (!signal.aborted) {
       const ok = await this.tryAcquireOrRenew().catch((err: unknown) => {
-        this.logger.error("lease update failed", { lease: this.config.name, error: String(err) });
+        // A conflict is another candidate's write landing first: the race an election is.
+        const level = statusCodeOf(err) === 409 ? "debug" : "error";
+        this.logger[level]("lease update failed", { lease: this.config.name, error: String(err) });
         return false;
       });
       if (ok) {

@@ -231,6 +231,7 @@ export class Manager implements Ownership {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.shards?.drain();
     this.election?.abort.abort();
     await this.election?.run;
     this.leaderSignal?.abort();

@@ -6,6 +6,10 @@
 // work stops, publishing what it holds, while the Lease is still renewed, and only then is it
 // released, so no two replicas ever write one shard. A shard whose renewals fail past the
 // renew deadline is no longer held here, at once: its holder might be another replica soon.
+// Holding changes only with a notice to the listeners (a take, a handover, a loss), never by a
+// clock passing unnoticed: a controller that asked while a renewal was slow would otherwise let
+// go of a branch nobody gave it back. A second's timer enforces the deadline, however long a
+// round takes on a busy API server.
 import { createHash } from "node:crypto";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "../telemetry/logger.ts";
@@ -39,7 +43,7 @@ export interface ShardWork {
   handOver(shard: string): Promise<void>;
 }
 
-type Holding = { state: "held" | "handingOver"; renewedAt: number; lease: V1Lease };
+type Holding = { state: "held" | "handingOver"; takenAt: number; renewedAt: number; lease: V1Lease };
 
 const hashOf = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 20);
 
@@ -50,6 +54,7 @@ export class ShardLeases {
   private readonly listeners: ((shards: string[]) => void)[] = [];
   private readonly handovers = new Set<Promise<void>>();
   private running: { abort: AbortController; done: Promise<void> } | undefined;
+  private draining = false;
 
   constructor(
     kubeConfig: KubeConfig,
@@ -64,10 +69,9 @@ export class ShardLeases {
     return this.config.identity;
   }
 
-  /** Whether this replica holds a shard now: taken, renewed within the deadline, not handing over. */
+  /** Whether this replica holds a shard now: taken, not handed over, not lost to the deadline. */
   holds(shard: string): boolean {
-    const holding = this.holdings.get(shard);
-    return holding?.state === "held" && Date.now() - holding.renewedAt < this.config.renewDeadlineMs;
+    return this.holdings.get(shard)?.state === "held";
   }
 
   /** The shards held here now. */
@@ -78,6 +82,11 @@ export class ShardLeases {
   /** Calls `listener` with the shards this replica started or stopped holding. */
   onChanged(listener: (shards: string[]) => void): void {
     this.listeners.push(listener);
+  }
+
+  /** Stops taking and giving back: the process is stopping; what it holds is renewed until `stop`. */
+  drain(): void {
+    this.draining = true;
   }
 
   start(): void {
@@ -102,12 +111,17 @@ export class ShardLeases {
   }
 
   private async run(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      await this.round().catch((err: unknown) =>
-        this.logger.error("shard lease round failed", { error: String(err) }),
-      );
-      this.dropLate();
-      await sleep(this.config.retryPeriodMs, signal);
+    const deadline = setInterval(() => this.dropLate(), 1_000);
+    try {
+      while (!signal.aborted) {
+        await this.round().catch((err: unknown) =>
+          this.logger.error("shard lease round failed", { error: String(err) }),
+        );
+        this.dropLate();
+        await sleep(this.config.retryPeriodMs, signal);
+      }
+    } finally {
+      clearInterval(deadline);
     }
   }
 
@@ -144,15 +158,29 @@ export class ShardLeases {
     await this.heartbeat(listed.items.find((l) => l.metadata?.name === this.replicaLeaseName()));
     await this.renew(current, now);
 
+    // A stopping replica takes and gives nothing: its work is ending, and it releases all at once.
+    if (this.draining) return;
+    const settling = [...this.holdings]
+      .filter(([, h]) => now - h.takenAt < this.config.leaseDurationMs)
+      .map(([shard]) => shard);
     const decision = decideShares({
       self: this.config.identity,
       live,
       wanted: [...new Set(this.work.wanted())].sort(),
       leases: views,
       held: new Set(this.holdings.keys()),
+      settling: new Set(settling),
     });
-    const taken: string[] = [];
-    for (const shard of decision.take) if (await this.take(shard, current.get(shard))) taken.push(shard);
+    if (decision.take.length + decision.giveBack.length > 0)
+      this.logger.debug("sharing shards out", {
+        live,
+        wanted: views.size,
+        held: this.holdings.size,
+        take: decision.take,
+        giveBack: decision.giveBack,
+      });
+    const won = await Promise.all(decision.take.map((shard) => this.take(shard, current.get(shard))));
+    const taken = decision.take.filter((_, i) => won[i]);
     if (taken.length > 0) this.changed(taken);
     for (const shard of decision.giveBack) this.handOver(shard, views.has(shard));
   }
@@ -176,26 +204,26 @@ export class ShardLeases {
   /** Renews every shard held here a third of a lease duration after its last renewal; a Lease taken meanwhile is lost. */
   private async renew(current: Map<string, V1Lease>, now: number): Promise<void> {
     const lost: string[] = [];
-    for (const [shard, holding] of this.holdings) {
+    const renewals = [...this.holdings].map(async ([shard, holding]) => {
       const lease = current.get(shard);
-      if (lease?.spec?.holderIdentity !== this.config.identity) {
-        lost.push(shard);
-        continue;
-      }
-      if (now - holding.renewedAt < this.config.leaseDurationMs / 3) continue;
+      if (lease?.spec?.holderIdentity !== this.config.identity) return void lost.push(shard);
+      if (now - holding.renewedAt < this.config.leaseDurationMs / 3) return;
       lease.spec = { ...lease.spec, renewTime: new V1MicroTime() };
+      // Counted from when it was sent: the others' clocks start when they see it.
+      const sentAt = Date.now();
       try {
         holding.lease = await this.api.replaceNamespacedLease({
           namespace: this.config.namespace,
           name: lease.metadata!.name!,
           body: lease,
         });
-        holding.renewedAt = Date.now();
+        holding.renewedAt = sentAt;
       } catch (err) {
         if (statusCodeOf(err) === 409) lost.push(shard);
         else this.logger.error("shard lease renewal failed", { shard, error: String(err) });
       }
-    }
+    });
+    await Promise.all(renewals);
     for (const shard of lost) this.lose(shard, "another replica holds its Lease");
   }
 
@@ -203,6 +231,7 @@ export class ShardLeases {
   private async take(shard: string, lease: V1Lease | undefined): Promise<boolean> {
     const { namespace } = this.config;
     const spec = { ...this.spec(), acquireTime: new V1MicroTime() };
+    const sentAt = Date.now();
     try {
       const written = lease
         ? await this.api.replaceNamespacedLease({
@@ -225,7 +254,7 @@ export class ShardLeases {
               spec: { ...spec, leaseTransitions: 0 },
             },
           });
-      this.holdings.set(shard, { state: "held", renewedAt: Date.now(), lease: written });
+      this.holdings.set(shard, { state: "held", takenAt: sentAt, renewedAt: sentAt, lease: written });
       this.logger.info("took a shard", { shard });
       return true;
     } catch (err) {

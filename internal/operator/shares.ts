@@ -5,12 +5,16 @@
 // see the world differently for a round disagree about who should hold a shard, never about who
 // does. The rules:
 //
-// 1. A replica's fair share is ceil(shards / live replicas).
+// 1. A replica's fair share is ceil(shards / live replicas); the floor is floor(shards / live).
 // 2. Under its share, it takes free shards (unheld, released, or expired), up to its share.
 // 3. Over its share, while another live replica is under it, it gives back what the others
 //    can take: never more than its surplus, never more than their deficit beyond the free
-//    shards they can take instead.
+//    shards they can take instead. The same over the floor, while another is under the floor,
+//    so shares settle within one of each other (7 over 3 as 3/2/2, never 3/3/1).
 // 4. A shard that is no longer wanted (its last GitBranch went) is given back at once.
+// 5. A shard taken within the last lease duration is not given back for balance (`settling`):
+//    two replicas that briefly count the live set differently would otherwise pass shards
+//    back and forth, each move a handover.
 //
 // Which shards a replica takes or gives first follows rendezvous hashing (the highest
 // hash(replica, shard) first), so replicas prefer different shards and a shard tends to go back
@@ -35,6 +39,8 @@ export interface ShareFacts {
   leases: ReadonlyMap<string, ShardView>;
   /** The shards this replica holds (renewed in time), wanted or not. */
   held: ReadonlySet<string>;
+  /** The shards among them taken too recently to give back for balance (rule 5). */
+  settling?: ReadonlySet<string>;
 }
 
 export interface ShareDecision {
@@ -73,12 +79,15 @@ export function decideShares(facts: ShareFacts): ShareDecision {
     const view = leases.get(shard);
     if (!free(view) && counts.has(view!.holder)) counts.set(view!.holder, counts.get(view!.holder)! + 1);
   }
-  const deficit = live
-    .filter((r) => r !== self)
-    .reduce((sum, r) => sum + Math.max(0, share - counts.get(r)!), 0);
-  const surplus = mine.length - share;
-  const giving = Math.max(0, Math.min(surplus, deficit - freeShards.length));
+  const others = live.filter((r) => r !== self);
+  /** What this replica gives back so that none of the others stays under `level`. */
+  const givingAbove = (level: number) => {
+    const deficit = others.reduce((sum, r) => sum + Math.max(0, level - counts.get(r)!), 0);
+    return Math.max(0, Math.min(mine.length - level, deficit - freeShards.length));
+  };
+  const giving = Math.max(givingAbove(share), givingAbove(Math.floor(wanted.length / live.length)));
   // The least preferred go first: the shards this replica would be the last to choose.
-  const giveBack = [...mine].sort(byPreference).slice(mine.length - giving);
+  const givable = mine.filter((s) => !facts.settling?.has(s)).sort(byPreference);
+  const giveBack = givable.slice(Math.max(0, givable.length - giving));
   return { take: [], giveBack: [...unwanted, ...giveBack] };
 }

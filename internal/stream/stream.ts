@@ -71,16 +71,17 @@ export type ObjectItem = Extract<StreamItem, { type: "snapshot" | "upsert" | "de
 export class OrderedPush {
   private tail: Promise<void> | undefined;
 
-  constructor(private readonly push: (item: StreamItem) => void) {}
+  constructor(private readonly push: (item: StreamItem, resourceVersion?: string) => void) {}
 
-  send(item: StreamItem | Promise<StreamItem>): void {
+  /** Pushes `item` once it and every item sent before it are ready; `resourceVersion` is its event's. */
+  send(item: StreamItem | Promise<StreamItem>, resourceVersion?: string): void {
     if (!this.tail && !(item instanceof Promise)) {
-      this.push(item);
+      this.push(item, resourceVersion);
       return;
     }
     const tail: Promise<void> = (this.tail ?? Promise.resolve())
       .then(() => item)
-      .then((ready) => this.push(ready))
+      .then((ready) => this.push(ready, resourceVersion))
       .finally(() => {
         if (this.tail === tail) this.tail = undefined;
       });
@@ -97,8 +98,36 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
   private readonly readers: ((item: IteratorResult<StreamItem, undefined>) => void)[] = [];
   private closed = false;
   private resumers: (() => void)[] | undefined;
+  private readonly takenListeners = new Set<(item: StreamItem) => void>();
+  /** Resolved once the stream is closed and its reader has read it out. */
+  private readOut: (() => void) | undefined;
+  private readonly whenReadOut = new Promise<void>((resolve) => (this.readOut = resolve));
 
   constructor(readonly target: { namespace: string; name: string }) {}
+
+  /** Calls `listener` with each item its reader has handed to the branch worker, until the returned function is called. */
+  onTaken(listener: (item: StreamItem) => void): () => void {
+    this.takenListeners.add(listener);
+    return () => this.takenListeners.delete(listener);
+  }
+
+  /** The reader handed `item` to the branch worker, which keeps it (or dropped it on purpose). */
+  taken(item: StreamItem): void {
+    for (const listener of this.takenListeners) listener(item);
+  }
+
+  /**
+   * Resolves once the closed stream's reader has taken everything queued, or after `timeoutMs`
+   * (a stream nobody reads, its target detached).
+   */
+  async readOutWithin(timeoutMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.whenReadOut,
+      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
+  }
 
   get pending(): number {
     return this.items.length;
@@ -114,14 +143,20 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
   next(): Promise<IteratorResult<StreamItem, undefined>> {
     const item = this.items.shift();
     if (item) return Promise.resolve({ value: item, done: false });
-    if (this.closed) return Promise.resolve({ value: undefined, done: true });
+    if (this.closed) {
+      this.readOut?.();
+      return Promise.resolve({ value: undefined, done: true });
+    }
     return new Promise((resolve) => this.readers.push(resolve));
   }
 
   /** Ends the stream; readers get what is queued, then done. */
   close(): void {
     this.closed = true;
-    for (const reader of this.readers.splice(0)) reader({ value: undefined, done: true });
+    // A reader waiting for an item is done now: nothing is queued, so the stream is read out.
+    const waiting = this.readers.splice(0);
+    for (const reader of waiting) reader({ value: undefined, done: true });
+    if (waiting.length > 0) this.readOut?.();
     this.resume();
   }
 

@@ -90,7 +90,20 @@ export class CollectionWatch {
   private confirmAfter: string | undefined;
   private running: Promise<void> | undefined;
   /** Every push goes through here, so a delete that reads its object first keeps its place. */
-  private readonly out = new OrderedPush((item) => this.stream.push(item));
+  private readonly out = new OrderedPush((item, resourceVersion) => {
+    this.pushed.add(item);
+    if (resourceVersion !== undefined) this.versionOf.set(item, resourceVersion);
+    this.stream.push(item);
+  });
+  /** This collection's items in the stream, and the resourceVersion of each event's. */
+  private readonly pushed = new WeakSet<StreamItem>();
+  private readonly versionOf = new WeakMap<StreamItem, string>();
+  /** How many items were sent, and how many of them the branch worker took. */
+  private sent = 0;
+  private takenCount = 0;
+  /** The resourceVersion of the last event whose item the branch worker took. */
+  private takenVersion: string | undefined;
+  private readonly stopTaking: () => void;
   private readonly meter: WatchMeter;
 
   constructor(
@@ -101,6 +114,17 @@ export class CollectionWatch {
     private readonly options: CollectionWatchOptions = {},
   ) {
     this.meter = new WatchMeter(stream.target, collection);
+    this.stopTaking = stream.onTaken((item) => {
+      if (!this.pushed.has(item)) return;
+      this.takenCount++;
+      this.takenVersion = this.versionOf.get(item) ?? this.takenVersion;
+    });
+  }
+
+  /** Sends an item into the stream, in order; `resourceVersion` is the event's it came from. */
+  private send(item: StreamItem | Promise<StreamItem>, resourceVersion?: string): void {
+    this.sent++;
+    this.out.send(item, resourceVersion);
   }
 
   get state(): CollectionState {
@@ -126,16 +150,34 @@ export class CollectionWatch {
   /**
    * Stops: the stream learns the collection is no longer watched. A collection stopped for good
    * forgets its cursor; one whose work moves on (a shutdown, a branch handed to another replica)
-   * leaves it to the process that follows it next (`keepCursor`).
+   * keeps it for `leaveCursor`, once its stream has been read out.
    */
   async stop(keepCursor = false): Promise<void> {
     if (!this.abort.signal.aborted && this.running) {
-      this.out.send({ type: "removed", collection: this.collection });
+      this.send({ type: "removed", collection: this.collection });
     }
     this.abort.abort();
     await this.running;
     this.options.attributor?.release();
-    if (!keepCursor) this.options.cursor?.forget();
+    if (keepCursor) return;
+    this.stopTaking();
+    this.options.cursor?.forget();
+  }
+
+  /**
+   * Leaves the cursor where the process that follows the collection next should resume: past
+   * every event read when the branch worker took every item sent, else at the last event whose
+   * item it took, so what was read and not taken (an author still being resolved, an item the
+   * closed stream dropped) reaches the next one again. Nothing taken: the cursor goes, and the
+   * next one takes a snapshot.
+   */
+  leaveCursor(): void {
+    this.stopTaking();
+    const cursor = this.options.cursor;
+    const caughtUp = this.takenCount === this.sent ? this.resourceVersion : undefined;
+    const at = caughtUp ?? this.takenVersion;
+    if (at !== undefined) cursor?.save(at);
+    else cursor?.forget();
   }
 
   /** Replays the collection's current state again, as a fresh snapshot. */
@@ -159,7 +201,7 @@ export class CollectionWatch {
       first = false;
       if (initializing) {
         this.setState("Replaying");
-        this.out.send({ type: "replaying", collection: this.collection });
+        this.send({ type: "replaying", collection: this.collection });
         accepted = new AcceptedState();
       }
       const outcome = await this.connect(accepted, initializing, takeover);
@@ -328,7 +370,7 @@ export class CollectionWatch {
           // Until the snapshot is complete its versions are no cursor: an end before then initializes.
           if (rv) this.resourceVersion = rv;
           if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true") {
-            this.emitSnapshot(accepted, buffer);
+            this.emitSnapshot(accepted, buffer, rv);
             this.meter.replayed("watchlist", buffer.size, opened);
             snapshotPending = false;
             if (rv) this.processed(rv);
@@ -347,7 +389,7 @@ export class CollectionWatch {
           const list = await this.list();
           if (ended || this.abort.signal.aborted) return;
           for (const item of list.items) buffer.set(objectKeyOf(item), asWatched(item, this.collection));
-          this.emitSnapshot(accepted, buffer);
+          this.emitSnapshot(accepted, buffer, list.metadata.resourceVersion);
           this.meter.replayed("list", buffer.size, opened);
           snapshotPending = false;
           listedAt = list.metadata.resourceVersion;
@@ -391,7 +433,11 @@ export class CollectionWatch {
     return !(followedOnlyWhenUnowned.has(`${group}/${resource}`) && isControllerOwned(object));
   }
 
-  private emitSnapshot(accepted: AcceptedState, buffer: Map<string, KubernetesObject>): void {
+  private emitSnapshot(
+    accepted: AcceptedState,
+    buffer: Map<string, KubernetesObject>,
+    resourceVersion: string | undefined,
+  ): void {
     const after = this.confirmAfter;
     this.confirmAfter = undefined;
     if (after !== undefined) {
@@ -419,7 +465,7 @@ export class CollectionWatch {
     }
     const snapshot = () => ({ type: "snapshot", collection: this.collection, objects: ready }) as const;
     // A snapshot's order means nothing (it is a set): proven objects join it as they come.
-    this.out.send(proving.length > 0 ? Promise.all(proving).then(snapshot) : snapshot());
+    this.send(proving.length > 0 ? Promise.all(proving).then(snapshot) : snapshot(), resourceVersion);
     this.setState("Running");
   }
 
@@ -444,11 +490,12 @@ export class CollectionWatch {
         phase === "DELETED"
           ? deleteItemOf(this.kubeConfig, this.collection, identity, this.logger)
           : ({ type: "delete", collection: this.collection, identity } as const);
-      this.out.send(
+      this.send(
         this.meter.handled(
           withAuthor(this.options.attributor, stampDelete(item, object), object, true),
           arrived,
         ),
+        object.metadata?.resourceVersion,
       );
       return;
     }
@@ -480,7 +527,10 @@ export class CollectionWatch {
     // The author is asked now, whether or not the projection waits for its proof.
     const projection = this.project(pending);
     const item = projection instanceof Promise ? projection.then(upsert) : upsert(projection);
-    this.out.send(this.meter.handled(withAuthor(this.options.attributor, item, object, false), arrived));
+    this.send(
+      this.meter.handled(withAuthor(this.options.attributor, item, object, false), arrived),
+      object.metadata?.resourceVersion,
+    );
   }
 }
 

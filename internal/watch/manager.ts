@@ -58,6 +58,9 @@ export interface TargetStreams {
   plan: WatchPlan | undefined;
 }
 
+/** How long a target handed to another replica waits for its branch worker to take what its stream holds. */
+const readOutMs = 10_000;
+
 export class WatchManager implements Runnable {
   readonly name = "watch-manager";
   readonly needLeaderElection = true;
@@ -104,19 +107,26 @@ export class WatchManager implements Runnable {
   }
 
   /**
-   * Stops serving a target: its watches stop and its stream ends. A target whose work moves to
-   * another replica leaves its cursors there for it (`keepCursors`); one that is gone forgets them.
+   * Stops serving a target: its watches stop and its stream ends. A target that is gone forgets
+   * its cursors. One whose work moves to another replica leaves each cursor at the last event
+   * its branch worker took, so the replica that takes it over resumes exactly there; with
+   * `readOut` (a worker reads the stream) it first lets the worker take what the stream holds,
+   * a bounded wait.
    */
-  async release(target: TargetRef, keepCursors = false): Promise<void> {
+  async release(target: TargetRef, cursors: "forget" | "leave" | "readOut" = "forget"): Promise<void> {
     const key = targetKey(target);
     if (!this.served.delete(key)) return;
     this.uids.delete(key);
-    const running = this.watches.get(key);
+    const running = [...(this.watches.get(key)?.values() ?? [])];
     this.watches.delete(key);
     this.plans.delete(key);
-    await Promise.all([...(running?.values() ?? [])].map((w) => w.stop(keepCursors)));
-    this.streams.get(key)?.close();
+    await Promise.all(running.map((w) => w.stop(cursors !== "forget")));
+    const stream = this.streams.get(key);
     this.streams.delete(key);
+    stream?.close();
+    if (cursors === "forget") return;
+    if (cursors === "readOut") await stream?.readOutWithin(readOutMs);
+    for (const watch of running) watch.leaveCursor();
   }
 
   /**
@@ -183,10 +193,13 @@ export class WatchManager implements Runnable {
     await untilAborted(signal);
     clearInterval(timer);
     this.started = false;
-    // The process stops, not the collections: the next process resumes from their cursors.
-    await Promise.all([...this.watches.values()].flatMap((m) => [...m.values()].map((w) => w.stop(true))));
+    // The process stops, not the collections: the next process resumes from their cursors,
+    // each at the last event its branch worker took (the workers stop beside the watches).
+    const running = [...this.watches.values()].flatMap((m) => [...m.values()]);
+    await Promise.all(running.map((w) => w.stop(true)));
     this.watches.clear();
     for (const stream of this.streams.values()) stream.close();
+    for (const watch of running) watch.leaveCursor();
   }
 
   /**

@@ -120,7 +120,11 @@ describe("ArgoCDClaim, with Argo CD's Application CRD and a test application-con
       timeoutMs: 90_000,
       description: "automated sync switched off again",
     });
-    assert.ok((await eventsFor("shop", "ClaimedResourceReconciled")).length >= 1);
+    // The Event is recorded beside the write, not before it.
+    await eventually(async () => (await eventsFor("shop", "ClaimedResourceReconciled")).length >= 1, {
+      timeoutMs: 10_000,
+      description: "the ClaimedResourceReconciled Event",
+    });
     // The converge at start syncs the tip once its snapshots are in Git.
     await eventually(() => syncedAtTip("shop"), { timeoutMs: 60_000, description: "the converge" });
   });

@@ -120,7 +120,8 @@ describe("the install manifests in config/default", () => {
     assert.deepEqual(granted, expected);
 
     // No wildcard, and no write verb but those above, anywhere in the RBAC: delete only of a
-    // finished CommitRequest.
+    // finished CommitRequest, and of the shard Leases of a replica or a branch that went (in the
+    // operator's own namespace, below).
     for (const object of rendered.filter((o) => o.kind === "ClusterRole" || o.kind === "Role")) {
       for (const rule of object.rules ?? []) {
         for (const field of [rule.apiGroups, rule.resources, rule.verbs])
@@ -128,7 +129,10 @@ describe("the install manifests in config/default", () => {
         for (const verb of ["deletecollection", "escalate", "bind", "impersonate"])
           assert.ok(!rule.verbs.includes(verb), `${object.metadata.name} grants ${verb}`);
         if (rule.verbs.includes("delete"))
-          assert.deepEqual(rule.resources, ["commitrequests"], `${object.metadata.name} grants delete`);
+          assert.ok(
+            ["commitrequests", "leases"].includes(rule.resources?.join() ?? ""),
+            `${object.metadata.name} grants delete of ${rule.resources?.join()}`,
+          );
       }
     }
 
@@ -137,7 +141,7 @@ describe("the install manifests in config/default", () => {
     assert.equal(leader.metadata.namespace, systemNamespace);
     assert.deepEqual(
       grants(leader.rules ?? []),
-      product(["coordination.k8s.io"], ["leases"], ["create", "get", "list", "update", "watch"]),
+      product(["coordination.k8s.io"], ["leases"], ["create", "delete", "get", "list", "update", "watch"]),
     );
     assert.ok(!granted.some((g) => g.startsWith("coordination.k8s.io|")), "no cluster-wide leases");
 
@@ -311,6 +315,7 @@ describe("the install manifests in config/default", () => {
       ["create", "", "secrets", "team-a"],
       ["watch", "", "namespaces"],
       ["update", "coordination.k8s.io", "leases", systemNamespace],
+      ["delete", "coordination.k8s.io", "leases", systemNamespace],
       ["delete", "configbutler.ai", "commitrequests", "team-a"],
       ["patch", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
       ["get", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
@@ -331,7 +336,7 @@ describe("the install manifests in config/default", () => {
       ["get", "", "namespaces"],
       ["create", "", "events", "team-a"],
       ["create", "coordination.k8s.io", "leases", "default"],
-      ["delete", "coordination.k8s.io", "leases", systemNamespace],
+      ["delete", "coordination.k8s.io", "leases", "default"],
       ["delete", "kustomize.toolkit.fluxcd.io", "kustomizations", "team-a"],
       ["delete", "source.toolkit.fluxcd.io", "gitrepositories", "team-a"],
       ["delete", "argoproj.io", "applications", "team-a"],

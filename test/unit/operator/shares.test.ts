@@ -93,6 +93,22 @@ describe("sharing shards among live replicas", () => {
     assert.deepEqual(decision, { take: [], giveBack: [] });
   });
 
+  it("rule 3: over the floor while another is under it, a replica gives back: 7 over 3 settle 3/2/2, never 3/3/1", () => {
+    const wanted = shards(7);
+    const held = settle(["a", "b", "c"], wanted, {
+      a: wanted.slice(0, 3),
+      b: wanted.slice(3, 6),
+      c: wanted.slice(6),
+    });
+    assert.deepEqual(
+      Object.values(held)
+        .map((h) => h.length)
+        .sort(),
+      [2, 2, 3],
+    );
+    assert.equal(new Set(Object.values(held).flat()).size, 7, "every shard held once");
+  });
+
   it("rule 3: a replica under its share takes free shards before anyone gives one back for it", () => {
     const wanted = shards(10);
     // a holds 6, b holds none, 4 are free: b takes the free ones; a gives back only one more.
@@ -124,6 +140,27 @@ describe("sharing shards among live replicas", () => {
       }),
     );
     assert.deepEqual(decision.giveBack, ["gone#main"]);
+  });
+
+  it("rule 5: a shard taken within the last lease duration is not given back for balance, a shard nobody wants still is", () => {
+    const wanted = shards(30);
+    const held = new Set([...wanted, "gone#main"]);
+    const decision = decideShares(
+      facts({ self: "a", live: ["a", "b"], wanted, leases: holding({ a: [...held] }), held, settling: held }),
+    );
+    assert.deepEqual(decision, { take: [], giveBack: ["gone#main"] });
+    const settled = decideShares(
+      facts({
+        self: "a",
+        live: ["a", "b"],
+        wanted,
+        leases: holding({ a: wanted }),
+        held: new Set(wanted),
+        settling: new Set(wanted.slice(0, 20)),
+      }),
+    );
+    assert.equal(settled.giveBack.length, 10, "only the ten settled ones may go, though fifteen should");
+    assert.ok(settled.giveBack.every((s) => !wanted.slice(0, 20).includes(s)));
   });
 
   it("replicas prefer different shards, so a round of simultaneous takes rarely collides", () => {

@@ -252,6 +252,50 @@ describe("GitTargetEventStream", () => {
   });
 });
 
+describe("a GitTargetEventStream handed over", () => {
+  it("is read out once its reader took what was queued at close, or is waiting when it closes; a stream nobody reads is given up on after the bound", async () => {
+    const collection = planCollections(
+      compileWatchRule(watchRule([{ resources: ["configmaps"] }])),
+      registryOf(cluster).all(),
+    ).collections[0]!;
+    const queued = new GitTargetEventStream({ namespace: "a", name: "t" });
+    queued.push({ type: "snapshot", collection, objects: [] });
+    queued.close();
+    let readOut = false;
+    const reading = queued.readOutWithin(60_000).then(() => (readOut = true));
+    await Promise.resolve();
+    assert.equal(readOut, false, "an item is still queued");
+    assert.equal((await queued.next()).value?.type, "snapshot");
+    assert.equal((await queued.next()).done, true);
+    await reading;
+
+    const waiting = new GitTargetEventStream({ namespace: "a", name: "u" });
+    const next = waiting.next();
+    waiting.close();
+    assert.equal((await next).done, true);
+    await waiting.readOutWithin(60_000);
+
+    const unread = new GitTargetEventStream({ namespace: "a", name: "v" });
+    unread.push({ type: "snapshot", collection, objects: [] });
+    unread.close();
+    await unread.readOutWithin(10);
+  });
+
+  it("tells who listens which items its reader handed to the branch worker, until they stop listening", () => {
+    const stream = new GitTargetEventStream({ namespace: "a", name: "t" });
+    const collection = planCollections(
+      compileWatchRule(watchRule([{ resources: ["configmaps"] }])),
+      registryOf(cluster).all(),
+    ).collections[0]!;
+    const seen: string[] = [];
+    const stop = stream.onTaken((item) => seen.push(item.type));
+    stream.taken({ type: "snapshot", collection, objects: [] });
+    stop();
+    stream.taken({ type: "replaying", collection });
+    assert.deepEqual(seen, ["snapshot"]);
+  });
+});
+
 describe("a paused GitTargetEventStream", () => {
   it("tells its watches to stop reading until the branch resumes, and a close wakes them too", async () => {
     const stream = new GitTargetEventStream({ namespace: "apps", name: "t" });
