@@ -122,7 +122,7 @@ export function resultTable(result: RunResult): string {
       rows.push([
         "(s) failover, branch holder killed",
         n,
-        `led in ${s(f.takeoverMs)}`,
+        `taken in ${s(f.takeoverMs)}`,
         `${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the SIGKILL (a 15 s Lease)`,
         "",
         "",

@@ -260,6 +260,9 @@ export class GitTargetReconciler implements Reconciler {
     });
     if (holder?.uid !== branch.metadata.uid)
       return { kind: "none", reason: `its GitBranch ${keyOf(branch.metadata)} does not hold its branch` };
+    // A reconcile that raced a handover: the branch is another replica's now.
+    if (!this.writeSide.workers.mayRun(keyOf(branch.metadata)))
+      return { kind: "none", reason: "another replica holds its branch" };
     const core = this.manager.kubeConfig.makeApiClient(CoreV1Api);
     return workerSpec(
       branch,

@@ -239,6 +239,11 @@ export class WorkerManager implements Runnable {
     return this.workers.get(branchKey)?.worker;
   }
 
+  /** Whether this replica may run a GitBranch's worker: always, unless the branches are shared out and another holds it. */
+  mayRun(branchKey: string): boolean {
+    return this.options.holds?.(branchKey) ?? true;
+  }
+
   private inTurn<T>(work: () => Promise<T>): Promise<T> {
     const turn = this.turns.then(work);
     this.turns = turn.catch(() => undefined);
