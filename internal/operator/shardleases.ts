@@ -136,6 +136,9 @@ export class ShardLeases {
     const live: string[] = [];
     const views = new Map<string, ShardView>();
     const current = new Map<string, V1Lease>();
+    // What is not listed any more is not watched any more.
+    const listedNames = new Set(listed.items.map((l) => l.metadata!.name!));
+    for (const name of this.observations.keys()) if (!listedNames.has(name)) this.observations.delete(name);
     for (const lease of listed.items) {
       const name = lease.metadata!.name!;
       const observation = observe(this.observations.get(name), lease, now);
@@ -163,10 +166,11 @@ export class ShardLeases {
     const settling = [...this.holdings]
       .filter(([, h]) => now - h.takenAt < this.config.leaseDurationMs)
       .map(([shard]) => shard);
+    const wanted = new Set(this.work.wanted());
     const decision = decideShares({
       self: this.config.identity,
       live,
-      wanted: [...new Set(this.work.wanted())].sort(),
+      wanted: [...wanted].sort(),
       leases: views,
       held: new Set(this.holdings.keys()),
       settling: new Set(settling),
@@ -182,7 +186,7 @@ export class ShardLeases {
     const won = await Promise.all(decision.take.map((shard) => this.take(shard, current.get(shard))));
     const taken = decision.take.filter((_, i) => won[i]);
     if (taken.length > 0) this.changed(taken);
-    for (const shard of decision.giveBack) this.handOver(shard, views.has(shard));
+    for (const shard of decision.giveBack) this.handOver(shard, wanted.has(shard));
   }
 
   /** Renews the heartbeat, creating it on the first round. */

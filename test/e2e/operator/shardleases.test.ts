@@ -18,6 +18,8 @@ import { quiet } from "../../support/logger.ts";
 
 const timings = { leaseDurationMs: 2_000, renewDeadlineMs: 1_500, retryPeriodMs: 200 };
 const shards = Array.from({ length: 30 }, (_, i) => `https://git.example/state.git#branch-${i}`);
+/** The shards there is work for: all, until a test lets one go. */
+let wanted = shards;
 
 describe("shard Leases on a real API server", () => {
   let plane: ControlPlane;
@@ -30,7 +32,7 @@ describe("shard Leases on a real API server", () => {
   function replica(identity: string): ShardLeases {
     working.set(identity, new Set());
     const work = {
-      wanted: () => shards,
+      wanted: () => wanted,
       handOver: async (shard: string) => {
         working.get(identity)!.delete(shard);
         // The work stops while the Lease still names this replica: nobody else may take it yet.
@@ -109,6 +111,23 @@ describe("shard Leases on a real API server", () => {
       ["b", "c"],
       "the stopped replica's heartbeat is gone",
     );
+  });
+
+  it("a shard nobody wants any more is handed over and its Lease deleted", async () => {
+    const gone = shards[0]!;
+    wanted = shards.slice(1);
+    const shardLeases = async () =>
+      (
+        await kc
+          .makeApiClient(CoordinationV1Api)
+          .listNamespacedLease({ namespace: "default", labelSelector: `${leaseKindLabel}=shard` })
+      ).items.map((l) => l.metadata?.annotations?.[shardAnnotation]);
+    await eventually(async () => !(await shardLeases()).includes(gone), {
+      timeoutMs: 10_000,
+      description: "the Lease of the shard nobody wants deleted",
+    });
+    assert.ok(replicas.every((r) => !r.held().includes(gone)));
+    assert.equal((await shardLeases()).length, 29);
   });
 
   it("a sharded controller reconciles only the objects of the shards its replica holds, disowns the others, and looks again at both when a shard moves", async () => {
