@@ -201,7 +201,9 @@ export class CollectionWatch {
       first = false;
       if (initializing) {
         this.setState("Replaying");
-        this.send({ type: "replaying", collection: this.collection });
+        // A confirming snapshot says it replays only once what changed after the resumed
+        // watch's last event has gone first, as live events: a replay holds what follows it.
+        if (this.confirmAfter === undefined) this.send({ type: "replaying", collection: this.collection });
         accepted = new AcceptedState();
       }
       const outcome = await this.connect(accepted, initializing, takeover);
@@ -444,6 +446,7 @@ export class CollectionWatch {
       for (const object of buffer.values())
         if (laterRevision(object.metadata?.resourceVersion, after))
           this.onLiveEvent(accepted, "MODIFIED", object);
+      this.send({ type: "replaying", collection: this.collection });
     }
     const ready: DesiredObject[] = [];
     const proving: Promise<void>[] = [];

@@ -102,11 +102,12 @@ describe("three replicas share thirty branches out", () => {
     );
 
   /** Every commit of each file is its editor's, and its values only rise: none twice, none out of order. */
-  async function authoredInOrder(rank: (value: string) => number): Promise<void> {
+  async function authoredInOrder(rank: (value: string) => number, prefix = "v"): Promise<void> {
     for (const i of shards) {
       for (const [name, editor] of editors) {
         const { path, branch } = r.shardFile(i, name);
-        const history = await r.valuesOf(path, branch);
+        // Only this test's values: an earlier test's history is that test's to judge.
+        const history = (await r.valuesOf(path, branch)).filter((h) => h.value.startsWith(prefix));
         const values = history.map((h) => rank(h.value));
         assert.deepEqual(
           values,
@@ -283,9 +284,7 @@ describe("three replicas share thirty branches out", () => {
     }
     await writeRound("r4");
     await allAt("r4");
-    await authoredInOrder((value) =>
-      value.startsWith("r") ? 100 + Number(value.slice(1)) : Number(value.slice(1)),
-    );
+    await authoredInOrder((value) => Number(value.slice(1)), "r");
     assert.deepEqual(await operatorCommits(), before, "no replica committed as the operator");
   });
 
