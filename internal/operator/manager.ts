@@ -87,11 +87,6 @@ export class Manager implements Ownership {
     return this.options.sharePrefix !== undefined && this.options.leaderElection !== undefined;
   }
 
-  /** This process's Lease identity; "" without leader election. */
-  get identity(): string {
-    return this.options.leaderElection?.identity ?? "";
-  }
-
   /**
    * Shares the work out: `work` names the shards and hands one over. Call it before `start`;
    * without `sharePrefix` and leader election it does nothing, and this process owns all.
@@ -118,11 +113,6 @@ export class Manager implements Ownership {
     if (!this.sharded) return true;
     if (shard === undefined) return this.isLeader;
     return this.shards?.holds(shard) ?? false;
-  }
-
-  /** The shards this replica holds now. */
-  heldShards(): string[] {
-    return this.shards?.held() ?? [];
   }
 
   onChanged(listener: (shards: readonly string[] | "leader") => void): () => void {

@@ -65,10 +65,6 @@ export class ShardLeases {
     this.api = kubeConfig.makeApiClient(CoordinationV1Api);
   }
 
-  get identity(): string {
-    return this.config.identity;
-  }
-
   /** Whether this replica holds a shard now: taken, not handed over, not lost to the deadline. */
   holds(shard: string): boolean {
     return this.holdings.get(shard)?.state === "held";
