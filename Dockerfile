@@ -48,6 +48,11 @@ COPY --from=kustomize /out/kustomize /usr/local/bin/kustomize
 COPY --from=build /src/dist/operator.mjs dist/operator.mjs
 # The Kargo observer, its own process (config/kargo-observer runs it with node dist/kargo-observer.mjs).
 COPY --from=build /src/dist/kargo-observer.mjs dist/kargo-observer.mjs
+# OpenSSH refuses to run for a uid with no passwd entry ("No user exists for uid 65532"), so the
+# uid the chart, config/manager and the OLM bundle run as gets one, with a HOME for git and ssh.
+RUN groupadd --gid 65532 nonroot \
+  && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home --shell /usr/sbin/nologin nonroot
+ENV HOME=/home/nonroot
 # Numeric, so the kubelet can check runAsNonRoot; config/manager runs it as 65532 too.
 USER 65532:65532
 ENTRYPOINT ["node", "dist/operator.mjs"]
