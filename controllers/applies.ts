@@ -5,6 +5,7 @@
 import { hostname } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
+  apiVersion,
   argoCDClaims,
   fluxClaims,
   gitTargets,
@@ -25,12 +26,14 @@ import { informerSource } from "../internal/kube/sources.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
+import { applierManagersOf, tieNote, tieOf } from "../internal/applier/window.ts";
 import {
   applyDuration,
   applyEchoes,
   applyWindowCollisions,
   applyRequests,
   applyRevisionMismatches,
+  staleSnapshots,
 } from "../internal/telemetry/instruments.ts";
 import { claimKey, type ClaimKind, type ClaimRef } from "../internal/types/claims.ts";
 import { keyOf, refOf } from "../internal/types/names.ts";
@@ -47,6 +50,9 @@ const failureEvents: Partial<Record<DispatchReport["ended"], string>> = {
   RequestFailed: "ApplyRequestFailed",
   Rejected: "ApplyRequestFailed",
 };
+
+/** The Warning a tie mirrored with no previous event to tell the writer gives (docs/flux.md). */
+export const tieReason = "AmbiguousWriteMirrored";
 
 const labelsOf = (ref: ClaimRef) => ({
   claim_kind: ref.kind,
@@ -158,6 +164,15 @@ export function setupApplies(
   manager.addRunnable(flux);
   manager.addRunnable(argo);
 
+  /** A tie's Warning, on the GitTarget whose folder holds the object and on its claim. */
+  const warnTie = (ref: ClaimRef, target: string, note: string) => {
+    const [namespace, name] = target.split("/");
+    const gitTarget = { apiVersion, kind: "GitTarget", metadata: { namespace, name } };
+    void events.record(gitTarget, "Warning", tieReason, "Mirror", note);
+    const claim = claimOf(ref);
+    if (claim) void record(claim, "Warning", tieReason, note);
+  };
+
   /** status.repairPending onto the claim's version; a conflict reads it again, three times. */
   const writeRepairPending = async (ref: ClaimRef, pending: boolean) => {
     const client = kindOf(ref).client;
@@ -195,7 +210,7 @@ export function setupApplies(
       const provider = keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!));
       return `${provider}|${source.kind}/${source.namespace}/${source.name}`;
     },
-    judged: (ref, verdict, object) => {
+    judged: (ref, verdict, { target, object, writers }) => {
       const labels = labelsOf(ref);
       if (verdict === "echo") applyEchoes.inc({ ...labels, outcome: "not_mirrored" });
       if (verdict === "late") applyEchoes.inc({ ...labels, outcome: "late" });
@@ -210,6 +225,19 @@ export function setupApplies(
               : "ambiguous: mirrored",
         });
       }
+      // The tie rule mirrored what may be the applier's write over a live value: the user is told.
+      const tie = verdict === "ambiguous" ? tieOf(writers ?? [], applierManagersOf(ref.kind)) : undefined;
+      if (tie) warnTie(ref, target, tieNote(object, tie));
+    },
+    staleSnapshot: (target, outcome) => {
+      staleSnapshots.inc({ outcome, gittarget_namespace: target.namespace, gittarget_name: target.name });
+      if (outcome === "used")
+        manager.logger.warn(
+          "a snapshot held 5 minutes while Git is ahead is used: the API wins over what the unapplied commit changed",
+          {
+            target: keyOf(target),
+          },
+        );
     },
     repairPendingAtStart: (ref) => claimOf(ref)?.status?.repairPending === true,
     repairPending: (ref, pending) => void writeRepairPending(ref, pending),

@@ -227,12 +227,19 @@ export class ApplyDue {
     return holds(state.pending) || (state.out !== undefined && holds(state.out.carried));
   }
 
-  /** Whether an applier has an attempt out or a reason pending other than an adopt. */
-  ahead(claim: ClaimRef): boolean {
-    const state = this.appliers.get(claimKey(claim));
+  /**
+   * Whether Git is ahead of the cluster for an applier (applier-claims.md, "Resyncs while Git is
+   * ahead"): an attempt out, a ForeignCommit, Repair or Refusal pending, or a converge it may be
+   * asked for (past the initial-snapshot barrier, and not of the commit it last applied). An
+   * adopt does not count: it applies objects the cluster already runs.
+   */
+  ahead(applier: Applier, tip: string | undefined): boolean {
+    const state = this.appliers.get(claimKey(applier.claim));
     if (!state) return false;
-    return (
-      state.out !== undefined || [...state.pending.values()].some((p) => [...p].some((r) => r !== "CatchUp"))
+    if (state.out !== undefined) return true;
+    const converges = applier.targets.every((t) => t.published) && state.lastApplied !== tip;
+    return [...state.pending.values()].some((pends) =>
+      [...pends].some((p) => p !== "CatchUp" && (p !== "Converge" || converges)),
     );
   }
 

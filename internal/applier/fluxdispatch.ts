@@ -229,8 +229,8 @@ class Run extends FluxFollow {
     if (!this.branch.current()) throw new Ending("Stale", "The tip moved while the operation was recorded.");
     const token = this.operation!.requestToken!;
     const mark = { readyTransition: k.ready?.lastTransitionTime, historyTop: k.historyTop };
-    await this.resume(k, token);
-    await this.record({ ...this.operation!, phase: "Running" });
+    const lost = await this.resume(k, token);
+    await this.record({ ...this.operation!, phase: "Running", ...(lost ? { message: lost } : {}) });
     return this.followToEnd(token, k.requestedAt, mark);
   }
 
@@ -280,14 +280,22 @@ class Run extends FluxFollow {
     return k;
   }
 
-  /** spec.suspend: false with the token, onto the version read; a conflict reads again, up to five times. */
-  private async resume(k: KustomizationView, token: string): Promise<void> {
+  /**
+   * spec.suspend: false with the token, onto the version read; a conflict reads again, up to five
+   * times. A resume whose answer is lost (a timeout, a dropped connection, a server error) may
+   * have landed: it is followed, and suspended again, as if it had (applier-claims.md, "Resume
+   * with a token"), and what is returned says so on the operation. If it did not land, nothing
+   * handles its token, and the budget ends it.
+   */
+  private async resume(k: KustomizationView, token: string): Promise<string | undefined> {
     let view = k;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.flux!.resume(view, token);
-        return;
+        return undefined;
       } catch (err) {
+        if (answerLost(err))
+          return `The resume's answer was lost (${String(err)}): followed as if it landed.`;
         if (statusCodeOf(err) !== 409 || attempt >= 5)
           throw new Ending("RequestFailed", `The resume failed: ${String(err)}`);
         view = await this.kustomization();
@@ -340,6 +348,15 @@ class Recovered extends FluxFollow {
       proved(fluxOutcome(applied, mark, this.attempt.commit, revision), this.attempt.commit),
     );
   }
+}
+
+/**
+ * Whether a write's answer says nothing of whether it landed: no HTTP status (a timeout, a reset
+ * connection) or a server error. A 4xx is the API server's refusal, made before anything landed.
+ */
+export function answerLost(err: unknown): boolean {
+  const code = statusCodeOf(err);
+  return code === undefined || code >= 500;
 }
 
 /** The outcome table's answer, as the operation's end says it. */

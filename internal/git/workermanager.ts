@@ -28,6 +28,7 @@ import type { TargetSettings } from "./folder/writes.ts";
 import type { Applier, Attempt, Covered, Outcome, Recovery } from "../applier/due.ts";
 import type { WriteVerdict } from "../applier/window.ts";
 import type { CloseReason } from "./worker/window.ts";
+import type { JudgedWrite } from "./worker/applies.ts";
 import type { WriteLog } from "./queue/writelog.ts";
 import { claimKey, type ClaimRef } from "../types/claims.ts";
 import { untilAborted } from "../timing/sleep.ts";
@@ -118,7 +119,9 @@ export interface ProcessApplies {
   /** Follows an operation a stopped process left in flight on a claim (internal/applier/fluxdispatch.ts). */
   recover?(claim: ClaimRef): Recovery | undefined;
   /** How the apply window judged a live write to a claim's folder (internal/applier/window.ts). */
-  judged?(claim: ClaimRef, verdict: WriteVerdict, object: string): void;
+  judged?(claim: ClaimRef, verdict: WriteVerdict, write: JudgedWrite): void;
+  /** A snapshot of a claim's folder discarded while Git is ahead, or used once held too long (internal/applier/stale.ts). */
+  staleSnapshot?(target: TargetRef, outcome: "discarded" | "used"): void;
   /** Whether a claim's status says a Repair is pending. */
   repairPendingAtStart?(claim: ClaimRef): boolean;
   /** Writes a claim's status.repairPending. */
@@ -347,7 +350,8 @@ export class WorkerManager implements Runnable {
                 applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
               lastApplied: (claim) => applies.lastApplied(claim),
               recover: (claim) => applies.recover?.(claim),
-              judged: (claim, verdict, object) => applies.judged?.(claim, verdict, object),
+              judged: (claim, verdict, write) => applies.judged?.(claim, verdict, write),
+              staleSnapshot: (target, outcome) => applies.staleSnapshot?.(parseKey(target), outcome),
               repairPendingAtStart: (claim) => applies.repairPendingAtStart?.(claim) ?? false,
               repairPending: (claim, pending) => applies.repairPending?.(claim, pending),
             },
@@ -412,6 +416,7 @@ export class WorkerManager implements Runnable {
     const worker = this.worker(branchKey);
     if (!worker) throw new Error(`no worker for GitBranch ${branchKey}`);
     this.attachments.set(key, { branchKey, stream, settings: { current: settings } });
+    stream.collecting = () => this.worker(branchKey)?.collecting();
     this.readers.attached(stream);
   }
 
@@ -441,7 +446,8 @@ export class WorkerManager implements Runnable {
       applier.targets.push({
         uid: claim.targetUid,
         ref: target,
-        published: applies.snapshotsSettled(target),
+        // Published means published: every collection's snapshot taken, and none left in the worker.
+        published: applies.snapshotsSettled(target) && !this.worker(branchKey)?.holdsResync(key),
         ...(claim.onRefusal ? { onRefusal: claim.onRefusal } : {}),
       });
     }

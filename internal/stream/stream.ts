@@ -1,5 +1,6 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { AppliedBy } from "../applier/owner.ts";
+import type { CollectedWhile } from "../applier/stale.ts";
 import type { FieldsEntry } from "../applier/window.ts";
 import type { Defaulted } from "../sanitize/owned.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
@@ -36,6 +37,8 @@ export type StreamItem =
       objects: DesiredObject[];
       /** Keys of objects observed but kept out (another applier's): present, so never swept. */
       kept?: string[];
+      /** What the branch worker said when the collection started: whether Git was ahead, at which apply epoch. */
+      collected?: CollectedWhile;
     }
   | ({
       type: "upsert";
@@ -43,6 +46,8 @@ export type StreamItem =
       author?: Author;
       /** Who wrote the live object and when (its managedFields), for the apply window. */
       writers?: FieldsEntry[];
+      /** The manager that made this write, where the watch's order proved it (watch/lastwriter.ts). */
+      writer?: string;
     } & DesiredObject)
   | {
       type: "delete";
@@ -102,6 +107,12 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
   /** Resolved once the stream is closed and its reader has read it out. */
   private readOut: (() => void) | undefined;
   private readonly whenReadOut = new Promise<void>((resolve) => (this.readOut = resolve));
+
+  /**
+   * What the branch worker this stream feeds says when a collection's snapshot starts (the apply
+   * epoch, whether Git is ahead), stamped on the snapshot; the worker manager sets it on attach.
+   */
+  collecting: () => CollectedWhile | undefined = () => undefined;
 
   constructor(readonly target: { namespace: string; name: string }) {}
 

@@ -209,6 +209,14 @@ export const applyWindowCollisions = new Counter({
   registers: [],
 });
 
+/** Snapshots collected while Git was ahead of the cluster: discarded, or used once held 5 minutes. */
+export const staleSnapshots = new Counter({
+  name: `${metricPrefix}stale_snapshots_total`,
+  help: "Snapshots of a folder an applier applies, collected while Git was ahead of the cluster or across an apply: discarded (a fresh one follows the apply), or used (held 5 minutes already).",
+  labelNames: ["outcome", "gittarget_namespace", "gittarget_name"] as const,
+  registers: [],
+});
+
 /** Commit windows closed, by why: idle, max_duration, buffer_full, other_owner, resync, request, delivery, apply_due, shutdown. */
 export const commitWindows = new Counter({
   name: `${metricPrefix}git_commit_windows_total`,
@@ -474,6 +482,7 @@ export function registerInstruments(registry: Registry): void {
     applyRevisionMismatches,
     applyEchoes,
     applyWindowCollisions,
+    staleSnapshots,
     commitWindows,
     placementRefusals,
     secretEncryptions,

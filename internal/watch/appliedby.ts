@@ -5,6 +5,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { appliedBy, type AppliedBy } from "../applier/owner.ts";
 import type { FieldsEntry } from "../applier/window.ts";
 import type { StreamItem } from "../stream/stream.ts";
+import { fieldPathsOf, type Writer } from "./lastwriter.ts";
 
 /** `{ appliedBy }` when an applier marked the object, else nothing: for spreading into an item. */
 export function appliedByOf(object: KubernetesObject): { appliedBy?: AppliedBy } {
@@ -25,9 +26,14 @@ export function stampDelete(
 
 /**
  * Who wrote a live object, and when, from its managedFields (sanitize strips them): what the
- * apply window judges a write by. Only for a live upsert; a snapshot is no write.
+ * apply window judges a write by, with the writer where the watch's order proved it. Where it
+ * did not, each entry carries its field paths, for the Warning a tie's mirror gives. Only for a
+ * live upsert; a snapshot is no write.
  */
-export function writersOf(object: KubernetesObject): { writers?: FieldsEntry[] } {
+export function writersOf(
+  object: KubernetesObject,
+  writer: Writer,
+): { writers?: FieldsEntry[]; writer?: string } {
   const entries = object.metadata?.managedFields;
   if (!entries?.length) return {};
   return {
@@ -35,6 +41,8 @@ export function writersOf(object: KubernetesObject): { writers?: FieldsEntry[] }
       ...(e.manager ? { manager: e.manager } : {}),
       ...(e.time ? { time: new Date(e.time).toISOString() } : {}),
       ...(e.subresource ? { subresource: e.subresource } : {}),
+      ...("unknown" in writer && e.subresource !== "status" ? { fields: fieldPathsOf(e.fieldsV1) } : {}),
     })),
+    ...("known" in writer ? { writer: writer.known } : {}),
   };
 }

@@ -18,6 +18,7 @@
 // author, and the snapshot after it changes nothing.
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { getJson } from "../kube/rawget.ts";
+import type { CollectedWhile } from "../applier/stale.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
 import { settle, unsettled, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import type { Logger } from "../telemetry/logger.ts";
@@ -36,6 +37,7 @@ import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
 import { appliedByOf, stampDelete, writersOf } from "./appliedby.ts";
+import { laterRevision, LastWrites } from "./lastwriter.ts";
 import { WatchMeter, type SessionEnd } from "./meter.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
 import { objectKeyOf } from "../types/names.ts";
@@ -81,6 +83,8 @@ export class CollectionWatch {
   private stateValue: CollectionState = "Replaying";
   private blockedReason = "";
   private resourceVersion: string | undefined;
+  /** Each object's last write seen, so the next event's writer is known (lastwriter.ts). */
+  private lastWrites = new LastWrites();
   private watchListRefused = false;
   private readonly abort = new AbortController();
   /** Ends the current connection only, so the loop initializes again. */
@@ -103,6 +107,8 @@ export class CollectionWatch {
   private takenCount = 0;
   /** The resourceVersion of the last event whose item the branch worker took. */
   private takenVersion: string | undefined;
+  /** Snapshots sent that the branch worker has not taken from the stream yet. */
+  private snapshotsOut = 0;
   private readonly stopTaking: () => void;
   private readonly meter: WatchMeter;
 
@@ -117,6 +123,7 @@ export class CollectionWatch {
     this.stopTaking = stream.onTaken((item) => {
       if (!this.pushed.has(item)) return;
       this.takenCount++;
+      if (item.type === "snapshot") this.snapshotsOut--;
       this.takenVersion = this.versionOf.get(item) ?? this.takenVersion;
     });
   }
@@ -129,6 +136,11 @@ export class CollectionWatch {
 
   get state(): CollectionState {
     return this.stateValue;
+  }
+
+  /** Whether the branch worker has taken every snapshot this watch sent: the barrier's watch side. */
+  get snapshotTaken(): boolean {
+    return this.snapshotsOut === 0;
   }
 
   private setState(state: CollectionState, reason = ""): void {
@@ -205,8 +217,12 @@ export class CollectionWatch {
         // watch's last event has gone first, as live events: a replay holds what follows it.
         if (this.confirmAfter === undefined) this.send({ type: "replaying", collection: this.collection });
         accepted = new AcceptedState();
+        this.lastWrites = new LastWrites();
       }
-      const outcome = await this.connect(accepted, initializing, takeover);
+      // Read just before the watch that delivers the snapshot opens: a snapshot collected while
+      // Git was ahead of the cluster, or across an apply, is discarded by the branch worker.
+      const collected = initializing ? this.stream.collecting() : undefined;
+      const outcome = await this.connect(accepted, initializing, takeover, collected);
       this.meter.ended(this.endOf(outcome));
       if (this.abort.signal.aborted) return;
       if (this.resyncRequested) {
@@ -313,7 +329,12 @@ export class CollectionWatch {
   }
 
   /** One connection, from open to close. */
-  private async connect(accepted: AcceptedState, initializing: boolean, takeover = false): Promise<Outcome> {
+  private async connect(
+    accepted: AcceptedState,
+    initializing: boolean,
+    takeover = false,
+    collected?: CollectedWhile,
+  ): Promise<Outcome> {
     const buffer = new Map<string, KubernetesObject>();
     let snapshotPending = initializing;
     // Without streaming initialization the watch opens first and holds its events until the
@@ -372,7 +393,7 @@ export class CollectionWatch {
           // Until the snapshot is complete its versions are no cursor: an end before then initializes.
           if (rv) this.resourceVersion = rv;
           if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true") {
-            this.emitSnapshot(accepted, buffer, rv);
+            this.emitSnapshot(accepted, buffer, rv, collected);
             this.meter.replayed("watchlist", buffer.size, opened);
             snapshotPending = false;
             if (rv) this.processed(rv);
@@ -391,7 +412,7 @@ export class CollectionWatch {
           const list = await this.list();
           if (ended || this.abort.signal.aborted) return;
           for (const item of list.items) buffer.set(objectKeyOf(item), asWatched(item, this.collection));
-          this.emitSnapshot(accepted, buffer, list.metadata.resourceVersion);
+          this.emitSnapshot(accepted, buffer, list.metadata.resourceVersion, collected);
           this.meter.replayed("list", buffer.size, opened);
           snapshotPending = false;
           listedAt = list.metadata.resourceVersion;
@@ -439,10 +460,12 @@ export class CollectionWatch {
     accepted: AcceptedState,
     buffer: Map<string, KubernetesObject>,
     resourceVersion: string | undefined,
+    collected: CollectedWhile | undefined,
   ): void {
     const after = this.confirmAfter;
     this.confirmAfter = undefined;
     if (after !== undefined) {
+      // Found by a list, not in the watch's order: no previous event of theirs is at hand.
       for (const object of buffer.values())
         if (laterRevision(object.metadata?.resourceVersion, after))
           this.onLiveEvent(accepted, "MODIFIED", object);
@@ -451,6 +474,7 @@ export class CollectionWatch {
     const ready: DesiredObject[] = [];
     const proving: Promise<void>[] = [];
     for (const [key, object] of buffer) {
+      this.lastWrites.record(key, object);
       // A terminating object is being deleted: deletion is its desired state.
       if (object.metadata?.deletionTimestamp || !this.followed(object)) continue;
       const pending = unsettled(object);
@@ -466,8 +490,15 @@ export class CollectionWatch {
       if (!(projection instanceof Promise)) ready.push(desired(projection));
       else proving.push(projection.then((proven) => void ready.push(desired(proven))));
     }
-    const snapshot = () => ({ type: "snapshot", collection: this.collection, objects: ready }) as const;
+    const snapshot = () =>
+      ({
+        type: "snapshot",
+        collection: this.collection,
+        objects: ready,
+        ...(collected ? { collected } : {}),
+      }) as const;
     // A snapshot's order means nothing (it is a set): proven objects join it as they come.
+    this.snapshotsOut++;
     this.send(proving.length > 0 ? Promise.all(proving).then(snapshot) : snapshot(), resourceVersion);
     this.setState("Running");
   }
@@ -483,6 +514,7 @@ export class CollectionWatch {
     const key = objectKeyOf(object);
     if (phase === "DELETED" || object.metadata?.deletionTimestamp) {
       // Deletion intent arrives first as the deletionTimestamp, then as DELETED: send it once.
+      this.lastWrites.forget(key);
       if (!accepted.has(key)) return this.meter.event(phase, "noop");
       accepted.forget(key);
       this.meter.event(phase, "routed");
@@ -505,6 +537,8 @@ export class CollectionWatch {
     // No-op suppression compares the object without what stripRules name and what no manager
     // owns in it. The projection is a function of the two, so equal content is a no-op whether
     // or not its proof has been answered yet, and the comparison is made in the watch's order.
+    // Every write is the predecessor of the next, a no-op's included.
+    const writer = this.lastWrites.observe(key, object);
     const pending = unsettled(object);
     const digest = accepted.acceptIfChanged(key, pending.stripped, pending.unowned);
     if (digest === undefined) {
@@ -525,7 +559,7 @@ export class CollectionWatch {
       ...projection,
       ...digestOf(pending, digest),
       ...appliedByOf(object),
-      ...writersOf(object),
+      ...writersOf(object, writer),
     });
     // The author is asked now, whether or not the projection waits for its proof.
     const projection = this.project(pending);
@@ -544,11 +578,6 @@ export class CollectionWatch {
  */
 function digestOf(pending: Unsettled, digest: string): { digest?: string } {
   return pending.unowned ? {} : { digest };
-}
-
-/** Whether `rv` is a later etcd revision than `than`; never, when either is not a revision. */
-function laterRevision(rv: string | undefined, than: string): boolean {
-  return rv !== undefined && /^\d+$/.test(rv) && /^\d+$/.test(than) && BigInt(rv) > BigInt(than);
 }
 
 /** Calls `done` once nothing touched it for `quietMs`, or `maxMs` after it started, whichever is first. */

@@ -176,6 +176,15 @@ export class WatchManager implements Runnable {
     };
   }
 
+  /**
+   * Whether a target has collections, every one running with its last snapshot taken by the
+   * branch worker from the stream: the watch side of "its initial snapshots are published".
+   */
+  snapshotsHandedOver(target: TargetRef): boolean {
+    const watches = [...(this.watches.get(targetKey(target))?.values() ?? [])];
+    return watches.length > 0 && watches.every((w) => w.state === "Running" && w.snapshotTaken);
+  }
+
   async start(signal: AbortSignal): Promise<void> {
     if (!(await this.firstDiscovery(signal))) return;
     this.started = true;

@@ -59,15 +59,15 @@ export class SourceContexts implements Runnable {
   }
 
   /**
-   * Whether every collection of a target has a settled snapshot (its watch runs): what an
-   * applier waits for before it is asked anything. A target with no planned collection, or a
-   * blocked or replaying one, is not settled.
+   * Whether every collection of a target has a settled snapshot (its watch runs) that the branch
+   * worker has taken from the stream: the watch side of what an applier waits for before it is
+   * asked anything (the worker adds that it published them). A target with no planned
+   * collection, or a blocked or replaying one, is not settled.
    */
   snapshotsSettled(target: TargetRef): boolean {
     for (const { context } of this.contexts.values()) {
       if (!context.watchManager.serves(target)) continue;
-      const summary = context.watchManager.summary(target);
-      return summary.total > 0 && summary.running === summary.total;
+      return context.watchManager.snapshotsHandedOver(target);
     }
     return false;
   }

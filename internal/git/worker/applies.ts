@@ -12,7 +12,8 @@ import {
   type Reason,
   type Recovery,
 } from "../../applier/due.ts";
-import { applierManagers, judgeWrite, type FieldsEntry, type WriteVerdict } from "../../applier/window.ts";
+import { StaleSnapshots, type CollectedWhile } from "../../applier/stale.ts";
+import { applierManagersOf, judgeWrite, type FieldsEntry, type WriteVerdict } from "../../applier/window.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
 import { claimKey, type ClaimRef } from "../../types/claims.ts";
@@ -37,8 +38,26 @@ export interface ApplyHooks {
   repairPendingAtStart?(claim: ClaimRef): boolean;
   /** A Repair became pending for a claim, or was answered: its status.repairPending. */
   repairPending?(claim: ClaimRef, pending: boolean): void;
-  /** How the apply window judged a live write to an applier's folder, for its metrics and log. */
-  judged?(claim: ClaimRef, verdict: WriteVerdict, object: string): void;
+  /** A snapshot for a target's folder discarded while Git is ahead, or used when its hold ran out. */
+  staleSnapshot?(target: string, outcome: "discarded" | "used"): void;
+  /** How the apply window judged a live write to an applier's folder, for its metrics, log and Events. */
+  judged?(claim: ClaimRef, verdict: WriteVerdict, write: JudgedWrite): void;
+}
+
+/** A live write as the watch saw it: its managedFields, and its writer where the watch's order proved it. */
+export interface LiveWrite {
+  writers?: readonly FieldsEntry[];
+  writer?: string;
+}
+
+/** A write the apply window did not simply mirror as an edit, for the metrics, the log and the tie's Warning. */
+export interface JudgedWrite {
+  /** The GitTarget whose folder the object is in (namespace/name). */
+  target: string;
+  /** The object's identity key. */
+  object: string;
+  /** Its managedFields, field paths included where the writer was not known. */
+  writers?: readonly FieldsEntry[] | undefined;
 }
 
 /** How long a window stays open after its operation completed: the applier's writes reach the watch late. */
@@ -95,6 +114,10 @@ export class WorkerApplies {
   private readonly windows = new Map<string, Windows>();
   /** When the flush under way began: edits from then on are recorded for the apply it makes. */
   private flushedAt: number | undefined;
+  /** The apply epoch: raised at every send of an attempt and every end of one. */
+  private epoch = 0;
+  /** The snapshots held while Git is ahead, and which GitTargets' collections have settled one. */
+  private readonly stale = new StaleSnapshots();
 
   constructor(
     private readonly hooks: ApplyHooks,
@@ -177,6 +200,7 @@ export class WorkerApplies {
   /** Sends every attempt due at `tip`; each report comes back through the worker's loop. */
   send(tip: string, now: number, current: (commit: string) => boolean) {
     for (const attempt of this.due.due(this.appliers(), tip, now)) {
+      this.epoch += 1;
       this.windowsOf(attempt.claim).open.set(attempt.token, now);
       this.logger.info("asking an applier to apply", {
         claim: claimKey(attempt.claim),
@@ -195,6 +219,7 @@ export class WorkerApplies {
 
   /** An attempt's end, handled on the worker's loop. */
   reported({ attempt, outcome }: AttemptReport, now: number): void {
+    this.epoch += 1;
     this.due.report(attempt.claim, attempt.token, outcome, now);
     this.publishRepair(attempt.claim);
     const windows = this.windowsOf(attempt.claim);
@@ -209,12 +234,8 @@ export class WorkerApplies {
    * over a newer API edit, which makes a Repair due instead; everything that could be the edit
    * itself is. A DELETE carries nothing about its deleter and is always an edit.
    */
-  admits(
-    targetKey: string,
-    identity: ResourceIdentity,
-    writers: readonly FieldsEntry[] | undefined,
-    now: number,
-  ) {
+  admits(targetKey: string, identity: ResourceIdentity, write: LiveWrite, now: number) {
+    const { writers, writer } = write;
     const claim = this.claimOf(targetKey);
     if (!claim) return true;
     const windows = this.windowsOf(claim);
@@ -230,16 +251,17 @@ export class WorkerApplies {
     // this attempt's own apply, never a late one over the edit.
     const carried = windows.carriedEdits.get(key);
     const latestSend = windows.open.size > 0 ? Math.max(...windows.open.values()) : undefined;
-    const beforeSend = latestSend === undefined || seconds(newestWrite(writers, now)) < seconds(latestSend);
+    const writtenAt = writeTime(write, now);
+    const beforeSend = latestSend === undefined || seconds(writtenAt) < seconds(latestSend);
     const editedAt = windows.edited.get(key) ?? (beforeSend ? carried : undefined);
     const verdict = judgeWrite(writers ?? [], {
-      managers: applierManagers[claim.kind === "FluxClaim" ? "Flux" : "ArgoCD"],
+      managers: applierManagersOf(claim.kind),
       ...(sends.length > 0 ? { earliestSend: new Date(Math.min(...sends)) } : {}),
       ...(editedAt !== undefined ? { editedAt: new Date(editedAt) } : {}),
+      ...(writer !== undefined ? { writer } : {}),
     });
-    if (verdict !== "edit") this.hooks.judged?.(claim, verdict, key);
-    if ((verdict === "edit" || verdict === "ambiguous") && open)
-      windows.edited.set(key, newestWrite(writers, now));
+    if (verdict !== "edit") this.hooks.judged?.(claim, verdict, { target: targetKey, object: key, writers });
+    if ((verdict === "edit" || verdict === "ambiguous") && open) windows.edited.set(key, writtenAt);
     if (verdict === "withheld") {
       this.raise(targetKey, "Repair");
       this.publishRepair(claim);
@@ -247,9 +269,51 @@ export class WorkerApplies {
     return verdict !== "echo" && verdict !== "withheld";
   }
 
-  /** When a backoff or the refusal spacing next lets an applier be due. */
+  /** When a backoff or the refusal spacing next lets an applier be due, or a held GitTarget's limit runs out. */
   dueAt(now: number): number | undefined {
-    return this.known === null ? undefined : this.due.wakeAt(this.appliers(), now);
+    const times = [
+      this.known === null ? undefined : this.due.wakeAt(this.appliers(), now),
+      this.stale.dueAt(),
+    ];
+    const due = times.filter((t): t is number => t !== undefined);
+    return due.length > 0 ? Math.min(...due) : undefined;
+  }
+
+  /**
+   * What the watch side reads when a snapshot's collection starts, and the resync request
+   * carries: the apply epoch, and whether Git is ahead of the cluster.
+   */
+  collecting(): CollectedWhile {
+    return { epoch: this.epoch, ahead: this.ahead() };
+  }
+
+  /**
+   * Whether a snapshot for a target's folder is decided (applier-claims.md, "Resyncs while Git is
+   * ahead"). A folder no claim applies never waits; nor does a GitTarget's first snapshot of a
+   * collection. One collected while Git was ahead, across an apply, or arriving while Git is
+   * ahead is discarded, and a fresh one asked for once Git is no longer ahead (`reanchor`).
+   */
+  snapshot(targetKey: string, collection: string, collected: CollectedWhile | undefined, now: number) {
+    if (!this.claimOf(targetKey)) return "use" as const;
+    const verdict = this.stale.judge(targetKey, collection, collected, {
+      at: now,
+      epoch: this.epoch,
+      ahead: this.ahead(),
+    });
+    if (verdict !== "use")
+      this.hooks.staleSnapshot?.(targetKey, verdict === "discard" ? "discarded" : "used");
+    return verdict;
+  }
+
+  /** The GitTargets whose watches to re-anchor now, for a fresh snapshot after the apply. */
+  reanchor(now: number): string[] {
+    return this.stale.reanchor(now, this.ahead());
+  }
+
+  /** Whether Git is ahead of the cluster for any applier on the branch. */
+  private ahead(): boolean {
+    const tip = this.known ?? undefined;
+    return this.appliers().some((applier) => this.due.ahead(applier, tip));
   }
 
   /** A live delete in an applier's folder: always an edit, remembered while a window is open. */
@@ -342,10 +406,13 @@ export class WorkerApplies {
   }
 }
 
-/** When a write was made: its newest timed managedFields entry (status aside), else now. */
-function newestWrite(writers: readonly FieldsEntry[] | undefined, now: number): number {
+/**
+ * When a write was made: its writer's entry where the watch proved who wrote it, else its newest
+ * timed managedFields entry (status aside), else now.
+ */
+function writeTime({ writers, writer }: LiveWrite, now: number): number {
   const times = (writers ?? [])
-    .filter((w) => w.time && w.subresource !== "status")
+    .filter((w) => w.time && w.subresource !== "status" && (writer === undefined || w.manager === writer))
     .map((w) => Date.parse(w.time!));
   return times.length > 0 ? Math.max(...times) : now;
 }

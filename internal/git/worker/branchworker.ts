@@ -34,6 +34,7 @@ import { DurableWrites, type DurableWritesOptions } from "../queue/durable.ts";
 import type { WriteLog } from "../queue/writelog.ts";
 import { oldestId } from "../queue/entryids.ts";
 import { WorkerApplies, type ApplyHooks, type AttemptReport } from "./applies.ts";
+import type { CollectedWhile } from "../../applier/stale.ts";
 
 /** The seeds' fixed push cooldown: successful local commits wait this long after a push. */
 export const defaultPushCooldownMs = 5_000;
@@ -198,6 +199,24 @@ export class BranchWorker {
     return this.publication.fetches;
   }
 
+  /**
+   * What a watch reads when a snapshot's collection of a target on this branch starts: the apply
+   * epoch and whether Git is ahead. Undefined where no claim is known to the process.
+   */
+  collecting(): CollectedWhile | undefined {
+    return this.applies?.collecting();
+  }
+
+  /**
+   * Whether a snapshot of a target waits in the worker, queued or decided and not yet pushed:
+   * until none does, "its initial snapshots are published" is not true, and no applier is asked.
+   */
+  holdsResync(targetKey: string): boolean {
+    for (const { target, item } of this.events.intakes())
+      if (item.type === "snapshot" && target.key === targetKey) return true;
+    return this.pending.writes().some((w) => w.reason === "reconcile" && w.target.key === targetKey);
+  }
+
   enqueue(target: TargetSettings, item: StreamItem): void {
     this.events.items([{ target, item, bytes: bytesOf(item) }], "back");
   }
@@ -291,6 +310,8 @@ export class BranchWorker {
         event.answer(this.saves.withdraw(event.withdraw, event.message, Date.now()));
       else if (event && "applied" in event) this.applies?.reported(event.applied, Date.now());
       else if (event) this.handle(event);
+      for (const key of this.applies?.reanchor(Date.now()) ?? [])
+        this.options.folders.onResyncRequested(key, undefined);
       this.folders.expire(Date.now());
       this.saves.expire(Date.now());
       this.decide(this.window.tick(Date.now()));
@@ -331,13 +352,26 @@ export class BranchWorker {
     // The apply window: an applier's echo, or its late write over a newer edit, is not mirrored.
     // Only a folder a claim applies is judged, so every other live event costs nothing here.
     const applies = target.claim && this.applies;
-    if (
-      applies &&
-      item.type === "upsert" &&
-      !applies.admits(target.key, item.identity, item.writers, Date.now())
-    )
+    if (applies && item.type === "upsert" && !applies.admits(target.key, item.identity, item, Date.now()))
       return;
     if (applies && item.type === "delete") applies.deleted(target.key, item.identity, Date.now());
+    // A snapshot collected while Git was ahead would revert the unapplied commit: discarded,
+    // and a fresh one asked for once the apply is done. Its collection stays replaying, so the
+    // render gate holds its live writes until the fresh one lands.
+    if (
+      applies &&
+      item.type === "snapshot" &&
+      applies.snapshot(target.key, item.collection.key, item.collected, Date.now()) === "discard"
+    ) {
+      this.options.logger.info(
+        "snapshot discarded: Git is ahead of the cluster; a fresh one follows the apply",
+        {
+          target: target.key,
+          collection: item.collection.key,
+        },
+      );
+      return;
+    }
     const { pass, released } = this.folders.admit(intake, bytes, Date.now());
     this.events.items(released, "front");
     if (!pass || item.type === "replaying" || item.type === "removed") return;

@@ -33,9 +33,14 @@ export class WorkerQueue<E extends object> {
     this.wake();
   }
 
+  /** The items it holds, in order. */
+  *intakes(): Generator<Intake> {
+    for (const event of this.events) if ("item" in event) yield event;
+  }
+
   /** The durable queue entries of the items it holds. */
   *entries(): Generator<string | undefined> {
-    for (const event of this.events) if ("item" in event) yield event.entry;
+    for (const intake of this.intakes()) yield intake.entry;
   }
 
   shift(): E | Intake | undefined {

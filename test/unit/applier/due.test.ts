@@ -71,7 +71,7 @@ describe("the worker's apply decisions", () => {
     due.restore(apps, "c1");
     due.observe([apps], false);
     assert.deepEqual(due.due([apps], "c1", 0), []);
-    assert.equal(due.ahead(apps.claim), false);
+    assert.equal(due.ahead(apps, "c1"), false);
   });
 
   it("an adopt is asked even at the commit last applied", () => {
@@ -97,6 +97,7 @@ describe("the worker's apply decisions", () => {
 
   it("one reason per target in an attempt, by precedence: ForeignCommit, Repair, Refusal, CatchUp", () => {
     const due = worker();
+    due.restore(apps, "c1");
     due.observe([apps], true);
     due.raise(apps, "apps-t", "CatchUp");
     due.raise(apps, "apps-t", "Refusal");
@@ -216,5 +217,40 @@ describe("an applier its claim does not hold yet", () => {
     assert.equal(due.wakeAt([adopting], 0), 1_000);
     const held = { ...adopting, holds: true };
     assert.deepEqual(reasons(due.due([held], "c1", 1_000)), ["apps:CatchUp"]);
+  });
+});
+
+describe("Git is ahead of the cluster (applier-claims.md, Resyncs while Git is ahead)", () => {
+  const apps = applier("apps");
+
+  it("while a ForeignCommit is pending or an attempt is out, and not once it succeeded", () => {
+    const due = worker();
+    due.restore(apps, "c0");
+    due.observe([apps], true);
+    assert.equal(due.ahead(apps, "c0"), false, "nothing pending");
+    due.observe([apps], false);
+    assert.equal(due.ahead(apps, "c1"), true, "a ForeignCommit pending");
+    const [attempt] = due.due([apps], "c1", 0);
+    assert.equal(due.ahead(apps, "c1"), true, "its attempt out");
+    due.report(apps.claim, attempt!.token, { kind: "failed" }, 0);
+    assert.equal(due.ahead(apps, "c1"), true, "given back after a failure");
+    const [retry] = due.due([apps], "c1", 60_000);
+    due.report(apps.claim, retry!.token, { kind: "succeeded", commit: "c1" }, 60_000);
+    assert.equal(due.ahead(apps, "c1"), false, "applied");
+  });
+
+  it("an adopt does not count, and a converge counts only past the initial-snapshot barrier", () => {
+    const due = worker();
+    due.restore(apps, "c1");
+    due.observe([apps], true);
+    due.raise(apps, "apps-t", "CatchUp");
+    assert.equal(due.ahead(apps, "c1"), false, "an adopt applies what the cluster runs");
+    const fresh = worker();
+    const unpublished = applier("apps", undefined, false);
+    fresh.observe([unpublished], false);
+    assert.equal(fresh.ahead(unpublished, "c1"), false, "before the barrier");
+    assert.equal(fresh.ahead(apps, "c1"), true, "past it");
+    fresh.restore(apps, "c1");
+    assert.equal(fresh.ahead(apps, "c1"), false, "a converge of the commit last applied");
   });
 });

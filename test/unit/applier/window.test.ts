@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { applierManagers, judgeWrite, type FieldsEntry } from "../../../internal/applier/window.ts";
+import {
+  applierManagers,
+  judgeWrite,
+  tieNote,
+  tieOf,
+  type FieldsEntry,
+} from "../../../internal/applier/window.ts";
 
 const flux = applierManagers.Flux;
 const at = (s: number) => new Date(Date.UTC(2026, 11, 2, 10, 0, s)).toISOString();
@@ -61,5 +67,42 @@ describe("the apply window", () => {
   it("Argo CD's late write over a newer edit is withheld by its own managers", () => {
     const facts = { managers: applierManagers.ArgoCD, earliestSend: send, editedAt: new Date(at(11)) };
     assert.equal(judgeWrite([entry("argocd-application-controller", 13)], facts), "withheld");
+  });
+});
+
+describe("the apply window, with the writer the watch's order proved", () => {
+  const facts = { managers: flux, earliestSend: send, editedAt: new Date(at(12)) };
+
+  it("the applier's write in the same second as the edit is withheld, not a tie", () => {
+    const entries = [entry("alice", 12), entry("kustomize-controller", 12)];
+    assert.equal(judgeWrite(entries, { ...facts, writer: "kustomize-controller" }), "withheld");
+  });
+
+  it("a live edit in the same second as the applier's write is an edit", () => {
+    const entries = [entry("alice", 12), entry("kustomize-controller", 12)];
+    assert.equal(judgeWrite(entries, { ...facts, writer: "alice" }), "edit");
+  });
+
+  it("the applier's own write on an object nobody edited is its echo; with no window open it is late", () => {
+    const entries = [entry("alice", 3), entry("kustomize-controller", 12)];
+    assert.equal(
+      judgeWrite(entries, { managers: flux, earliestSend: send, writer: "kustomize-controller" }),
+      "echo",
+    );
+    assert.equal(judgeWrite(entries, { managers: flux, writer: "kustomize-controller" }), "late");
+  });
+
+  it("a tie with no writer known names the second and the other manager's fields for its Warning", () => {
+    const tie = tieOf(
+      [{ ...entry("alice", 12), fields: ["data.mode"] }, entry("kustomize-controller", 12), entry("bob", 3)],
+      flux,
+    );
+    assert.deepEqual(tie, {
+      at: at(12),
+      appliers: ["kustomize-controller"],
+      others: [{ manager: "alice", fields: ["data.mode"] }],
+    });
+    assert.match(tieNote("v1/ConfigMap/shop/settings", tie), /alice \(data\.mode\).*same second/);
+    assert.equal(tieOf([entry("kustomize-controller", 12), entry("alice", 11)], flux), undefined);
   });
 });

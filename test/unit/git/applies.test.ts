@@ -18,8 +18,11 @@ const applier: Applier = {
   targets: [{ uid: "t1", ref: { namespace: "shop", name: "apps" }, published: true }],
 };
 const at = (ms: number) => new Date(ms).toISOString();
-const flux = (ms: number) => [{ manager: "kustomize-controller", time: at(ms) }];
-const person = (ms: number) => [{ manager: "kubectl-edit", time: at(ms) }];
+const fluxEntry = (ms: number) => ({ manager: "kustomize-controller", time: at(ms) });
+const personEntry = (ms: number) => ({ manager: "kubectl-edit", time: at(ms) });
+/** Writes whose writer the watch could not tell (no previous event at hand): the tie rule judges them. */
+const flux = (ms: number) => ({ writers: [fluxEntry(ms)] });
+const person = (ms: number) => ({ writers: [personEntry(ms)] });
 const settings = configMapIdentity("settings", "shop");
 
 /** A worker's applies with one applier, whose attempts wait until the test ends them. */
@@ -63,7 +66,7 @@ describe("the apply window judges the applier's writes to its folder", () => {
     const argo: Applier = { ...applier, claim: { kind: "ArgoCDClaim", namespace: "shop", name: "apps" } };
     const { worker, judged, sendAt } = applies(undefined, argo);
     sendAt(10_000);
-    const argocd = (ms: number) => [{ manager: "argocd-controller", time: at(ms) }];
+    const argocd = (ms: number) => ({ writers: [{ manager: "argocd-controller", time: at(ms) }] });
     assert.equal(worker.admits("shop/apps", settings, argocd(11_000), 11_000), false, "its echo");
     assert.equal(worker.admits("shop/apps", settings, flux(11_000), 11_000), true, "Flux is not its applier");
     assert.deepEqual(judged, ["echo"]);
@@ -114,9 +117,32 @@ describe("the apply window judges the applier's writes to its folder", () => {
   it("the applier and a person in the same second could be the edit itself: mirrored, as ambiguous", () => {
     const { worker, judged, sendAt } = applies();
     sendAt(10_000);
-    const tie = [...flux(12_000), ...person(12_000)];
+    const tie = { writers: [fluxEntry(12_000), personEntry(12_000)] };
     assert.equal(worker.admits("shop/apps", settings, tie, 12_000), true);
     assert.deepEqual(judged, ["ambiguous"]);
+  });
+
+  it("the writer of each write is known, not guessed: the applier's write in the edit's second is withheld", () => {
+    const { worker, judged, repairs, sendAt } = applies();
+    sendAt(10_000);
+    // A person's edit at 12.1 s, then kustomize-controller's write at 12.6 s: the watch saw its
+    // entry move since the edit, so the tie in managedFields is no tie.
+    const edit = { writers: [personEntry(12_100)], writer: "kubectl-edit" };
+    const apply = { writers: [personEntry(12_100), fluxEntry(12_600)], writer: "kustomize-controller" };
+    assert.equal(worker.admits("shop/apps", settings, edit, 12_100), true, "the edit is mirrored");
+    assert.equal(worker.admits("shop/apps", settings, apply, 12_600), false, "the apply over it is withheld");
+    assert.deepEqual(judged, ["withheld"]);
+    assert.deepEqual(repairs, [true], "a Repair is due");
+  });
+
+  it("a live edit in the same second as the applier's write, known as the person's, is mirrored as an edit", () => {
+    const { worker, judged, sendAt } = applies();
+    sendAt(10_000);
+    const apply = { writers: [fluxEntry(12_100)], writer: "kustomize-controller" };
+    const edit = { writers: [fluxEntry(12_100), personEntry(12_600)], writer: "kubectl-edit" };
+    assert.equal(worker.admits("shop/apps", settings, apply, 12_100), false, "the echo");
+    assert.equal(worker.admits("shop/apps", settings, edit, 12_600), true, "the edit");
+    assert.deepEqual(judged, ["echo"], "no collision: the edit is an edit");
   });
 
   it("the window stays open 10 s after the attempt ends; past that, the applier's write is late and mirrored", () => {

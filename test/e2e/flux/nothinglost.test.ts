@@ -1,0 +1,367 @@
+// Neither side's change is lost, with the real Flux controllers. The apply window where the
+// applier's write and a person's live edits land in the same second: managedFields times resolve
+// to the second, so on its own such a write is a tie; the watch's order tells who wrote each
+// write (internal/watch/lastwriter.ts), so the applier's write over newer edits is withheld and
+// repaired, and nothing the person typed is lost, in Git or on the cluster. A snapshot taken
+// while a pushed commit is not applied yet is discarded (applier-claims.md, "Resyncs while Git
+// is ahead"), and a resume whose answer is lost is followed as if it landed.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { EventsV1Api, type V1ConfigMap } from "@kubernetes/client-node";
+import { fluxClaims, type ApplyOperation } from "../../../generated/v1alpha3/index.ts";
+import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
+import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
+import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
+import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
+import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
+import { eventually } from "../../support/wait.ts";
+import { startApiProxy } from "../../support/apiproxy.ts";
+import { startOperator } from "../../support/operator.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { staleSnapshots, watchSessionEnds } from "../../../internal/telemetry/instruments.ts";
+
+/** How many of the GitTarget's watch connections ended for a fresh snapshot. */
+const resyncCount = async () =>
+  (await watchSessionEnds.get()).values
+    .filter((v) => v.labels.reason === "resync" && v.labels.gittarget_name === "apps")
+    .reduce((sum, v) => sum + v.value, 0);
+
+/** How many snapshots of the GitTarget the operator (in this process) counted with `outcome`. */
+const staleCount = async (outcome: string) =>
+  (await staleSnapshots.get()).values.find(
+    (v) => v.labels.outcome === outcome && v.labels.gittarget_name === "apps",
+  )?.value ?? 0;
+
+const namespace = "shop";
+const branchKey = `${namespace}/main`;
+const file = "clusters/apps/settings.yaml";
+const settingsFile = (mode: string, size?: string) =>
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: ${namespace}\n  labels:\n    app: apps\ndata:\n  mode: ${mode}\n${size ? `  size: ${size}\n` : ""}`;
+
+/** When kustomize-controller last wrote the object's content, from its managedFields. */
+const fluxWroteAt = (cm: V1ConfigMap) => {
+  const entry = cm.metadata?.managedFields?.find(
+    (e) => e.manager === "kustomize-controller" && e.subresource !== "status",
+  );
+  return entry?.time ? new Date(entry.time).toISOString() : undefined;
+};
+
+describe("neither side's change is lost, with the real Flux controllers", () => {
+  let env: MirrorEnvironment;
+  let flux: Flux;
+  let kustomizations: ResourceClient<Kustomization>;
+
+  const operationOf = async (): Promise<ApplyOperation | undefined> =>
+    (await fluxClaims(env.kc).get(namespace, "apps"))?.status?.operation;
+  const live = () => env.core.readNamespacedConfigMap({ namespace, name: "settings" });
+  const inGit = async () => (await env.git.fileAt("state", "main", file)) ?? "";
+  // A person's edit through a client that is not kubectl: kustomize-controller drops the
+  // entries of every manager whose name starts with "kubectl" when it applies, so only another
+  // client's entry can share a second with the applier's in what the watch delivers.
+  const edit = (mode: string) =>
+    env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "settings",
+      fieldManager: "k9s",
+      // The same client also keeps a key of its own that Git does not set, so its entry stays
+      // beside kustomize-controller's when that takes data.mode back.
+      body: [
+        { op: "replace", path: "/data/mode", value: mode },
+        { op: "add", path: "/data/note", value: "kept by k9s" },
+      ],
+    });
+
+  before(async () => {
+    env = await startMirrorEnvironment([namespace]);
+    flux = await startFlux(env.plane);
+    kustomizations = new ResourceClient<Kustomization>(env.kc, kustomizationType);
+    await env.git.pushForeignCommit("state", {
+      files: { [file]: settingsFile("start") },
+      message: "The folder Flux applies",
+    });
+    await fluxSource(env, namespace, mirrorUser);
+    await kustomizations.apply(kustomization(namespace, "apps", "./clusters/apps"), "kubectl");
+    await eventually(async () => (await live().catch(() => undefined))?.data?.mode === "start", {
+      timeoutMs: 60_000,
+      description: "Flux applied the folder",
+    });
+    await applyMirror(env.kc, namespace, env.url, mirrorUser, [
+      {
+        name: "apps",
+        path: "clusters/apps",
+        rules: [
+          { apiGroups: [""], resources: ["configmaps"], objectSelector: { matchLabels: { app: "apps" } } },
+        ],
+        applierClaimRef: { kind: "FluxClaim", name: "apps" },
+      },
+    ]);
+    await fluxClaims(env.kc).apply(fluxClaim(namespace, "apps"), mirrorFieldManager);
+    await eventually(
+      async () => {
+        const [operation, head] = await Promise.all([operationOf(), env.git.branchHead("state", "main")]);
+        return operation?.phase === "Succeeded" && operation.commit === head;
+      },
+      { timeoutMs: 90_000, description: "the converge at start applied the tip" },
+    );
+  });
+  after(async () => {
+    await flux?.stop();
+    await env?.stop();
+  });
+
+  it("a burst of live edits to one key while an apply of another key runs ends with the last edit in Git and in the cluster", async () => {
+    // Rounds go on until five had kustomize-controller's write in the same second as the last
+    // edit before it (a tie in managedFields, which only the watch's order resolves).
+    let ties = 0;
+    for (let round = 1; ties < 5; round++) {
+      assert.ok(round <= 15, `only ${ties} of ${round - 1} rounds had the apply's write in an edit's second`);
+      const before = fluxWroteAt(await live());
+      let last = "";
+      // Edits a quarter-second apart; a foreign commit of another key is pushed after the
+      // eighteenth, and the burst stops as soon as kustomize-controller's write has landed, so
+      // nothing after it heals what it did: it is the last write until the operator acts.
+      for (let n = 1; ; n++) {
+        assert.ok(n <= 200, `round ${round}: kustomize-controller never wrote during the burst`);
+        last = `r${round}-e${n}`;
+        await edit(last);
+        if (n === 18) {
+          const current = (await inGit()).match(/mode: (\S+)/)?.[1] ?? "start";
+          await env.git.pushForeignCommit("state", {
+            files: { [file]: settingsFile(current, `size-${round}`) },
+            message: `Another key, round ${round}`,
+          });
+          env.operator.workers.notice(branchKey);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        const cm = await live();
+        if (fluxWroteAt(cm) !== before) {
+          const second = (manager: string) =>
+            cm.metadata?.managedFields
+              ?.filter((e) => e.manager === manager && e.time)
+              .map((e) => Math.floor(new Date(e.time!).getTime() / 1000))[0];
+          if (second("k9s") === second("kustomize-controller")) ties++;
+          break;
+        }
+      }
+      await eventually(async () => (await inGit()).includes(`mode: ${last}\n`), {
+        timeoutMs: 60_000,
+        description: `round ${round}: Git holds the last edit, ${last}`,
+      });
+      // A withheld write made a Repair due: the cluster is put back at the edit, and stays there.
+      await eventually(
+        async () => {
+          const [operation, head, cm] = await Promise.all([
+            operationOf(),
+            env.git.branchHead("state", "main"),
+            live(),
+          ]);
+          return (
+            operation?.phase === "Succeeded" &&
+            operation.commit === head &&
+            cm.data?.mode === last &&
+            (await inGit()).includes(`mode: ${last}\n`)
+          );
+        },
+        { timeoutMs: 90_000, description: `round ${round}: the cluster and Git both at ${last}` },
+      );
+    }
+  });
+
+  it("an ambiguous tie with no previous event mirrors the applier's write and says so in a Warning Event", async () => {
+    // An object enters the watch's selector with kustomize-controller's write, which adds the
+    // label: the watch's first event of it, so nothing tells who wrote it. A person edits it in
+    // the same second (until the apply lands), and owns a key the commit does not set, so their
+    // entry stays beside the applier's. Their client is not kubectl: kustomize-controller drops
+    // the entries of every manager whose name starts with "kubectl" when it applies (Flux's
+    // field-manager cleanup), so a kubectl edit never ties with it.
+    for (let attempt = 1; ; attempt++) {
+      const name = `entering-${attempt}`;
+      await env.core.createNamespacedConfigMap({
+        namespace,
+        fieldManager: "k9s",
+        body: { metadata: { name }, data: { mode: "live" } },
+      });
+      await env.git.pushForeignCommit("state", {
+        files: {
+          [`clusters/apps/${name}.yaml`]: settingsFile("from-git").replace("name: settings", `name: ${name}`),
+        },
+        message: `${name} in Git`,
+      });
+      env.operator.workers.notice(branchKey);
+      // Edits a tenth of a second apart until the apply has landed, read without writing.
+      let cm: V1ConfigMap;
+      for (let n = 0; ; n++) {
+        assert.ok(n < 600, "kustomize-controller never applied the new file");
+        await env.core.patchNamespacedConfigMap({
+          namespace,
+          name,
+          fieldManager: "k9s",
+          body: [{ op: "add", path: "/data/note", value: `edit-${n}` }],
+        });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        cm = await env.core.readNamespacedConfigMap({ namespace, name });
+        if (cm.metadata?.labels?.app === "apps") break;
+      }
+      const second = (manager: string) =>
+        cm.metadata?.managedFields
+          ?.filter((e) => e.manager === manager)
+          .map((e) => Math.floor(new Date(e.time!).getTime() / 1000))[0];
+      // The object as kustomize-controller left it: is its write in the last edit's second?
+      const tied =
+        second("kustomize-controller") !== undefined && second("kustomize-controller") === second("k9s");
+      if (!tied) {
+        assert.ok(attempt < 5, "kustomize-controller's write never shared a second with an edit");
+        continue;
+      }
+      const warning = await eventually(
+        async () =>
+          (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.find(
+            (e) =>
+              e.reason === "AmbiguousWriteMirrored" &&
+              e.regarding?.kind === "GitTarget" &&
+              e.regarding.name === "apps" &&
+              e.note?.includes(name),
+          ),
+        { timeoutMs: 60_000, description: "a Warning on the GitTarget naming the object" },
+      );
+      assert.equal(warning.type, "Warning");
+      assert.match(warning.note ?? "", /k9s \(data\.note\)/, "it names the other manager and its fields");
+      assert.ok(
+        (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.some(
+          (e) => e.reason === "AmbiguousWriteMirrored" && e.regarding?.kind === "FluxClaim",
+        ),
+        "and on the claim",
+      );
+      return;
+    }
+  });
+
+  it("a snapshot taken while a pushed commit is not yet applied is discarded, and the pushed value reaches the cluster", async () => {
+    const discardedBefore = await staleCount("discarded");
+    // A pushed change, with a broken manifest beside it: its apply fails until that is fixed.
+    const pushed = await env.git.pushForeignCommit("state", {
+      files: {
+        [file]: settingsFile("pushed"),
+        "clusters/apps/broken.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Name\n  namespace: shop\n",
+      },
+      message: "A change, and a broken manifest",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await operationOf())?.phase === "Failed", {
+      timeoutMs: 60_000,
+      description: "the apply failed",
+    });
+    // A re-list snapshot of the cluster's old state arrives while Git is ahead.
+    const target = { namespace, name: "apps" };
+    const resyncsBefore = await resyncCount();
+    env.operator.sourceContexts.resync(target);
+    await eventually(
+      async () =>
+        (await resyncCount()) > resyncsBefore && env.operator.sourceContexts.snapshotsSettled(target),
+      { timeoutMs: 30_000, description: "the re-list's snapshot taken by the branch worker" },
+    );
+    await env.git.pushForeignCommit("state", {
+      files: { "clusters/apps/broken.yaml": null },
+      message: "Fix it",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await live()).data?.mode === "pushed", {
+      timeoutMs: 90_000,
+      description: "the pushed value on the cluster",
+    });
+    // Once the apply is done, the fresh snapshot asked for then is decided: what only the
+    // cluster held (the key the earlier test's client keeps) reaches Git beside the pushed value.
+    await eventually(
+      async () => {
+        const content = await inGit();
+        return content.includes("mode: pushed\n") && content.includes("note: kept by k9s");
+      },
+      { timeoutMs: 60_000, description: "the fresh snapshot after the apply, decided" },
+    );
+    // Git never went back: every version of the file since the push holds the pushed value.
+    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
+    for (const commit of history.trim().split("\n")) {
+      assert.match((await env.git.fileAt("state", commit, file)) ?? "", /mode: pushed/, `at ${commit}`);
+    }
+    assert.ok(history.includes(pushed), "the history reads from the push");
+    assert.ok((await staleCount("discarded")) > discardedBefore, "counted in stale_snapshots_total");
+  });
+
+  // Last: it replaces the environment's operator with one that reaches the API server through a
+  // proxy that loses the first resume's answer after it landed.
+  it("a resume whose answer is lost is followed and suspended again", async () => {
+    await env.operator.stop();
+    const proxy = await startApiProxy(
+      env.kc,
+      (r) =>
+        r.method === "PATCH" && r.path.includes("/kustomizations/apps") && r.body.includes('"suspend":false'),
+    );
+    const workerRoot = makeOwnedTempDir("resume-lost");
+    const operator = startOperator(proxy.kubeConfig, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    try {
+      // Pushed once the new process has published its initial snapshots (a commit pushed while
+      // it starts is another rule's: the restart's), so its apply is the one resumed for.
+      await eventually(
+        () => {
+          const worker = operator.workers.worker(branchKey);
+          return (
+            operator.sourceContexts.snapshotsSettled({ namespace, name: "apps" }) &&
+            worker !== undefined &&
+            !worker.holdsResync(`${namespace}/apps`) &&
+            worker.backlog === 0
+          );
+        },
+        { timeoutMs: 60_000, description: "the new process's initial snapshots published" },
+      );
+      const pushed = await env.git.pushForeignCommit("state", {
+        files: { [file]: settingsFile("after-a-lost-answer") },
+        message: "Applied through a lost answer",
+      });
+      await eventually(() => operator.workers.notice(branchKey) && proxy.lost.length > 0, {
+        timeoutMs: 90_000,
+        description: "a resume whose answer was lost",
+      });
+      // The lost resume's token, as it carried it: the operation it belongs to.
+      const sent = JSON.parse(proxy.lost[0]!.body) as Kustomization;
+      const requestToken = sent.metadata?.annotations?.["reconcile.fluxcd.io/requestedAt"];
+      assert.ok(requestToken, "the lost resume carried its token");
+      const operation = await eventually(
+        async () => {
+          const now = await operationOf();
+          // Ended, or replaced by another attempt's record (an attempt ended RequestFailed).
+          const ended =
+            now?.requestToken !== requestToken || ["Succeeded", "Failed"].includes(now.phase ?? "");
+          return ended && now;
+        },
+        { timeoutMs: 90_000, description: "the operation followed to its end" },
+      );
+      assert.equal(
+        operation.requestToken,
+        requestToken,
+        "the lost resume's operation was followed, not given up",
+      );
+      assert.equal(operation.phase, "Succeeded", `followed as if it landed: ${operation.message ?? ""}`);
+      // The pushed commit, or the operator's own on top of it (its initial snapshots at start).
+      assert.match(
+        (await env.git.fileAt("state", operation.commit!, file)) ?? "",
+        /mode: after-a-lost-answer/,
+      );
+      assert.ok(
+        (await env.git.gitIn("state", ["rev-list", operation.commit!])).includes(pushed),
+        "the applied commit holds the pushed one",
+      );
+      const k = await kustomizations.get(namespace, "apps");
+      assert.equal(k?.spec?.suspend, true, "suspended again");
+      assert.equal((await live()).data?.mode, "after-a-lost-answer");
+    } finally {
+      await operator.stop();
+      await proxy.close();
+      removeOwnedTempDir(workerRoot);
+    }
+  });
+});
