@@ -33,6 +33,7 @@ import {
   applyWindowCollisions,
   applyRequests,
   applyRevisionMismatches,
+  pushedChangesOverridden,
   staleSnapshots,
 } from "../internal/telemetry/instruments.ts";
 import { claimKey, type ClaimKind, type ClaimRef } from "../internal/types/claims.ts";
@@ -53,6 +54,24 @@ const failureEvents: Partial<Record<DispatchReport["ended"], string>> = {
 
 /** The Warning a tie mirrored with no previous event to tell the writer gives (docs/flux.md). */
 export const tieReason = "AmbiguousWriteMirrored";
+
+/** The Warning a first snapshot gives where it wrote live values over pushed changes (docs/flux.md). */
+export const overrideReason = "PushedChangeOverridden";
+
+/** What that Warning says: the objects, the commits overridden, and how to bring them back. */
+export function overrideNote(
+  objects: readonly { object: string; commits: string[] }[],
+  commit: string,
+): string {
+  const pushed = [...new Set(objects.flatMap((o) => o.commits))].map((c) => c.slice(0, 12));
+  const named = objects.map((o) => o.object);
+  return (
+    `${named.slice(0, 5).join(", ")}${named.length > 5 ? ` and ${named.length - 5} more` : ""} ` +
+    `changed on the cluster and in Git (${pushed.join(", ")}) while the operator was down: the API ` +
+    `wins, so commit ${commit.slice(0, 12)} wrote the live values over the pushed change. To bring ` +
+    `it back, git revert ${commit.slice(0, 12)} and push.`
+  );
+}
 
 const labelsOf = (ref: ClaimRef) => ({
   claim_kind: ref.kind,
@@ -164,13 +183,13 @@ export function setupApplies(
   manager.addRunnable(flux);
   manager.addRunnable(argo);
 
-  /** A tie's Warning, on the GitTarget whose folder holds the object and on its claim. */
-  const warnTie = (ref: ClaimRef, target: string, note: string) => {
+  /** A Warning on the GitTarget whose folder holds the objects, and on its claim. */
+  const warn = (ref: ClaimRef, target: string, reason: string, note: string) => {
     const [namespace, name] = target.split("/");
     const gitTarget = { apiVersion, kind: "GitTarget", metadata: { namespace, name } };
-    void events.record(gitTarget, "Warning", tieReason, "Mirror", note);
+    void events.record(gitTarget, "Warning", reason, "Mirror", note);
     const claim = claimOf(ref);
-    if (claim) void record(claim, "Warning", tieReason, note);
+    if (claim) void record(claim, "Warning", reason, note);
   };
 
   /** status.repairPending onto the claim's version; a conflict reads it again, three times. */
@@ -227,7 +246,17 @@ export function setupApplies(
       }
       // The tie rule mirrored what may be the applier's write over a live value: the user is told.
       const tie = verdict === "ambiguous" ? tieOf(writers ?? [], applierManagersOf(ref.kind)) : undefined;
-      if (tie) warnTie(ref, target, tieNote(object, tie));
+      if (tie) warn(ref, target, tieReason, tieNote(object, tie));
+    },
+    pushedChangeOverridden: (ref, { target, commit, objects }) => {
+      pushedChangesOverridden.inc(labelsOf(ref), objects.length);
+      const note = overrideNote(objects, commit);
+      manager.logger.warn("a first snapshot wrote live values over pushed changes", {
+        claim: claimKey(ref),
+        target,
+        commit,
+      });
+      warn(ref, target, overrideReason, note);
     },
     staleSnapshot: (target, outcome) => {
       staleSnapshots.inc({ outcome, gittarget_namespace: target.namespace, gittarget_name: target.name });

@@ -243,6 +243,11 @@ export class ApplyDue {
     );
   }
 
+  /** The commit an applier last applied, as this worker knows it; undefined before any. */
+  lastApplied(claim: ClaimRef): string | undefined {
+    return this.appliers.get(claimKey(claim))?.lastApplied;
+  }
+
   /** Forgets an applier no GitTarget on the branch names anymore. */
   forget(claim: ClaimRef): void {
     this.appliers.delete(claimKey(claim));

@@ -16,8 +16,11 @@ export interface CollectedWhile {
   ahead: boolean;
 }
 
-/** What becomes of one snapshot: used, discarded, or used stale because the hold ran out. */
-export type SnapshotVerdict = "use" | "discard" | "use_stale";
+/**
+ * What becomes of one snapshot: used; used as a GitTarget's first of a collection (the startup
+ * baseline, which the three-way rule judges); discarded; or used stale because the hold ran out.
+ */
+export type SnapshotVerdict = "use" | "initial" | "discard" | "use_stale";
 
 interface Held {
   /** When the first snapshot of this hold was discarded. */
@@ -47,7 +50,7 @@ export class StaleSnapshots {
     const key = `${target}\u0000${collection}`;
     if (!this.settled.has(key)) {
       this.settled.add(key);
-      return "use";
+      return "initial";
     }
     const stale =
       now.ahead || (collected !== undefined && (collected.ahead || collected.epoch !== now.epoch));

@@ -13,7 +13,7 @@ export {
 } from "./workermanager.ts";
 export type { SaveRoutes } from "./saveroutes.ts";
 export type { BranchState, Outage } from "./worker/report.ts";
-export type { JudgedWrite } from "./worker/applies.ts";
+export type { JudgedWrite, OverrideReport } from "./worker/applies.ts";
 export type { QueueState } from "./queue/durable.ts";
 export { outageFacts, outageMessage, type OutageFacts } from "./worker/outage.ts";
 export { contentionFacts, contentionMessage, type ContentionFacts } from "./worker/contention.ts";

@@ -28,7 +28,7 @@ import type { TargetSettings } from "./folder/writes.ts";
 import type { Applier, Attempt, Covered, Outcome, Recovery } from "../applier/due.ts";
 import type { WriteVerdict } from "../applier/window.ts";
 import type { CloseReason } from "./worker/window.ts";
-import type { JudgedWrite } from "./worker/applies.ts";
+import type { JudgedWrite, OverrideReport } from "./worker/applies.ts";
 import type { WriteLog } from "./queue/writelog.ts";
 import { claimKey, type ClaimRef } from "../types/claims.ts";
 import { untilAborted } from "../timing/sleep.ts";
@@ -120,6 +120,8 @@ export interface ProcessApplies {
   recover?(claim: ClaimRef): Recovery | undefined;
   /** How the apply window judged a live write to a claim's folder (internal/applier/window.ts). */
   judged?(claim: ClaimRef, verdict: WriteVerdict, write: JudgedWrite): void;
+  /** A first snapshot's commit wrote live values over pushed changes (internal/git/folder/threeway.ts). */
+  pushedChangeOverridden?(claim: ClaimRef, report: OverrideReport): void;
   /** A snapshot of a claim's folder discarded while Git is ahead, or used once held too long (internal/applier/stale.ts). */
   staleSnapshot?(target: TargetRef, outcome: "discarded" | "used"): void;
   /** Whether a claim's status says a Repair is pending. */
@@ -352,6 +354,7 @@ export class WorkerManager implements Runnable {
               recover: (claim) => applies.recover?.(claim),
               judged: (claim, verdict, write) => applies.judged?.(claim, verdict, write),
               staleSnapshot: (target, outcome) => applies.staleSnapshot?.(parseKey(target), outcome),
+              pushedChangeOverridden: (claim, report) => applies.pushedChangeOverridden?.(claim, report),
               repairPendingAtStart: (claim) => applies.repairPendingAtStart?.(claim) ?? false,
               repairPending: (claim, pending) => applies.repairPending?.(claim, pending),
             },

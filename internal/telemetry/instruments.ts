@@ -209,6 +209,14 @@ export const applyWindowCollisions = new Counter({
   registers: [],
 });
 
+/** Objects whose pushed change a first snapshot wrote the live value over: an API edit and a Git commit met. */
+export const pushedChangesOverridden = new Counter({
+  name: `${metricPrefix}pushed_changes_overridden_total`,
+  help: "Objects a commit pushed while the operator was down changed and that were also edited on the cluster: the first snapshot wrote the live value over the push (PushedChangeOverridden).",
+  labelNames: claimLabels,
+  registers: [],
+});
+
 /** Snapshots collected while Git was ahead of the cluster: discarded, or used once held 5 minutes. */
 export const staleSnapshots = new Counter({
   name: `${metricPrefix}stale_snapshots_total`,
@@ -483,6 +491,7 @@ export function registerInstruments(registry: Registry): void {
     applyEchoes,
     applyWindowCollisions,
     staleSnapshots,
+    pushedChangesOverridden,
     commitWindows,
     placementRefusals,
     secretEncryptions,

@@ -211,7 +211,17 @@ export class GitServer {
         cwd: work,
         env,
       });
-      await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work });
+      // As a person does when the operator pushed in between: fetch, rebase onto it, push again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work });
+          break;
+        } catch (err) {
+          if (attempt >= 5 || !start) throw err;
+          await git(["fetch", "--quiet", "origin", `refs/heads/${branch}`], { cwd: work });
+          await git(["rebase", "--quiet", "FETCH_HEAD"], { cwd: work, env });
+        }
+      }
       return await git(["rev-parse", "HEAD"], { cwd: work });
     } finally {
       await rm(work, { recursive: true, force: true });

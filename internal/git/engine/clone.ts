@@ -261,6 +261,74 @@ export class Clone implements Repository {
       .filter((p) => p !== "");
   }
 
+  /**
+   * The commits since `base` up to the worktree's commit that touch `folder` and that a committer
+   * other than `committer` (an email) made, oldest first, with the files under `folder` each
+   * changed: what was pushed beside the operator. Undefined when `base` is not an ancestor here
+   * (a force-push rewrote it, or it is unknown), so nothing can be said of what changed since.
+   */
+  async pushedSince(
+    base: string,
+    folder: string,
+    committer: string,
+  ): Promise<{ commit: string; paths: string[] }[] | undefined> {
+    const head = this.headCommit;
+    if (!head) return undefined;
+    const ancestor = await this.git(["merge-base", "--is-ancestor", base, head]).then(
+      () => true,
+      () => false,
+    );
+    if (!ancestor) return undefined;
+    const scope = folder === "." || folder === "" ? [] : ["--", folder];
+    const { stdout } = await this.git([
+      "log",
+      "--reverse",
+      "--format=%H%x09%ce",
+      `${base}..${head}`,
+      ...scope,
+    ]);
+    const foreign = stdout
+      .toString("utf8")
+      .split("\n")
+      .map((line) => line.split("\t"))
+      .filter(([commit, email]) => commit && email !== committer)
+      .map(([commit]) => commit!);
+    const pushed: { commit: string; paths: string[] }[] = [];
+    for (const commit of foreign) {
+      const changed = await this.git([
+        "diff-tree",
+        "--no-commit-id",
+        "--name-only",
+        "--no-renames",
+        "-r",
+        "-z",
+        commit,
+        ...scope,
+      ]);
+      pushed.push({
+        commit,
+        paths: changed.stdout
+          .toString("utf8")
+          .split("\0")
+          .filter((p) => p !== ""),
+      });
+    }
+    return pushed;
+  }
+
+  /** A file as it was at `commit`; undefined where it did not exist. */
+  async readAt(commit: string, path: string): Promise<string | undefined> {
+    // A partial clone fetches the blob it left out, so with the transport.
+    const listed = await this.lazy(["ls-tree", "-z", commit, "--", path]).catch(() => undefined);
+    const blob = listed?.stdout
+      .toString("utf8")
+      .split("\0")[0]
+      ?.match(/^\d+ blob ([0-9a-f]+)\t/)?.[1];
+    if (!blob) return undefined;
+    const { stdout } = await this.lazy(["cat-file", "blob", blob]);
+    return stdout.toString("utf8");
+  }
+
   // Synchronously: worktreefiles.ts says why.
   read(path: string): Promise<string | undefined> {
     return Promise.resolve(readFileAt(this.dir, path));

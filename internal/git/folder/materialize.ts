@@ -28,6 +28,7 @@ import type { Clone } from "../engine/clone.ts";
 import type { Signature } from "../../types/signature.ts";
 import { followedObjects } from "./followed.ts";
 import { pruneRemoves, sweepReaches, type CollectionView } from "./prune.ts";
+import { PushedSince, type Overridden } from "./threeway.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";
 import { absentDocument, type Change, type DecidedWrite, type PruneMode, type Replayed } from "./writes.ts";
 
@@ -47,6 +48,8 @@ export interface MaterializeOptions {
   renders?: FolderRenders;
   /** Called for each document a write reaches, on its first commit only (a replay decides nothing). */
   onDocument?: (write: DecidedWrite, outcome: DocumentOutcome) => void;
+  /** Called once a first snapshot's commit wrote live values over pushed changes (threeway.ts). */
+  onOverridden?: (write: DecidedWrite, overridden: Overridden[], commit: string) => void;
 }
 
 /** What became of one document a write reached. */
@@ -66,7 +69,7 @@ export interface AppliedChange {
 export type WorkTree = FileTree &
   VersionedTree &
   Pick<Clone, "exists" | "commit"> &
-  Partial<Pick<Clone, "send" | "settle">> & {
+  Partial<Pick<Clone, "send" | "settle" | "pushedSince" | "readAt">> & {
     /** Where the worktree is on disk, for kustomize to read; an in-memory tree has none. */
     readonly dir?: string;
   };
@@ -157,6 +160,11 @@ export async function materialize(
     decided.push({ op: "delete", identity, ...(inferred ? { inferred } : {}) });
   };
 
+  // A first snapshot with an applier: what was pushed since the commit last applied stays where
+  // nobody edited it live (the three-way rule).
+  const pushed = replay ? undefined : await pushedSince(tree, inventory, write, options);
+  const overridden: Overridden[] = [];
+
   // The snapshot is measured before its own upserts change what it measures; a replay measures
   // nothing, as it decides nothing.
   const divergences = judging
@@ -178,7 +186,14 @@ export async function materialize(
       );
       continue;
     }
+    const verdict = pushed?.upsert(identity, change.object, change.digest) ?? "as_ever";
+    if (verdict === "keep_tip") {
+      counted("unchanged");
+      continue;
+    }
     const outcome = await writer.upsert(identity, change.object, change.defaulted, change.digest);
+    if (verdict === "api_wins" && !("refused" in outcome) && outcome.changed)
+      overridden.push({ identity, commits: pushed!.commitsOf(identity) });
     if ("refused" in outcome) {
       refuse(identity, outcome.reason, outcome.refused);
       counted("refused");
@@ -201,8 +216,13 @@ export async function materialize(
       // Judged where it renders: a kustomization's namespace, or the one its name is followed in.
       const doc = { ...written, namespace: sweptNamespace(inventory, written, namespaced, followed) };
       if (!sweepReaches(doc, write.sweep, state.collections)) continue;
+      // A document a push added, which the cluster does not run yet: the apply creates it.
+      if (pushed?.addedByPush(doc.key)) continue;
       const identity = { group, version, resource, kind, namespace: doc.namespace, name: doc.name, uid: "" };
+      const before = decided.length;
       await remove(identity, doc, true);
+      const commits = pushed?.commitsOf(identity) ?? [];
+      if (decided.length > before && commits.length > 0) overridden.push({ identity, commits });
     }
   }
 
@@ -219,7 +239,7 @@ export async function materialize(
     // CommitEmpty: a save that changed nothing records its message in a commit of no change.
     if (!write.save?.commitEmpty || refusedWrites.length > 0)
       return { divergences, placements, decided, ...judged };
-    const made = await commitWith(tree, inventory, write, options, [], applied);
+    const made = await commitWith(tree, inventory, write, options, [], applied, overridden);
     return { ...made, empty: true, divergences, placements, decided, ...judged };
   }
   for (const [path, content] of bootstrapFiles(folder, write.target.encryption)) {
@@ -228,7 +248,7 @@ export async function materialize(
       writer.touched.add(path);
     }
   }
-  const made = await commitWith(tree, inventory, write, options, writer.touched, applied);
+  const made = await commitWith(tree, inventory, write, options, writer.touched, applied, overridden);
   return { ...made, divergences, placements, decided, ...judged };
 }
 
@@ -240,8 +260,9 @@ async function commitWith(
   options: MaterializeOptions,
   touched: Iterable<string>,
   applied: AppliedChange[],
+  overridden: Overridden[] = [],
 ): Promise<{ commit?: string }> {
-  const message = options.message(write, applied);
+  const message = withOverrideTrailers(options.message(write, applied), overridden);
   const { committer } = options;
   // The committer is always the operator; the author is who made the live change.
   const author = write.author ?? committer;
@@ -249,6 +270,7 @@ async function commitWith(
   const committed = (commit: string | undefined) => {
     inventory.committed(commit);
     if (commit) options.onCommitted?.(write, commit);
+    if (commit && overridden.length > 0) options.onOverridden?.(write, overridden, commit);
   };
   if (tree.send) {
     tree.send(touched, message, author, committer, committed, allowEmpty);
@@ -257,6 +279,31 @@ async function commitWith(
   const commit = await tree.commit(touched, message, author, committer, allowEmpty);
   committed(commit);
   return commit ? { commit } : {};
+}
+
+/**
+ * A first snapshot's commit names the pushed commits whose change it wrote the live value over,
+ * one `Overrides-Pushed-Change:` trailer each, so `git log` says what to revert to bring them back.
+ */
+function withOverrideTrailers(message: string, overridden: readonly Overridden[]): string {
+  const commits = [...new Set(overridden.flatMap((o) => o.commits))];
+  if (commits.length === 0) return message;
+  const trailers = commits.map((c) => `Overrides-Pushed-Change: ${c}`).join("\n");
+  return `${message.trimEnd()}\n\n${trailers}\n`;
+}
+
+/** What was pushed beside the operator since the commit a first snapshot's applier last applied. */
+async function pushedSince(
+  tree: WorkTree,
+  inventory: FolderInventory,
+  write: DecidedWrite,
+  options: MaterializeOptions,
+): Promise<PushedSince | undefined> {
+  const base = write.threeWay?.base;
+  if (!base || !tree.pushedSince || !tree.readAt) return undefined;
+  const pushes = await tree.pushedSince(base, write.target.path, options.committer.email);
+  if (!pushes || pushes.length === 0) return undefined;
+  return PushedSince.read(pushes, (commit, path) => tree.readAt!(commit, path), inventory);
 }
 
 /** The snapshot's objects measured against the folder: as kustomize renders it, else as written. */

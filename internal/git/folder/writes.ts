@@ -113,16 +113,23 @@ export interface DecidedWrite {
    * else, so it never sweeps again and never reverts what the newer tip changed.
    */
   decided?: Change[];
+  /**
+   * A GitTarget's first snapshot with an applier: the commit the applier last applied, against
+   * which what was pushed since is told apart from what was edited live (threeway.ts).
+   */
+  threeWay?: { base: string };
 }
 
 /** A snapshot's write: every object it observed, upserted, and a sweep of what it did not. */
 export function resyncWrite(
   target: TargetSettings,
   item: Extract<StreamItem, { type: "snapshot" }>,
+  threeWay?: { base: string },
 ): DecidedWrite {
   return {
     target,
     reason: "reconcile",
+    ...(threeWay ? { threeWay } : {}),
     changes: item.objects.map((o) => ({ op: "upsert", ...o })),
     sweep: {
       collection: item.collection,

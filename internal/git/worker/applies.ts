@@ -13,6 +13,7 @@ import {
   type Recovery,
 } from "../../applier/due.ts";
 import { StaleSnapshots, type CollectedWhile } from "../../applier/stale.ts";
+import type { Overridden } from "../folder/threeway.ts";
 import { applierManagersOf, judgeWrite, type FieldsEntry, type WriteVerdict } from "../../applier/window.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
@@ -38,10 +39,21 @@ export interface ApplyHooks {
   repairPendingAtStart?(claim: ClaimRef): boolean;
   /** A Repair became pending for a claim, or was answered: its status.repairPending. */
   repairPending?(claim: ClaimRef, pending: boolean): void;
+  /** A first snapshot's commit wrote live values over what commits pushed meanwhile changed. */
+  pushedChangeOverridden?(claim: ClaimRef, report: OverrideReport): void;
   /** A snapshot for a target's folder discarded while Git is ahead, or used when its hold ran out. */
   staleSnapshot?(target: string, outcome: "discarded" | "used"): void;
   /** How the apply window judged a live write to an applier's folder, for its metrics, log and Events. */
   judged?(claim: ClaimRef, verdict: WriteVerdict, write: JudgedWrite): void;
+}
+
+/** What a first snapshot's commit overrode: the objects, each with the pushed commits whose change it wrote over. */
+export interface OverrideReport {
+  /** The GitTarget (namespace/name). */
+  target: string;
+  /** The snapshot's commit: reverting it brings the pushed changes back. */
+  commit: string;
+  objects: { object: string; commits: string[] }[];
 }
 
 /** A live write as the watch saw it: its managedFields, and its writer where the watch's order proved it. */
@@ -303,6 +315,29 @@ export class WorkerApplies {
     if (verdict !== "use")
       this.hooks.staleSnapshot?.(targetKey, verdict === "discard" ? "discarded" : "used");
     return verdict;
+  }
+
+  /**
+   * The base of the three-way rule for a target's first snapshot with an applier: the commit its
+   * claim's applier last applied; undefined with no claim, or none applied yet.
+   */
+  baseOf(targetKey: string): string | undefined {
+    const claim = this.claimOf(targetKey);
+    return claim && this.due.lastApplied(claim);
+  }
+
+  /**
+   * A first snapshot's commit wrote live values over pushed changes (an API edit and a Git commit
+   * touched the same objects while the operator was down): the API won, and the user is told.
+   */
+  overridden(targetKey: string, overridden: readonly Overridden[], commit: string): void {
+    const claim = this.claimOf(targetKey);
+    if (!claim) return;
+    this.hooks.pushedChangeOverridden?.(claim, {
+      target: targetKey,
+      commit,
+      objects: overridden.map((o) => ({ object: identityKeyOf(o.identity), commits: o.commits })),
+    });
   }
 
   /** The GitTargets whose watches to re-anchor now, for a fresh snapshot after the apply. */

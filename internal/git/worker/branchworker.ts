@@ -157,6 +157,8 @@ export class BranchWorker {
           if (write.reason === "live" && write.target.claim)
             applies?.refused(write.target.key, identity, reason);
         },
+        onOverridden: (write, overridden, commit) =>
+          applies?.overridden(write.target.key, overridden, commit),
       },
       folders: this.folders,
       logger: options.logger,
@@ -358,11 +360,11 @@ export class BranchWorker {
     // A snapshot collected while Git was ahead would revert the unapplied commit: discarded,
     // and a fresh one asked for once the apply is done. Its collection stays replaying, so the
     // render gate holds its live writes until the fresh one lands.
-    if (
-      applies &&
-      item.type === "snapshot" &&
-      applies.snapshot(target.key, item.collection.key, item.collected, Date.now()) === "discard"
-    ) {
+    const verdict =
+      applies && item.type === "snapshot"
+        ? applies.snapshot(target.key, item.collection.key, item.collected, Date.now())
+        : undefined;
+    if (verdict === "discard") {
       this.options.logger.info(
         "snapshot discarded: Git is ahead of the cluster; a fresh one follows the apply",
         {
@@ -384,7 +386,10 @@ export class BranchWorker {
       // A resync closes the open window first, so the snapshot lands after what came before it.
       this.decide(this.window.close("resync"));
       this.options.logger.debug("resync accepted", { target: target.key, bytes });
-      this.retain(resyncWrite(target, item), bytes);
+      // A first snapshot with an applier keeps what was pushed since the commit last applied,
+      // where nobody edited it live (the three-way rule, folder/threeway.ts).
+      const base = verdict === "initial" ? applies?.baseOf(target.key) : undefined;
+      this.retain(resyncWrite(target, item, base ? { base } : undefined), bytes);
       return;
     }
     const change = liveChange(item);

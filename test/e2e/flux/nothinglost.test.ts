@@ -105,9 +105,39 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     );
   });
   after(async () => {
+    await current?.stop();
     await flux?.stop();
     await env?.stop();
   });
+
+  /** The operator of the tests from here on: the environment's, until a restart replaces it. */
+  let current: { stop(): Promise<void> } | undefined;
+  /** Stops the operator, does `whileDown`, and starts a new one on the same cluster and repository. */
+  const restartAfter = async (whileDown: () => Promise<void>) => {
+    await (current ?? env.operator).stop();
+    await whileDown();
+    const workerRoot = makeOwnedTempDir("restarted");
+    const started = startOperator(env.kc, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    current = { stop: () => started.stop().finally(() => removeOwnedTempDir(workerRoot)) };
+    return started;
+  };
+  /** The claim's last apply succeeded and the cluster runs what Git holds: a base to restart from. */
+  const inStep = () =>
+    eventually(
+      async () => {
+        const [operation, cm, content] = await Promise.all([operationOf(), live(), inGit()]);
+        return operation?.phase === "Succeeded" && content.includes(`mode: ${cm.data?.mode}\n`);
+      },
+      { timeoutMs: 60_000, description: "the claim applied, and the cluster at what Git holds" },
+    );
+  const eventsNaming = async (reason: string, text: string) =>
+    (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
+      (e) => e.reason === reason && e.regarding?.kind === "GitTarget" && e.note?.includes(text),
+    );
 
   it("a burst of live edits to one key while an apply of another key runs ends with the last edit in Git and in the cluster", async () => {
     // Rounds go on until five had kustomize-controller's write in the same second as the last
@@ -288,10 +318,68 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     assert.ok((await staleCount("discarded")) > discardedBefore, "counted in stale_snapshots_total");
   });
 
-  // Last: it replaces the environment's operator with one that reaches the API server through a
-  // proxy that loses the first resume's answer after it landed.
+  it("a commit pushed while the operator is down is applied at start when nobody edited the object live", async () => {
+    await inStep();
+    let pushed = "";
+    await restartAfter(async () => {
+      pushed = await env.git.pushForeignCommit("state", {
+        files: { [file]: (await inGit()).replace(/mode: .*/, "mode: pushed-while-down") },
+        message: "Pushed while the operator is down",
+      });
+    });
+    // The initial snapshot leaves the pushed document as it is; the converge at start applies it.
+    await eventually(async () => (await live()).data?.mode === "pushed-while-down", {
+      timeoutMs: 90_000,
+      description: "the pushed value on the cluster",
+    });
+    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
+    for (const commit of history.trim().split("\n"))
+      assert.match(
+        (await env.git.fileAt("state", commit, file)) ?? "",
+        /mode: pushed-while-down/,
+        `at ${commit}`,
+      );
+    assert.deepEqual(await eventsNaming("PushedChangeOverridden", pushed.slice(0, 12)), []);
+  });
+
+  it("a commit pushed while the operator is down loses to a live edit of the same object, and a PushedChangeOverridden Event names the commit", async () => {
+    await inStep();
+    let pushed = "";
+    await restartAfter(async () => {
+      pushed = await env.git.pushForeignCommit("state", {
+        files: { [file]: (await inGit()).replace(/mode: .*/, "mode: pushed-and-edited") },
+        message: "Pushed while the operator is down, and edited live too",
+      });
+      await edit("edited-while-down");
+    });
+    await eventually(async () => (await inGit()).includes("mode: edited-while-down\n"), {
+      timeoutMs: 90_000,
+      description: "the live edit in Git: the API wins",
+    });
+    const [warning] = await eventually(
+      async () => {
+        const found = await eventsNaming("PushedChangeOverridden", pushed.slice(0, 12));
+        return found.length > 0 && found;
+      },
+      { timeoutMs: 60_000, description: "a PushedChangeOverridden Event naming the pushed commit" },
+    );
+    assert.equal(warning!.type, "Warning");
+    assert.match(warning!.note ?? "", /ConfigMap\/shop\/settings/);
+    assert.match(warning!.note ?? "", /git revert [0-9a-f]{12}/);
+    const messages = await env.git.gitIn("state", ["log", "--format=%B", `${pushed}..main`]);
+    assert.match(
+      messages,
+      new RegExp(`Overrides-Pushed-Change: ${pushed}`),
+      "a trailer in the snapshot's commit",
+    );
+    assert.equal((await live()).data?.mode, "edited-while-down", "the cluster keeps the edit");
+  });
+
+  // It replaces the operator with one that reaches the API server through a proxy that loses
+  // the first resume's answer after it landed.
   it("a resume whose answer is lost is followed and suspended again", async () => {
-    await env.operator.stop();
+    await (current ?? env.operator).stop();
+    current = undefined;
     const proxy = await startApiProxy(
       env.kc,
       (r) =>
@@ -318,7 +406,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         },
         { timeoutMs: 60_000, description: "the new process's initial snapshots published" },
       );
-      const pushed = await env.git.pushForeignCommit("state", {
+      await env.git.pushForeignCommit("state", {
         files: { [file]: settingsFile("after-a-lost-answer") },
         message: "Applied through a lost answer",
       });
@@ -346,18 +434,14 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         "the lost resume's operation was followed, not given up",
       );
       assert.equal(operation.phase, "Succeeded", `followed as if it landed: ${operation.message ?? ""}`);
-      // The pushed commit, or the operator's own on top of it (its initial snapshots at start).
-      assert.match(
-        (await env.git.fileAt("state", operation.commit!, file)) ?? "",
-        /mode: after-a-lost-answer/,
-      );
-      assert.ok(
-        (await env.git.gitIn("state", ["rev-list", operation.commit!])).includes(pushed),
-        "the applied commit holds the pushed one",
-      );
       const k = await kustomizations.get(namespace, "apps");
       assert.equal(k?.spec?.suspend, true, "suspended again");
-      assert.equal((await live()).data?.mode, "after-a-lost-answer");
+      // The lost resume may be the converge at start or the pushed commit's apply: either way
+      // the pushed value reaches the cluster.
+      await eventually(async () => (await live()).data?.mode === "after-a-lost-answer", {
+        timeoutMs: 60_000,
+        description: "the pushed value on the cluster",
+      });
     } finally {
       await operator.stop();
       await proxy.close();

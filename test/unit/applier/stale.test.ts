@@ -9,9 +9,9 @@ describe("a resync never decides from a snapshot collected while Git was ahead, 
     const stale = new StaleSnapshots();
     assert.equal(
       stale.judge("shop/apps", "cm", { epoch: 1, ahead: true }, { at: 0, epoch: 2, ahead: true }),
-      "use",
+      "initial",
     );
-    assert.equal(stale.judge("shop/apps", "secrets", undefined, { at: 0, epoch: 2, ahead: true }), "use");
+    assert.equal(stale.judge("shop/apps", "secrets", undefined, { at: 0, epoch: 2, ahead: true }), "initial");
   });
 
   it("a snapshot collected while Git was ahead, across an epoch change, or arriving while Git is ahead is discarded", () => {

@@ -1,0 +1,46 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { pushedDocuments, threeWay } from "../../../internal/git/folder/threeway.ts";
+
+describe("the restart three-way rule: the ground rule wins", () => {
+  const changed = pushedDocuments(
+    new Map([
+      ["/ConfigMap/shop/settings", "d-before"],
+      ["/ConfigMap/shop/gone", "d-gone"],
+      ["/ConfigMap/shop/same", "d-same"],
+    ]),
+    new Map([
+      ["/ConfigMap/shop/settings", "d-pushed"],
+      ["/ConfigMap/shop/added", "d-added"],
+      ["/ConfigMap/shop/same", "d-same"],
+    ]),
+    ["c2"],
+  );
+
+  it("a document a push left alone is no pushed change", () => {
+    assert.equal(changed.has("/ConfigMap/shop/same"), false);
+  });
+
+  it("a live object nobody edited keeps the pushed document, which the converge applies", () => {
+    assert.equal(threeWay(changed.get("/ConfigMap/shop/settings"), "d-before"), "keep_tip");
+    assert.equal(threeWay(changed.get("/ConfigMap/shop/gone"), "d-gone"), "keep_tip", "a pushed delete");
+  });
+
+  it("an API edit and a Git commit of the same object: the API wins", () => {
+    assert.equal(threeWay(changed.get("/ConfigMap/shop/settings"), "d-live"), "api_wins");
+    assert.equal(
+      threeWay(changed.get("/ConfigMap/shop/added"), "d-live"),
+      "api_wins",
+      "created on both sides",
+    );
+  });
+
+  it("a live object that already is what the push holds changes nothing", () => {
+    assert.equal(threeWay(changed.get("/ConfigMap/shop/settings"), "d-pushed"), "as_ever");
+    assert.equal(threeWay(undefined, "d-live"), "as_ever");
+  });
+
+  it("names the pushed commits", () => {
+    assert.deepEqual(changed.get("/ConfigMap/shop/added"), { tip: "d-added", commits: ["c2"] });
+  });
+});
