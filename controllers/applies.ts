@@ -27,6 +27,7 @@ import { EventRecorder } from "../internal/operator/events.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { applierManagersOf, tieNote, tieOf } from "../internal/applier/window.ts";
+import { overrideNote } from "../internal/git/index.ts";
 import {
   applyDuration,
   applyEchoes,
@@ -57,21 +58,6 @@ export const tieReason = "AmbiguousWriteMirrored";
 
 /** The Warning a first snapshot gives where it wrote live values over pushed changes (docs/flux.md). */
 export const overrideReason = "PushedChangeOverridden";
-
-/** What that Warning says: the objects, the commits overridden, and how to bring them back. */
-export function overrideNote(
-  objects: readonly { object: string; commits: string[] }[],
-  commit: string,
-): string {
-  const pushed = [...new Set(objects.flatMap((o) => o.commits))].map((c) => c.slice(0, 12));
-  const named = objects.map((o) => o.object);
-  return (
-    `${named.slice(0, 5).join(", ")}${named.length > 5 ? ` and ${named.length - 5} more` : ""} ` +
-    `changed on the cluster and in Git (${pushed.join(", ")}) while the operator was down: the API ` +
-    `wins, so commit ${commit.slice(0, 12)} wrote the live values over the pushed change. To bring ` +
-    `it back, git revert ${commit.slice(0, 12)} and push.`
-  );
-}
 
 const labelsOf = (ref: ClaimRef) => ({
   claim_kind: ref.kind,

@@ -14,6 +14,7 @@ export {
 export type { SaveRoutes } from "./saveroutes.ts";
 export type { BranchState, Outage } from "./worker/report.ts";
 export type { JudgedWrite, OverrideReport } from "./worker/applies.ts";
+export { overrideNote } from "./folder/threeway.ts";
 export type { QueueState } from "./queue/durable.ts";
 export { outageFacts, outageMessage, type OutageFacts } from "./worker/outage.ts";
 export { contentionFacts, contentionMessage, type ContentionFacts } from "./worker/contention.ts";

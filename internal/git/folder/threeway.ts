@@ -8,7 +8,7 @@
 // as it was before the first of them that changed it was not edited, so the snapshot leaves the
 // document as the tip has it, and the converge at start applies the pushed commit. One that
 // differs was edited on both sides: the API wins, and the operator says which commit it overrode.
-import { fileFacts, type FolderInventory } from "../../manifest/index.ts";
+import { describe, fileFacts, type FolderInventory } from "../../manifest/index.ts";
 import { contentDigest } from "../../sanitize/digest.ts";
 import type { ResourceIdentity } from "../../types/identity.ts";
 import { identityKeyOf } from "../../types/identity.ts";
@@ -113,4 +113,19 @@ export class PushedSince {
   commitsOf(identity: ResourceIdentity): string[] {
     return this.documents.get(identityKeyOf(identity))?.commits ?? [];
   }
+}
+
+/**
+ * What the PushedChangeOverridden Warning says: the objects, the pushed commits the snapshot's
+ * `commit` wrote the live values over, and how to bring them back.
+ */
+export function overrideNote(objects: readonly Overridden[], commit: string): string {
+  const pushed = [...new Set(objects.flatMap((o) => o.commits))].map((c) => c.slice(0, 12));
+  const named = objects.map((o) => describe(o.identity));
+  const more = named.length > 5 ? ` and ${named.length - 5} more` : "";
+  return (
+    `${named.slice(0, 5).join(", ")}${more} changed on the cluster and in Git (${pushed.join(", ")}) ` +
+    `while the operator was down: the API wins, so commit ${commit.slice(0, 12)} wrote the live ` +
+    `values over the pushed change. To bring it back, git revert ${commit.slice(0, 12)} and push.`
+  );
 }

@@ -53,7 +53,7 @@ export interface OverrideReport {
   target: string;
   /** The snapshot's commit: reverting it brings the pushed changes back. */
   commit: string;
-  objects: { object: string; commits: string[] }[];
+  objects: readonly Overridden[];
 }
 
 /** A live write as the watch saw it: its managedFields, and its writer where the watch's order proved it. */
@@ -333,11 +333,7 @@ export class WorkerApplies {
   overridden(targetKey: string, overridden: readonly Overridden[], commit: string): void {
     const claim = this.claimOf(targetKey);
     if (!claim) return;
-    this.hooks.pushedChangeOverridden?.(claim, {
-      target: targetKey,
-      commit,
-      objects: overridden.map((o) => ({ object: identityKeyOf(o.identity), commits: o.commits })),
-    });
+    this.hooks.pushedChangeOverridden?.(claim, { target: targetKey, commit, objects: overridden });
   }
 
   /** The GitTargets whose watches to re-anchor now, for a fresh snapshot after the apply. */

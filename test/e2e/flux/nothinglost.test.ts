@@ -8,7 +8,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EventsV1Api, type V1ConfigMap } from "@kubernetes/client-node";
-import { fluxClaims, type ApplyOperation } from "../../../generated/v1alpha3/index.ts";
+import { fluxClaims, type ApplyOperation, type FluxClaim } from "../../../generated/v1alpha3/index.ts";
+import { repairFieldManager } from "../../../controllers/applies.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
 import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
@@ -364,7 +365,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       { timeoutMs: 60_000, description: "a PushedChangeOverridden Event naming the pushed commit" },
     );
     assert.equal(warning!.type, "Warning");
-    assert.match(warning!.note ?? "", /ConfigMap\/shop\/settings/);
+    assert.match(warning!.note ?? "", /ConfigMap shop\/settings/);
     assert.match(warning!.note ?? "", /git revert [0-9a-f]{12}/);
     const messages = await env.git.gitIn("state", ["log", "--format=%B", `${pushed}..main`]);
     assert.match(
@@ -373,6 +374,29 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       "a trailer in the snapshot's commit",
     );
     assert.equal((await live()).data?.mode, "edited-while-down", "the cluster keeps the edit");
+  });
+
+  it("a Repair pending when the last process stopped is asked for again at start (status.repairPending restored)", async () => {
+    await inStep();
+    await restartAfter(async () => {
+      // The last process stopped with a Repair pending: the cluster may still run a reverted value.
+      await fluxClaims(env.kc).applyStatus(
+        { metadata: { namespace, name: "apps" }, status: { repairPending: true } } as FluxClaim,
+        repairFieldManager,
+      );
+    });
+    const repaired = await eventually(
+      async () => {
+        const operation = await operationOf();
+        return operation?.reason === "Repair" && operation.phase === "Succeeded" && operation;
+      },
+      { timeoutMs: 90_000, description: "a Repair applied after the start" },
+    );
+    assert.ok(repaired.commit);
+    await eventually(
+      async () => (await fluxClaims(env.kc).get(namespace, "apps"))?.status?.repairPending === false,
+      { timeoutMs: 30_000, description: "repairPending answered" },
+    );
   });
 
   // It replaces the operator with one that reaches the API server through a proxy that loses

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { pushedDocuments, threeWay } from "../../../internal/git/folder/threeway.ts";
+import { overrideNote, pushedDocuments, threeWay } from "../../../internal/git/folder/threeway.ts";
+import { configMapIdentity } from "../../support/streams.ts";
 
 describe("the restart three-way rule: the ground rule wins", () => {
   const changed = pushedDocuments(
@@ -42,5 +43,19 @@ describe("the restart three-way rule: the ground rule wins", () => {
 
   it("names the pushed commits", () => {
     assert.deepEqual(changed.get("/ConfigMap/shop/added"), { tip: "d-added", commits: ["c2"] });
+  });
+
+  it("the Warning names the objects, the pushed commit, and the revert that brings it back", () => {
+    const note = overrideNote(
+      [
+        {
+          identity: configMapIdentity("settings", "shop"),
+          commits: ["4f1c2a9e0b7d5566778899aabbccddeeff001122"],
+        },
+      ],
+      "9a0e51c3d2f4aabbccddeeff0011223344556677",
+    );
+    assert.match(note, /^ConfigMap shop\/settings changed on the cluster and in Git \(4f1c2a9e0b7d\)/);
+    assert.match(note, /git revert 9a0e51c3d2f4 and push\.$/);
   });
 });
