@@ -92,14 +92,15 @@ try {
   ]);
 
   say("Starting the operator");
-  operator = startOperator(kc, {
+  const operatorSettings = {
     inClusterKubeProviders: [`${namespace}/self`],
     workerRoot,
     pushCooldownMs: 1_000,
     attribution: attribution.settings({ transport: "redis" }),
     redisAddr: redis.address,
     receiverBindAddress: "127.0.0.1:0",
-  });
+  };
+  operator = startOperator(kc, operatorSettings);
   await eventually(
     async () =>
       (await gitTargets(kc).get(namespace, "demo"))?.status?.conditions?.find((c) => c.type === "Ready")
@@ -252,11 +253,17 @@ try {
       "Flux applies the ConfigMaps folder; the GitTarget names a FluxClaim, which holds it suspended and applies when the branch worker asks",
     );
     // The colleague's push reaches the worker as every push does here: the Git host's webhook.
-    const receiver = operator.receiver!.address!;
+    // A restart in the FluxClaim step stops the operator, lets `whileDown` happen, and starts it again.
+    const restart = async (whileDown: () => Promise<void>) => {
+      await operator!.stop();
+      await whileDown();
+      operator = startOperator(kc, operatorSettings);
+    };
     const round = {
       git,
       repository: "cluster-state",
-      notice: () => void deliverGithubPush(receiver, webhookPath, "demo-hook-token", url),
+      notice: () => void deliverGithubPush(operator!.receiver!.address!, webhookPath, "demo-hook-token", url),
+      restart,
     };
     flux = await demoFluxClaim(plane, { kc, core, url }, namespace, target, user, round, (line) =>
       process.stdout.write(`${line}\n`),

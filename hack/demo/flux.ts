@@ -2,7 +2,7 @@
 // demo's ConfigMaps folder from the repository the operator writes, and the GitTarget names a
 // FluxClaim that holds that Kustomization suspended, so it applies only when the branch worker
 // asks: a commit pushed by hand reaches the cluster through the claim, a live edit reaches Git,
-// and neither reverts the other.
+// and neither reverts the other, nor does a commit pushed while the operator is down.
 import { EventsV1Api } from "@kubernetes/client-node";
 import { fluxClaims, gitTargets } from "../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../internal/applier/flux/view.ts";
@@ -79,11 +79,13 @@ export async function demoFluxClaim(
   return flux;
 }
 
-/** What the round trip needs: the Git server, the repository, and the push notice the receiver gives. */
+/** What the round trip needs: the Git server, the repository, the push notice the receiver gives, and a restart. */
 export interface RoundTrip {
   git: GitServer;
   repository: string;
   notice: () => void;
+  /** Stops the operator, runs `whileDown`, and starts it again. */
+  restart: (whileDown: () => Promise<void>) => Promise<void>;
 }
 
 /** A commit pushed by hand is applied through the claim; a live edit then reaches Git and stays. */
@@ -143,5 +145,24 @@ async function roundTrip(
   );
   print(
     `    a live edit (color: green) is in Git at ${(await round.git.branchHead(round.repository, "main"))?.slice(0, 7)}, and the cluster keeps it: color ${(await read())?.data?.color}`,
+  );
+  // The restart three-way rule: a commit pushed while the operator is down stays where nobody
+  // edited the object live, and the converge at start applies it (docs/flux.md).
+  let whileDown = "";
+  await round.restart(async () => {
+    whileDown = await round.git.pushForeignCommit(round.repository, {
+      files: {
+        [path]: `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pushed-by-hand\n  namespace: ${namespace}\ndata:\n  color: purple\n`,
+      },
+      message: "A colleague changes the color while the operator is down",
+      author: { name: "Colleague", email: "colleague@example.com" },
+    });
+  });
+  await eventually(async () => (await read())?.data?.color === "purple", {
+    timeoutMs: 90_000,
+    description: "the commit pushed while the operator was down, applied at start",
+  });
+  print(
+    `    the operator stopped; ${whileDown.slice(0, 7)} (color: purple) was pushed meanwhile; nobody edited the ConfigMap live, so at start its first snapshot kept the push and the converge applied it: color ${(await read())?.data?.color}, and Git still says ${(await round.git.fileAt(round.repository, "main", path))?.match(/color: (\w+)/)?.[1]}`,
   );
 }
