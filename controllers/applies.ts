@@ -77,6 +77,8 @@ export function setupApplies(
   manager: Manager,
   sourceContexts: SourceContexts,
   following: Following,
+  /** How long an apply may run before it is Unresolved: 5 minutes unless a test shortens it. */
+  budgetMs?: number,
 ): ProcessApplies {
   const kc = manager.kubeConfig;
   const events = new EventRecorder(kc, hostname(), manager.logger);
@@ -159,6 +161,7 @@ export function setupApplies(
     fieldManager,
     operationManager: operationFieldManager,
     following,
+    ...(budgetMs !== undefined ? { budgetMs } : {}),
   };
   const flux = new FluxDispatcher({ ...shared, claims: kinds.FluxClaim.client, ...callbacks("FluxClaim") });
   const argo = new ArgoCDDispatcher({

@@ -82,6 +82,8 @@ export interface OperatorSettings {
   commitRequestRetention?: number;
   /** The margin past attachTimeout + maxDuration before an unheld CommitRequest is withdrawn; 120 s. */
   commitRequestWithdrawMarginMs?: number;
+  /** How long an apply may run before it is Unresolved (suspended, and followed on); 5 minutes. */
+  applyBudgetMs?: number;
   /** --receiver-bind-address: where the push receiver listens; empty or "0" serves none. */
   receiverBindAddress?: string;
   /** The process's leader Lease identity, which GitBranch status.heldBy names. */
@@ -138,7 +140,7 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   /** The apply operations this process follows: the dispatcher's, read by the FluxClaim reconciler. */
   const following = new Following();
   const workers = new WorkerManager({
-    applies: setupApplies(manager, sourceContexts, following),
+    applies: setupApplies(manager, sourceContexts, following, settings.applyBudgetMs),
     onWindowClosed: (branchKey, reason) => {
       const { namespace, name } = targetRef(branchKey);
       commitWindows.inc({ gitbranch_namespace: namespace, gitbranch_name: name, close_reason: reason });
