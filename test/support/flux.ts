@@ -123,6 +123,19 @@ export type FluxObject = KubernetesObject & {
  * until their readiness endpoints answer and the artifact server accepts requests.
  */
 export async function startFlux(plane: ControlPlane, options: FluxOptions = {}): Promise<Flux> {
+  // A controller that exits while it starts has most often lost a port freePort chose to another
+  // process `make test` started meanwhile (the gap between choosing and binding): it is started
+  // again, with fresh ports. Anything else fails at once.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startFluxOnce(plane, options);
+    } catch (err) {
+      if (attempt >= 3 || !/exited/.test(String(err))) throw err;
+    }
+  }
+}
+
+async function startFluxOnce(plane: ControlPlane, options: FluxOptions): Promise<Flux> {
   const kubeConfig = plane.kubeConfig();
   const crds = await installCrdFiles(kubeConfig, [
     ...(await fluxCrdFiles("source-controller")),
