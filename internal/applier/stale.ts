@@ -70,12 +70,15 @@ export class StaleSnapshots {
   /**
    * The GitTargets to ask a fresh snapshot of now: those with a discarded snapshot, once Git is
    * no longer ahead, and those held past the limit whatever Git is (that snapshot is used).
-   * Each is asked once per discard.
+   * Each is asked once per discard. `ahead` is asked only when some GitTarget waits: the worker
+   * calls this every turn, and knowing whether Git is ahead costs a walk of the branch's appliers.
    */
-  reanchor(now: number, ahead: boolean): string[] {
+  reanchor(now: number, ahead: () => boolean): string[] {
     const asked: string[] = [];
+    let isAhead: boolean | undefined;
     for (const [target, held] of this.held) {
-      if (held.asked || (ahead && now - held.since < staleHoldMs)) continue;
+      if (held.asked) continue;
+      if (now - held.since < staleHoldMs && (isAhead ??= ahead())) continue;
       held.asked = true;
       asked.push(target);
     }

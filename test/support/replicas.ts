@@ -5,7 +5,7 @@
 // enough to be open when a process dies. Shared by the durable-queue and standby tests.
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { writeLogKey } from "../../internal/redis/writelog.ts";
 import {
@@ -418,12 +418,17 @@ export class ReplicaEnvironment {
   async stop(): Promise<void> {
     for (const replica of this.replicas) await replica.process.stop();
     this.stopQueue.abort();
+    // KEEP_REPLICA_LOGS=<dir> keeps every replica's log and the repository there, to read after a
+    // failure: each environment in a folder of its own, so files run at once do not mix.
+    const keep = process.env.KEEP_REPLICA_LOGS;
+    if (keep) {
+      const into = join(keep, basename(this.dir));
+      cpSync(this.dir, into, { recursive: true, filter: (src) => !src.includes("workers") });
+      cpSync(this.git.repositoryPath("state"), join(into, "state.git"), { recursive: true });
+    }
     await this.git.close();
     await this.plane.stop();
     await this.redis.stop();
-    // KEEP_REPLICA_LOGS=<dir> keeps every replica's log there, to read after a failure.
-    const keep = process.env.KEEP_REPLICA_LOGS;
-    if (keep) cpSync(this.dir, keep, { recursive: true, filter: (src) => !src.includes("workers") });
     removeOwnedTempDir(this.dir);
   }
 }

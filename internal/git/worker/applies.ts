@@ -338,7 +338,7 @@ export class WorkerApplies {
 
   /** The GitTargets whose watches to re-anchor now, for a fresh snapshot after the apply. */
   reanchor(now: number): string[] {
-    return this.stale.reanchor(now, this.ahead());
+    return this.stale.reanchor(now, () => this.ahead());
   }
 
   /** Whether Git is ahead of the cluster for any applier on the branch. */

@@ -214,8 +214,7 @@ export class BranchWorker {
    * until none does, "its initial snapshots are published" is not true, and no applier is asked.
    */
   holdsResync(targetKey: string): boolean {
-    for (const { target, item } of this.events.intakes())
-      if (item.type === "snapshot" && target.key === targetKey) return true;
+    if (this.events.holdsSnapshot(targetKey)) return true;
     return this.pending.writes().some((w) => w.reason === "reconcile" && w.target.key === targetKey);
   }
 

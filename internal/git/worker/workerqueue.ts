@@ -9,6 +9,8 @@ export class WorkerQueue<E extends object> {
   private readonly events: (E | Intake)[] = [];
   /** What the queued items weigh, each with its charge: kept as they come and go, for the budget. */
   private weight = 0;
+  /** How many snapshots it holds for each GitTarget (its key): asked on every live write of a claimed target. */
+  private readonly snapshots = new Map<string, number>();
   private wake: () => void = () => undefined;
 
   get length(): number {
@@ -27,7 +29,10 @@ export class WorkerQueue<E extends object> {
 
   /** Queues items at the back, or (released by a gate) at the front, counting their weight. */
   items(items: Intake[], end: "front" | "back"): void {
-    for (const item of items) this.weight += (item.bytes ?? 0) + itemChargeBytes;
+    for (const item of items) {
+      this.weight += (item.bytes ?? 0) + itemChargeBytes;
+      if (item.item.type === "snapshot") this.countSnapshot(item.target.key, 1);
+    }
     if (end === "front") this.events.unshift(...items);
     else this.events.push(...items);
     this.wake();
@@ -45,8 +50,22 @@ export class WorkerQueue<E extends object> {
 
   shift(): E | Intake | undefined {
     const event = this.events.shift();
-    if (event && "item" in event) this.weight -= (event.bytes ?? 0) + itemChargeBytes;
+    if (event && "item" in event) {
+      this.weight -= (event.bytes ?? 0) + itemChargeBytes;
+      if (event.item.type === "snapshot") this.countSnapshot(event.target.key, -1);
+    }
     return event;
+  }
+
+  /** Whether it holds a snapshot for the GitTarget `targetKey`. */
+  holdsSnapshot(targetKey: string): boolean {
+    return this.snapshots.has(targetKey);
+  }
+
+  private countSnapshot(targetKey: string, by: 1 | -1): void {
+    const count = (this.snapshots.get(targetKey) ?? 0) + by;
+    if (count > 0) this.snapshots.set(targetKey, count);
+    else this.snapshots.delete(targetKey);
   }
 
   /** Sleeps until the earliest deadline (a minute without one), an event, or `signal`. */

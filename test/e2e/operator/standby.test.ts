@@ -56,6 +56,7 @@ describe("two replicas, one branch: the other takes it over and hears every push
     const delivery = genericPush("hook-token", url, "main");
     // The standby serves the path too (its paths are registered on every replica), answers 202,
     // and relays the notice through Redis to the replica whose worker holds the branch.
+    const looked = r.git.requests.length;
     let status = 0;
     await eventually(
       async () => {
@@ -69,6 +70,15 @@ describe("two replicas, one branch: the other takes it over and hears every push
       {
         timeoutMs: 30_000,
         description: () => `lastPushNoticeAt, set by the leader; last lines:\n${r.logTails()}`,
+      },
+    );
+    // The notice's look at the remote (a ref advertisement) runs a settle after its receipt and
+    // closes the window open then: waited for here, so it cuts no window of the next test.
+    await eventually(
+      () => r.git.requests.slice(looked).some((q) => q.service === "upload-pack" && q.advertisement),
+      {
+        timeoutMs: 30_000,
+        description: () => `the leader's look at the remote; last lines:\n${r.logTails()}`,
       },
     );
   });

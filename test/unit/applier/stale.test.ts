@@ -39,9 +39,34 @@ describe("a resync never decides from a snapshot collected while Git was ahead, 
     const stale = new StaleSnapshots();
     stale.judge("shop/apps", "cm", undefined, { at: 0, ...quiet });
     stale.judge("shop/apps", "cm", { epoch: 3, ahead: true }, { at: 1_000, epoch: 3, ahead: true });
-    assert.deepEqual(stale.reanchor(2_000, true), [], "Git still ahead");
-    assert.deepEqual(stale.reanchor(3_000, false), ["shop/apps"]);
-    assert.deepEqual(stale.reanchor(4_000, false), [], "asked once");
+    assert.deepEqual(
+      stale.reanchor(2_000, () => true),
+      [],
+      "Git still ahead",
+    );
+    assert.deepEqual(
+      stale.reanchor(3_000, () => false),
+      ["shop/apps"],
+    );
+    assert.deepEqual(
+      stale.reanchor(4_000, () => false),
+      [],
+      "asked once",
+    );
+  });
+
+  it("whether Git is ahead is asked only while some GitTarget waits: the worker asks every turn", () => {
+    const stale = new StaleSnapshots();
+    let asked = 0;
+    const ahead = () => (asked++, true);
+    assert.deepEqual(stale.reanchor(1_000, ahead), []);
+    assert.equal(asked, 0, "nothing held: not asked");
+    stale.judge("shop/apps", "cm", undefined, { at: 0, ...quiet });
+    stale.judge("shop/apps", "cm", { epoch: 3, ahead: true }, { at: 1_000, epoch: 3, ahead: true });
+    stale.judge("shop/web", "cm", undefined, { at: 0, ...quiet });
+    stale.judge("shop/web", "cm", { epoch: 3, ahead: true }, { at: 1_000, epoch: 3, ahead: true });
+    assert.deepEqual(stale.reanchor(2_000, ahead), []);
+    assert.equal(asked, 1, "two held: asked once a turn");
   });
 
   it("after 5 minutes of discards the next snapshot is asked for and used", () => {
@@ -55,7 +80,11 @@ describe("a resync never decides from a snapshot collected while Git was ahead, 
       "discard",
       "held from the first",
     );
-    assert.deepEqual(stale.reanchor(1_000 + staleHoldMs, true), ["shop/apps"], "asked at the limit");
+    assert.deepEqual(
+      stale.reanchor(1_000 + staleHoldMs, () => true),
+      ["shop/apps"],
+      "asked at the limit",
+    );
     assert.equal(stale.judge("shop/apps", "cm", ahead, { at: 2_000 + staleHoldMs, ...ahead }), "use_stale");
     assert.equal(stale.dueAt(), undefined);
   });

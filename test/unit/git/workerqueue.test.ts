@@ -1,0 +1,38 @@
+// The branch worker's FIFO counts the snapshots it holds per GitTarget: "the worker has published
+// every resync it holds for that GitTarget" (applier-claims.md) is asked on every live write of a
+// claimed target, so it must not walk the queue.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Intake } from "../../../internal/git/folder/targetfolders.ts";
+import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
+import { WorkerQueue } from "../../../internal/git/worker/workerqueue.ts";
+import type { Collection } from "../../../internal/stream/collection.ts";
+
+const collection = { group: "", version: "v1", resource: "configmaps" } as Collection;
+const target = (key: string) => ({ key }) as TargetSettings;
+const snapshot = (key: string): Intake => ({
+  target: target(key),
+  item: { type: "snapshot", collection, objects: [] },
+});
+const marker = (key: string): Intake => ({ target: target(key), item: { type: "replaying", collection } });
+
+describe("a worker's queue knows which GitTargets it holds a resync for", () => {
+  it("a snapshot is held from its intake until the loop takes it, at either end, per GitTarget", () => {
+    const queue = new WorkerQueue<{ recheck: string }>();
+    queue.items([marker("shop/apps"), snapshot("shop/apps")], "back");
+    queue.items([snapshot("shop/web")], "front");
+    queue.items([snapshot("shop/apps")], "back");
+    assert.equal(queue.holdsSnapshot("shop/apps"), true);
+    assert.equal(queue.holdsSnapshot("shop/web"), true);
+    assert.equal(queue.holdsSnapshot("shop/db"), false);
+
+    queue.shift(); // shop/web's snapshot
+    assert.equal(queue.holdsSnapshot("shop/web"), false);
+    queue.shift(); // the marker
+    queue.shift(); // shop/apps's first snapshot
+    assert.equal(queue.holdsSnapshot("shop/apps"), true, "its second is still queued");
+    queue.shift();
+    assert.equal(queue.holdsSnapshot("shop/apps"), false);
+    assert.equal(queue.length, 0);
+  });
+});
