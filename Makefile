@@ -7,7 +7,11 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 # ports and folders: most of an end-to-end file's time is a wait on a control plane, so waits
 # overlap. TEST_CONCURRENCY files at once: chosen by measurement on 2 cores (README).
 TEST_CONCURRENCY ?= 4
-NODE_TEST := node --import tsx --test --test-reporter=spec --test-timeout=300000 --test-concurrency=$(TEST_CONCURRENCY)
+# The spec reporter, then a summary of each file's time and of every test past a quarter of its
+# timeout (test/support/timesreporter.ts).
+NODE_TEST := node --import tsx --test --test-timeout=300000 --test-concurrency=$(TEST_CONCURRENCY) \
+	--test-reporter=spec --test-reporter-destination=stdout \
+	--test-reporter=./test/support/timesreporter.ts --test-reporter-destination=stdout
 UNIT_TESTS := 'test/unit/**/*.test.ts'
 E2E_TESTS := 'test/e2e/**/*.test.ts'
 # make test FILES='test/e2e/flux/*.test.ts' runs only those files (a glob, quoted, or paths).
@@ -164,6 +168,10 @@ olm-validate: prerequisites ## Build the bundle validator (hack/olm/validate: th
 .PHONY: test
 test: node_modules testenv kustomize sops flux argocd helm olm-validate ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
 	$(NODE_TEST) $(if $(FILES),$(FILES),$(UNIT_TESTS) $(E2E_TESTS))
+
+.PHONY: soak
+soak: node_modules testenv flux ## Run the apply-echo scenario for fifty rounds (SOAK_ROUNDS), not the few make test runs.
+	SOAK_ROUNDS=$${SOAK_ROUNDS:-50} $(NODE_TEST) test/e2e/flux/echoes.test.ts
 
 .PHONY: test-unit
 test-unit: node_modules ## Run the unit tests.

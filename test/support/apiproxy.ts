@@ -1,7 +1,9 @@
 // A fault in front of the test control plane: a plain-HTTP proxy that forwards every request as
-// the KubeConfig it was given, and can lose a write's answer. The request it picks is sent on
-// and lands on the API server; then the proxy drops the client's connection instead of
-// answering, as a timeout or a reset connection does, so the client cannot know it landed.
+// the KubeConfig it was given, and can lose a write's answer or hold a request back. A request
+// whose answer it loses is sent on and lands on the API server; then the proxy drops the
+// client's connection instead of answering, as a timeout or a reset connection does, so the
+// client cannot know it landed. A request it holds is sent on only once the test releases it,
+// as a slow or partitioned API server would answer it.
 import { createServer, type IncomingMessage } from "node:http";
 import { request as httpsRequest, type RequestOptions } from "node:https";
 import type { AddressInfo } from "node:net";
@@ -21,10 +23,14 @@ export interface ApiProxy {
   close(): Promise<void>;
 }
 
-/** Starts the proxy; `loseAnswer` picks the requests whose answers are lost (after they land). */
+/**
+ * Starts the proxy; `loseAnswer` picks the requests whose answers are lost (after they land), and
+ * `hold` the ones sent on only once the promise it returns settles.
+ */
 export async function startApiProxy(
   upstream: KubeConfig,
   loseAnswer: (request: ProxiedRequest) => boolean,
+  hold: (request: ProxiedRequest) => Promise<unknown> | undefined = () => undefined,
 ): Promise<ApiProxy> {
   const target = new URL(upstream.getCurrentCluster()!.server);
   const lost: ProxiedRequest[] = [];
@@ -32,6 +38,8 @@ export async function startApiProxy(
     void (async () => {
       const body = await readBody(req);
       const request = { method: req.method ?? "GET", path: req.url ?? "/", body: body.toString("utf8") };
+      await hold(request)?.catch(() => undefined);
+      if (req.socket.destroyed) return;
       const lose = loseAnswer(request);
       const options: RequestOptions = {
         hostname: target.hostname,

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
@@ -44,8 +44,11 @@ export interface GitRequestRecord {
 
 export interface ForeignCommit {
   branch?: string;
-  /** Path to new content; null deletes the file. */
-  files: Record<string, string | null>;
+  /**
+   * Path to new content; null deletes the file. A function makes the content from what the
+   * branch holds: when the operator pushed in between, the change is made again on its tip.
+   */
+  files: Record<string, string | null | ((current: string | undefined) => string)>;
   message?: string;
   author?: { name: string; email: string };
   /** Who pushes; the first user with write access by default. */
@@ -198,20 +201,29 @@ export class GitServer {
       } else {
         await git(["checkout", "--quiet", "--orphan", branch], { cwd: work });
       }
-      for (const [path, content] of Object.entries(commit.files)) {
-        if (content === null) {
-          await git(["rm", "--quiet", "-r", "--", path], { cwd: work });
-        } else {
+      const change = async () => {
+        for (const [path, content] of Object.entries(commit.files)) {
+          if (content === null) {
+            await git(["rm", "--quiet", "-r", "--", path], { cwd: work });
+            continue;
+          }
+          const text =
+            typeof content === "function"
+              ? content(await readFile(join(work, path), "utf8").catch(() => undefined))
+              : content;
           await mkdir(dirname(join(work, path)), { recursive: true });
-          await writeFile(join(work, path), content);
+          await writeFile(join(work, path), text);
           await git(["add", "--", path], { cwd: work });
         }
-      }
-      await git(["commit", "--quiet", "--allow-empty", "-m", commit.message ?? "A foreign commit"], {
-        cwd: work,
-        env,
-      });
-      // As a person does when the operator pushed in between: fetch, rebase onto it, push again.
+        await git(["commit", "--quiet", "--allow-empty", "-m", commit.message ?? "A foreign commit"], {
+          cwd: work,
+          env,
+        });
+      };
+      await change();
+      const redone = Object.values(commit.files).some((content) => typeof content === "function");
+      // As a person does when the operator pushed in between: fetch, rebase onto it (or make the
+      // change again on it), push again.
       for (let attempt = 1; ; attempt++) {
         try {
           await git(["push", "--quiet", "origin", `HEAD:refs/heads/${branch}`], { cwd: work });
@@ -219,7 +231,12 @@ export class GitServer {
         } catch (err) {
           if (attempt >= 5 || !start) throw err;
           await git(["fetch", "--quiet", "origin", `refs/heads/${branch}`], { cwd: work });
-          await git(["rebase", "--quiet", "FETCH_HEAD"], { cwd: work, env });
+          if (!redone) {
+            await git(["rebase", "--quiet", "FETCH_HEAD"], { cwd: work, env });
+            continue;
+          }
+          await git(["reset", "--quiet", "--hard", "FETCH_HEAD"], { cwd: work });
+          await change();
         }
       }
       return await git(["rev-parse", "HEAD"], { cwd: work });

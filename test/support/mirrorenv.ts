@@ -3,6 +3,7 @@
 // main.ts wires it, allowed to use each namespace's in-cluster KubeProvider "self".
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import type { OperatorSettings } from "../../controllers/setup.ts";
+import { attributionEnv } from "./attributionenv.ts";
 import { ControlPlane } from "./controlplane.ts";
 import { GitServer, type GitServerTls } from "./gitserver.ts";
 import { installCrds } from "./manifests.ts";
@@ -27,20 +28,32 @@ export interface MirrorEnvironment {
   stop(): Promise<void>;
 }
 
-/** `gitTls` serves the repository over HTTPS instead of HTTP. */
+export interface MirrorOptions {
+  /** Serves the repository over HTTPS instead of HTTP. */
+  gitTls?: GitServerTls;
+  /**
+   * Attribution on, as production runs it: the control plane audits to the operator's ingress
+   * (the first namespace's KubeProvider "self" route), so each commit is authored by who wrote.
+   */
+  attributed?: boolean;
+}
+
 export async function startMirrorEnvironment(
   namespaces: string[],
   settings: Partial<OperatorSettings> = {},
-  gitTls?: GitServerTls,
+  { gitTls, attributed = false }: MirrorOptions = {},
 ): Promise<MirrorEnvironment> {
+  const auditDir = attributed ? makeOwnedTempDir("audit") : undefined;
+  const audit = auditDir ? await attributionEnv(auditDir) : undefined;
   // Started together; if one fails, the other is stopped, so nothing keeps the test process alive.
   const [planeStart, gitStart] = await Promise.allSettled([
-    ControlPlane.start(),
+    ControlPlane.start(audit ? { audit: audit.webhook(`${namespaces[0]}.self`) } : {}),
     GitServer.start({ users: [mirrorUser], ...(gitTls ? { tls: gitTls } : {}) }),
   ]);
   if (planeStart.status === "rejected" || gitStart.status === "rejected") {
     if (planeStart.status === "fulfilled") await planeStart.value.stop();
     if (gitStart.status === "fulfilled") await gitStart.value.close();
+    if (auditDir) removeOwnedTempDir(auditDir);
     throw planeStart.status === "rejected" ? planeStart.reason : (gitStart as PromiseRejectedResult).reason;
   }
   const [plane, git] = [planeStart.value, gitStart.value];
@@ -49,6 +62,7 @@ export async function startMirrorEnvironment(
     await git.close();
     await plane.stop();
     removeOwnedTempDir(workerRoot);
+    if (auditDir) removeOwnedTempDir(auditDir);
   };
   try {
     const kc = plane.kubeConfig();
@@ -62,6 +76,7 @@ export async function startMirrorEnvironment(
       inClusterKubeProviders: namespaces.map((ns) => `${ns}/self`),
       workerRoot,
       pushCooldownMs: 0,
+      ...(audit ? { attribution: audit.settings() } : {}),
       ...settings,
     });
     return {

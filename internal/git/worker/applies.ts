@@ -260,9 +260,10 @@ export class WorkerApplies {
     }
     const key = identityKeyOf(identity);
     // A carried edit is in the commit the latest attempt applies: a write since that send is
-    // this attempt's own apply, never a late one over the edit.
+    // this attempt's own apply, never a late one over the edit, whether or not the attempt has
+    // reported by the time its write is judged (attribution holds an event until its author is known).
     const carried = windows.carriedEdits.get(key);
-    const latestSend = windows.open.size > 0 ? Math.max(...windows.open.values()) : undefined;
+    const latestSend = sends.length > 0 ? Math.max(...sends) : undefined;
     const writtenAt = writeTime(write, now);
     const beforeSend = latestSend === undefined || seconds(writtenAt) < seconds(latestSend);
     const editedAt = windows.edited.get(key) ?? (beforeSend ? carried : undefined);

@@ -59,7 +59,7 @@ describe("Argo CD syncs when the branch worker decides", () => {
   };
 
   before(async () => {
-    env = await startMirrorEnvironment([namespace]);
+    env = await startMirrorEnvironment([namespace], {}, { attributed: true });
     await installArgoCDCrd(env.kc);
     apps = new ResourceClient<Application>(env.kc, applicationType);
     argo = startTestArgoCD(env.kc, env.git, [namespace]);

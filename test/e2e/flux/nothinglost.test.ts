@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EventsV1Api, type V1ConfigMap } from "@kubernetes/client-node";
 import { fluxClaims, type ApplyOperation, type FluxClaim } from "../../../generated/v1alpha3/index.ts";
-import { repairFieldManager } from "../../../controllers/applies.ts";
+import { operationFieldManager, repairFieldManager } from "../../../controllers/applies.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
 import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
@@ -95,7 +95,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     });
 
   before(async () => {
-    env = await startMirrorEnvironment([namespace]);
+    env = await startMirrorEnvironment([namespace], {}, { attributed: true });
     flux = await startFlux(env.plane);
     kustomizations = new ResourceClient<Kustomization>(env.kc, kustomizationType);
     await env.git.pushForeignCommit("state", {
@@ -158,6 +158,10 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       },
       { timeoutMs: 60_000, description: "the claim applied, and the cluster at what Git holds" },
     );
+  const fluxEvents = async (reason: string) =>
+    (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
+      (e) => e.reason === reason && e.regarding?.kind === "FluxClaim" && e.regarding.name === "apps",
+    );
   const eventsNaming = async (reason: string, text: string) =>
     (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
       (e) => e.reason === reason && e.regarding?.kind === "GitTarget" && e.note?.includes(text),
@@ -179,9 +183,11 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         last = `r${round}-e${n}`;
         await edit(last);
         if (n === 18) {
-          const current = (await inGit()).match(/mode: (\S+)/)?.[1] ?? "start";
+          // Another key, on whatever mode Git holds when it lands (the operator commits edits meanwhile).
+          const size = (current = "") =>
+            settingsFile(current.match(/mode: (\S+)/)?.[1] ?? "start", `size-${round}`);
           await env.git.pushForeignCommit("state", {
-            files: { [file]: settingsFile(current, `size-${round}`) },
+            files: { [file]: size },
             message: `Another key, round ${round}`,
           });
           env.operator.workers.notice(branchKey);
@@ -432,6 +438,49 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       async () => (await fluxClaims(env.kc).get(namespace, "apps"))?.status?.repairPending === false,
       { timeoutMs: 30_000, description: "repairPending answered" },
     );
+  });
+
+  it("a recorded token that is nowhere on the Kustomization means the process stopped between the record and the resume: the Kustomization is suspended, and the operation ends Failed", async () => {
+    await inStep();
+    const head = (await env.git.branchHead("state", "main"))!;
+    const token = `${new Date().toISOString()}-never-resumed`;
+    await restartAfter(async () => {
+      // The last process recorded an apply and stopped before its resume: the Kustomization is
+      // suspended as the claim holds it, and the token is on it nowhere.
+      await fluxClaims(env.kc).applyStatus(
+        {
+          metadata: { namespace, name: "apps" },
+          status: {
+            operation: {
+              phase: "Requested",
+              reason: "ForeignCommit",
+              commit: head,
+              requestToken: token,
+              requestedAt: new Date().toISOString(),
+            },
+          },
+        } as FluxClaim,
+        operationFieldManager,
+      );
+    });
+    const failed = await eventually(
+      async () =>
+        (await fluxEvents("ApplyFailed")).find(
+          (e) => e.note?.includes(head) && e.note.includes("nothing was applied"),
+        ),
+      { timeoutMs: 60_000, description: "the recovered operation's ApplyFailed Event" },
+    );
+    assert.match(failed.note!, /stopped between recording this apply and resuming the Kustomization/);
+    assert.equal((await kustomizations.get(namespace, "apps"))?.spec?.suspend, true, "suspended");
+    // A failure backs off and asks again: the claim ends applied at the tip, under a new token.
+    const operation = await eventually(
+      async () => {
+        const [now, tip] = await Promise.all([operationOf(), env.git.branchHead("state", "main")]);
+        return now?.phase === "Succeeded" && now.commit === tip && now;
+      },
+      { timeoutMs: 90_000, description: "applied again after the failure" },
+    );
+    assert.notEqual(operation.requestToken, token);
   });
 
   it("an apply that runs past its budget is Unresolved: an ApplyUnresolved Event, suspended at once, and followed to its end", async () => {

@@ -32,11 +32,7 @@ describe("mirroring over HTTPS with a private CA and a client certificate", () =
     env = await startMirrorEnvironment(
       [namespace, withoutCertificate],
       {},
-      {
-        cert: serving.certPem,
-        key: serving.keyPem,
-        clientCa: ca.certPem,
-      },
+      { gitTls: { cert: serving.certPem, key: serving.keyPem, clientCa: ca.certPem } },
     );
   });
   after(async () => {

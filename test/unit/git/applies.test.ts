@@ -105,6 +105,28 @@ describe("the apply window judges the applier's writes to its folder", () => {
     assert.deepEqual(repairs, [true, false], "answered once the Repair succeeded");
   });
 
+  it("an echo judged after its attempt reported (its author awaited) is that apply's own write, not withheld over a carried edit", () => {
+    const { worker, judged, repairs, sendAt, sent } = applies();
+    sendAt(10_000);
+    assert.equal(worker.admits("shop/apps", settings, person(12_000), 12_000), true, "the edit is mirrored");
+    worker.reported({ attempt: sent[0]!, outcome: { kind: "succeeded", commit: "c1" } }, 13_000);
+    // Somebody pushes c2 on top of the published edit: the flush carries the edit into the next attempt.
+    worker.fetched("c2");
+    assert.deepEqual(worker.next(14_000, { tip: "c2", trusted: true, pending: 0, held: false }), {
+      kind: "flush",
+    });
+    assert.deepEqual(worker.next(14_000, { tip: "c2", trusted: true, pending: 0, held: false }), {
+      kind: "send",
+      tip: "c2",
+    });
+    worker.send("c2", 15_000, () => true);
+    // Its write lands at 15.5 s, but attribution holds the event until after the attempt reported.
+    worker.reported({ attempt: sent[1]!, outcome: { kind: "succeeded", commit: "c2" } }, 16_000);
+    assert.equal(worker.admits("shop/apps", settings, flux(15_500), 17_000), false, "its echo");
+    assert.deepEqual(judged, ["echo"]);
+    assert.deepEqual(repairs, [], "no Repair");
+  });
+
   it("a refused edit guards nothing: the apply that reverts it is meant", () => {
     const { worker, judged, sendAt } = applies();
     sendAt(10_000);
