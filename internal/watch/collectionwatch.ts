@@ -12,7 +12,9 @@
 // this operator before a restart) left its cursor behind: the first connection resumes from it,
 // so the changes made meanwhile arrive as live events with their authors, and once that backlog
 // is in (a quiet second, ten at most) a fresh snapshot follows and confirms what Git should hold.
-// The snapshot is the safety net: the cursor may run ahead of what the last holder kept. An
+// The stored cursor never runs past an event whose item the branch worker has not taken, so an
+// edit still waiting for its author when a process dies is read again by the next one. The
+// snapshot is the safety net for the rest (a save written behind, a cursor lost). An
 // object the snapshot finds newer than the last event the resumed watch delivered changed in
 // the instant between the two connections: it goes first as the live event it was, with its
 // author, and the snapshot after it changes nothing.
@@ -107,6 +109,8 @@ export class CollectionWatch {
   private takenCount = 0;
   /** The resourceVersion of the last event whose item the branch worker took. */
   private takenVersion: string | undefined;
+  /** The last resourceVersion processed whole: every event up to it read, a snapshot complete. */
+  private processedVersion: string | undefined;
   /** Snapshots sent that the branch worker has not taken from the stream yet. */
   private snapshotsOut = 0;
   private readonly stopTaking: () => void;
@@ -125,6 +129,7 @@ export class CollectionWatch {
       this.takenCount++;
       if (item.type === "snapshot") this.snapshotsOut--;
       this.takenVersion = this.versionOf.get(item) ?? this.takenVersion;
+      this.saveCursor();
     });
   }
 
@@ -283,15 +288,20 @@ export class CollectionWatch {
     return stored;
   }
 
-  /** Where a reconnect resumes: the stored cursor, which a store that lost it answers with none. */
+  /**
+   * Where a reconnect resumes: this process's own position, which is past the stored cursor by
+   * what the worker has not taken yet (those items are in the stream already). A store that lost
+   * the cursor answers with none, and the collection initializes again.
+   */
   private async resumePoint(): Promise<string | undefined> {
     const { cursor } = this.options;
     if (!cursor) return undefined;
     const stored = await cursor.load();
     if (stored === undefined) {
       this.logger.info("no resume cursor; initializing again", { collection: this.collection.key });
+      return undefined;
     }
-    return stored;
+    return this.resourceVersion;
   }
 
   /** Why a connection ended, in the order the loop judges it. */
@@ -306,7 +316,20 @@ export class CollectionWatch {
   /** A resourceVersion the collection has processed: a reconnect may resume from it. */
   private processed(resourceVersion: string): void {
     this.resourceVersion = resourceVersion;
-    this.options.cursor?.save(resourceVersion);
+    this.processedVersion = resourceVersion;
+    this.saveCursor();
+  }
+
+  /**
+   * Stores where the next process to follow the collection resumes (a takeover after a crash, a
+   * restart): past every event read once the branch worker took every item sent, else at the
+   * last event whose item it took. An item read and not yet in the worker's durable queue (its
+   * author still being resolved, say) is lost with a killed process's memory; the next process
+   * reads its event again, with its author, instead of finding its value in a snapshot.
+   */
+  private saveCursor(): void {
+    const at = this.takenCount === this.sent ? this.processedVersion : this.takenVersion;
+    if (at !== undefined) this.options.cursor?.save(at);
   }
 
   /** What the connection asks for: initial events, or a resume from the cursor. */

@@ -3,7 +3,8 @@ import type { ResourceIdentity } from "../../internal/types/identity.ts";
 
 /**
  * The next item about objects, past the markers of a replay starting or a collection removed,
- * or a failure naming what was awaited once the deadline passes.
+ * or a failure naming what was awaited once the deadline passes. Each item read is taken, as the
+ * branch worker takes it: the stored resume cursor goes no further than what was taken.
  */
 export async function nextItem(
   stream: GitTargetEventStream,
@@ -21,6 +22,7 @@ export async function nextItem(
     for (;;) {
       const result = await Promise.race([stream.next(), timeout]);
       if (result.done) throw new Error(`the stream ended while waiting for ${what}`);
+      stream.taken(result.value);
       if (result.value.type !== "replaying" && result.value.type !== "removed") return result.value;
     }
   } finally {
