@@ -130,11 +130,19 @@ describe("an apply's echoes, with the real Flux controllers", () => {
       const file = (await env.git.fileAt("state", "main", "clusters/apps/settings.yaml")) ?? "";
       assert.match(file, new RegExp(`mode: round-${rounds}\\n`));
       assert.match(file, new RegExp(`note: pushed-${rounds}\\n`));
-      // Every apply wrote the object: each write was judged the apply's echo.
-      const judged = (await echoesCounted()) - echoesBefore;
-      assert.ok(
-        judged >= rounds,
-        `every apply's echo was judged: ${judged} of ${rounds}; ${JSON.stringify((await applyEchoes.get()).values)} ${JSON.stringify((await applyWindowCollisions.get()).values)}`,
+      // Every apply wrote the object, and each write is judged the apply's echo once the watch
+      // delivers it (with attribution on, after its audit fact: maybe after the apply ended).
+      let judged = 0;
+      let collisions = "";
+      await eventually(
+        async () => {
+          collisions = JSON.stringify((await applyWindowCollisions.get()).values);
+          return (judged = (await echoesCounted()) - echoesBefore) >= rounds;
+        },
+        {
+          timeoutMs: 30_000,
+          description: () => `every apply's echo judged: ${judged} of ${rounds}; collisions ${collisions}`,
+        },
       );
     },
   );

@@ -12,7 +12,14 @@ import { fluxClaims, type ApplyOperation, type FluxClaim } from "../../../genera
 import { operationFieldManager, repairFieldManager } from "../../../controllers/applies.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
-import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
+import {
+  fluxClaim,
+  fluxSource,
+  kustomization,
+  startFlux,
+  type Flux,
+  type FluxObject,
+} from "../../support/flux.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
@@ -22,6 +29,7 @@ import type { OperatorSettings } from "../../../controllers/setup.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import {
   applyEchoes,
+  applyRequests,
   applyWindowCollisions,
   staleSnapshots,
   watchSessionEnds,
@@ -37,6 +45,12 @@ const ambiguousCount = async () =>
 const judgedCount = async () =>
   [...(await applyEchoes.get()).values, ...(await applyWindowCollisions.get()).values]
     .filter((v) => v.labels.claim_name === "apps")
+    .reduce((sum, v) => sum + v.value, 0);
+
+/** How many apply attempts for the claim ended `ended` in this process. */
+const requestsEnded = async (ended: string) =>
+  (await applyRequests.get()).values
+    .filter((v) => v.labels.outcome === ended && v.labels.claim_name === "apps")
     .reduce((sum, v) => sum + v.value, 0);
 
 /** How many of the GitTarget's watch connections ended for a fresh snapshot. */
@@ -56,6 +70,17 @@ const branchKey = `${namespace}/main`;
 const file = "clusters/apps/settings.yaml";
 const settingsFile = (mode: string, size?: string) =>
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: ${namespace}\n  labels:\n    app: apps\ndata:\n  mode: ${mode}\n${size ? `  size: ${size}\n` : ""}`;
+
+/**
+ * The file as Git holds it when the push lands, with another key than the edits' set to `size`:
+ * everything else (a key only a live client keeps, say) stays, so live and Git still agree.
+ */
+const withSize =
+  (size: string) =>
+  (current = ""): string =>
+    /\n {2}size: .*\n/.test(current)
+      ? current.replace(/\n {2}size: .*\n/, `\n  size: ${size}\n`)
+      : current.replace(/\ndata:\n/, `\ndata:\n  size: ${size}\n`);
 
 /** A Deployment that never gets ready: no kubelet runs here. */
 const neverReady = (name: string) =>
@@ -360,6 +385,44 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     assert.ok((await staleCount("discarded")) > discardedBefore, "counted in stale_snapshots_total");
   });
 
+  it("a source on another repository or branch is Rejected, and the worker asks again no sooner than 15 s after the rejection", async () => {
+    await inStep();
+    const repositories = flux.gitRepositories(env.kc);
+    const source = (branch: string) =>
+      ({
+        metadata: { name: "state", namespace },
+        spec: { url: env.url, ref: { branch }, interval: "1m", secretRef: { name: "flux-git" } },
+      }) as FluxObject;
+    // Somebody points the GitRepository at another branch, then pushes to the one mirrored.
+    await repositories.apply(source("release"), "kubectl");
+    const pushed = await env.git.pushForeignCommit("state", {
+      files: {
+        [file]: withSize("rejected"),
+      },
+      message: "Pushed while the source reads another branch",
+    });
+    env.operator.workers.notice(branchKey);
+    const rejected = await eventually(
+      async () =>
+        (await fluxEvents("ApplyRequestFailed")).find(
+          (e) => e.note?.includes(pushed) && e.note.includes("ended Rejected"),
+        ),
+      { timeoutMs: 60_000, description: "the rejected attempt's ApplyRequestFailed Event" },
+    );
+    assert.match(rejected.note!, /GitRepository shop\/state fetches \S+ release, not \S+ main/);
+    await repositories.apply(source("main"), "kubectl");
+    const operation = await eventually(
+      async () => {
+        const [now, tip] = await Promise.all([operationOf(), env.git.branchHead("state", "main")]);
+        return now?.phase === "Succeeded" && now.commit === tip && now;
+      },
+      { timeoutMs: 90_000, description: "applied once the source reads the branch again" },
+    );
+    const waited = Date.parse(operation.requestedAt!) - Date.parse(String(rejected.eventTime));
+    assert.ok(waited >= 15_000, `asked again ${waited} ms after the rejection`);
+    assert.equal((await live()).data?.size, "rejected");
+  });
+
   it("a commit pushed while the operator is down is applied at start when nobody edited the object live", async () => {
     await inStep();
     let pushed = "";
@@ -539,6 +602,82 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         message: "Drop the Deployment",
       });
     }
+  });
+
+  // It replaces the operator with one whose record of its next apply reaches the API server only
+  // once a newer commit was pushed and the worker has fetched it.
+  it("a decision that no longer holds when the write is due (the commit is no longer the tip) asks nothing: Stale, no failure, decided again at once", async () => {
+    await inStep();
+    await (current ?? env.operator).stop();
+    current = undefined;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    const proxy = await startApiProxy(
+      env.kc,
+      () => false,
+      (r) => {
+        const record =
+          r.method === "PATCH" &&
+          r.path.includes("/fluxclaims/apps/status") &&
+          r.body.includes('"Requested"');
+        if (!record || held) return undefined;
+        held = true;
+        return released;
+      },
+    );
+    const workerRoot = makeOwnedTempDir("stale");
+    const operator = startOperator(proxy.kubeConfig, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    current = {
+      stop: () =>
+        operator
+          .stop()
+          .then(() => proxy.close())
+          .finally(() => removeOwnedTempDir(workerRoot)),
+    };
+    const staleBefore = await requestsEnded("Stale");
+    const failuresBefore =
+      (await fluxEvents("ApplyRequestFailed")).length + (await fluxEvents("ApplyFailed")).length;
+    const first = await env.git.pushForeignCommit("state", {
+      files: { [file]: withSize("first") },
+      message: "The commit the held record is for",
+    });
+    await eventually(() => operator.workers.notice(branchKey) && held, {
+      timeoutMs: 90_000,
+      description: "the apply of the first commit recorded (and held)",
+    });
+    const fetched = operator.workers.worker(branchKey)!.fetches;
+    const second = await env.git.pushForeignCommit("state", {
+      files: { [file]: withSize("second") },
+      message: "A newer commit, pushed while the record is on its way",
+    });
+    await eventually(
+      () => operator.workers.notice(branchKey) && operator.workers.worker(branchKey)!.fetches > fetched,
+      {
+        timeoutMs: 60_000,
+        description: "the worker fetched the newer commit",
+      },
+    );
+    release();
+    const operation = await eventually(
+      async () => {
+        const now = await operationOf();
+        return now?.phase === "Succeeded" && now.commit === second && now;
+      },
+      { timeoutMs: 90_000, description: "the newer commit applied" },
+    );
+    assert.equal(await requestsEnded("Stale"), staleBefore + 1, "the held attempt ended Stale");
+    assert.equal(
+      (await fluxEvents("ApplyRequestFailed")).length + (await fluxEvents("ApplyFailed")).length,
+      failuresBefore,
+      "no failure recorded",
+    );
+    assert.notEqual(operation.commit, first);
+    assert.equal((await live()).data?.size, "second");
   });
 
   // It replaces the operator with one that reaches the API server through a proxy that loses

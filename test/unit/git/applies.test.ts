@@ -46,17 +46,17 @@ function applies(recover?: ApplyHooks["recover"], held: Applier = applier) {
     quiet,
     (r) => reports.push(r),
   );
-  /** Observes the tip and sends the converge it makes due, at `now`. */
-  const sendAt = (now: number) => {
-    worker.fetched("c1");
-    assert.deepEqual(worker.next(now, { tip: "c1", trusted: true, pending: 0, held: false }), {
+  /** Observes `tip` and sends the attempt it makes due at `now`, after a flush at `flushAt`. */
+  const sendAt = (now: number, tip = "c1", flushAt = now) => {
+    worker.fetched(tip);
+    assert.deepEqual(worker.next(flushAt, { tip, trusted: true, pending: 0, held: false }), {
       kind: "flush",
     });
-    assert.deepEqual(worker.next(now, { tip: "c1", trusted: true, pending: 0, held: false }), {
+    assert.deepEqual(worker.next(flushAt, { tip, trusted: true, pending: 0, held: false }), {
       kind: "send",
-      tip: "c1",
+      tip,
     });
-    worker.send("c1", now, () => true);
+    worker.send(tip, now, () => true);
   };
   return { worker, sent, judged, repairs, ends, sendAt, reports };
 }
@@ -88,14 +88,7 @@ describe("the apply window judges the applier's writes to its folder", () => {
     ends[0]!({ kind: "succeeded", commit: "c1" });
     worker.reported({ attempt: sent[0]!, outcome: { kind: "succeeded", commit: "c1" } }, 14_000);
     // The Repair asks for the tip again although it was just applied.
-    assert.deepEqual(worker.next(14_000, { tip: "c1", trusted: true, pending: 0, held: false }), {
-      kind: "flush",
-    });
-    assert.deepEqual(worker.next(14_000, { tip: "c1", trusted: true, pending: 0, held: false }), {
-      kind: "send",
-      tip: "c1",
-    });
-    worker.send("c1", 15_000, () => true);
+    sendAt(15_000, "c1", 14_000);
     assert.equal(sent.at(-1)?.targets[0]?.reason, "Repair");
     // The flush published the edit, so the Repair's own write of it is its echo, not withheld again.
     assert.equal(worker.admits("shop/apps", settings, flux(16_000), 16_000), false);
@@ -111,15 +104,7 @@ describe("the apply window judges the applier's writes to its folder", () => {
     assert.equal(worker.admits("shop/apps", settings, person(12_000), 12_000), true, "the edit is mirrored");
     worker.reported({ attempt: sent[0]!, outcome: { kind: "succeeded", commit: "c1" } }, 13_000);
     // Somebody pushes c2 on top of the published edit: the flush carries the edit into the next attempt.
-    worker.fetched("c2");
-    assert.deepEqual(worker.next(14_000, { tip: "c2", trusted: true, pending: 0, held: false }), {
-      kind: "flush",
-    });
-    assert.deepEqual(worker.next(14_000, { tip: "c2", trusted: true, pending: 0, held: false }), {
-      kind: "send",
-      tip: "c2",
-    });
-    worker.send("c2", 15_000, () => true);
+    sendAt(15_000, "c2", 14_000);
     // Its write lands at 15.5 s, but attribution holds the event until after the attempt reported.
     worker.reported({ attempt: sent[1]!, outcome: { kind: "succeeded", commit: "c2" } }, 16_000);
     assert.equal(worker.admits("shop/apps", settings, flux(15_500), 17_000), false, "its echo");
