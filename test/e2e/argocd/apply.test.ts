@@ -1,5 +1,7 @@
 // The Flux apply loop's scenarios, for Argo CD where the seeds say the rule is shared: no
-// ping-pong, a late write over a newer edit withheld and repaired, an API-created object adopted.
+// ping-pong, a late write over a newer edit withheld and repaired, an API-created object adopted,
+// a snapshot discarded while a sync is held (Git ahead), and the restart's three-way rule
+// against the Application's synced revision.
 // Against the real kube-apiserver with Argo CD's own Application CRD, and the test
 // application-controller in Argo CD's place (test/support/argocd.ts says what it does and why).
 import assert from "node:assert/strict";
@@ -19,7 +21,23 @@ import {
 } from "../../support/argocd.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
+import { startOperator } from "../../support/operator.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
+import { EventsV1Api } from "@kubernetes/client-node";
+import { staleSnapshots, watchSessionEnds } from "../../../internal/telemetry/instruments.ts";
+
+/** How many snapshots of the GitTarget the operator (in this process) counted with `outcome`. */
+const staleCount = async (outcome: string) =>
+  (await staleSnapshots.get()).values.find(
+    (v) => v.labels.outcome === outcome && v.labels.gittarget_name === "shop",
+  )?.value ?? 0;
+
+/** How many of the GitTarget's watch connections ended for a fresh snapshot. */
+const resyncCount = async () =>
+  (await watchSessionEnds.get()).values
+    .filter((v) => v.labels.reason === "resync" && v.labels.gittarget_name === "shop")
+    .reduce((sum, v) => sum + v.value, 0);
 
 const namespace = "shop";
 const branchKey = `${namespace}/main`;
@@ -89,9 +107,32 @@ describe("Argo CD syncs when the branch worker decides", () => {
     assert.equal(await modeOf("settings"), "fast");
   });
   after(async () => {
+    await current?.stop();
     await argo?.stop();
     await env?.stop();
   });
+
+  /** The operator from a restart on: the environment's until then. */
+  let current: { stop(): Promise<void> } | undefined;
+  /** Stops the operator, does `whileDown`, and starts a new one on the same cluster and repository. */
+  const restartAfter = async (whileDown: () => Promise<void>) => {
+    await (current ?? env.operator).stop();
+    await whileDown();
+    const workerRoot = makeOwnedTempDir("argocd-restarted");
+    const started = startOperator(env.kc, {
+      inClusterKubeProviders: [`${namespace}/self`],
+      workerRoot,
+      pushCooldownMs: 0,
+    });
+    current = { stop: () => started.stop().finally(() => removeOwnedTempDir(workerRoot)) };
+  };
+  const overrides = async (commit: string) =>
+    (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
+      (e) =>
+        e.reason === "PushedChangeOverridden" &&
+        e.regarding?.kind === "GitTarget" &&
+        e.note?.includes(commit.slice(0, 12)),
+    );
 
   it("two live edits seconds apart never ping-pong: Git and the cluster both end at the second", async () => {
     const before = await tip();
@@ -171,5 +212,90 @@ describe("Argo CD syncs when the branch worker decides", () => {
       timeoutMs: 30_000,
       description: "the Git-side delete pruned it",
     });
+  });
+
+  it("a snapshot taken while a pushed commit is not yet synced is discarded, and the pushed value reaches the cluster", async () => {
+    await eventually(syncedAtTip, { timeoutMs: 30_000, description: "synced at the tip" });
+    const discardedBefore = await staleCount("discarded");
+    // The sync of a pushed change is held by the test controller: Git is ahead meanwhile.
+    await setPaused(true);
+    const pushed = await env.git.pushForeignCommit("state", {
+      files: { [file]: configMap("settings", "pushed-ahead") },
+      message: "A change not synced yet",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await operationOf())?.commit === pushed, {
+      timeoutMs: 30_000,
+      description: "the sync of the pushed commit set, and held",
+    });
+    // A re-list snapshot of the cluster's old state arrives while Git is ahead.
+    const target = { namespace, name: "shop" };
+    const resyncsBefore = await resyncCount();
+    env.operator.sourceContexts.resync(target);
+    await eventually(
+      async () => (await staleCount("discarded")) > discardedBefore && (await resyncCount()) > resyncsBefore,
+      {
+        timeoutMs: 30_000,
+        description: "the re-list's snapshot discarded",
+      },
+    );
+    await setPaused(false);
+    await eventually(async () => (await modeOf("settings")) === "pushed-ahead" && (await syncedAtTip()), {
+      timeoutMs: 60_000,
+      description: "the pushed value synced",
+    });
+    // Git never went back: every version of the file since the push holds the pushed value.
+    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
+    for (const commit of history.trim().split("\n"))
+      assert.match((await env.git.fileAt("state", commit, file)) ?? "", /mode: pushed-ahead/, `at ${commit}`);
+  });
+
+  it("a commit pushed while the operator is down is synced at start when nobody edited the object live (the base: the Application's synced revision)", async () => {
+    await eventually(syncedAtTip, { timeoutMs: 30_000, description: "synced at the tip before the stop" });
+    let pushed = "";
+    await restartAfter(async () => {
+      pushed = await env.git.pushForeignCommit("state", {
+        files: { [file]: configMap("settings", "pushed-while-down") },
+        message: "Pushed while the operator is down",
+      });
+    });
+    await eventually(async () => (await modeOf("settings")) === "pushed-while-down", {
+      timeoutMs: 90_000,
+      description: "the pushed value on the cluster",
+    });
+    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
+    for (const commit of history.trim().split("\n"))
+      assert.match(
+        (await env.git.fileAt("state", commit, file)) ?? "",
+        /mode: pushed-while-down/,
+        `at ${commit}`,
+      );
+    assert.deepEqual(await overrides(pushed), []);
+  });
+
+  it("a commit pushed while the operator is down loses to a live edit of the same object, and a PushedChangeOverridden Event names the commit", async () => {
+    await eventually(syncedAtTip, { timeoutMs: 30_000, description: "synced at the tip before the stop" });
+    let pushed = "";
+    await restartAfter(async () => {
+      pushed = await env.git.pushForeignCommit("state", {
+        files: { [file]: configMap("settings", "pushed-and-edited") },
+        message: "Pushed while the operator is down, and edited live too",
+      });
+      await edit("settings", "edited-while-down");
+    });
+    await eventually(() => inGit("mode: edited-while-down"), {
+      timeoutMs: 90_000,
+      description: "the live edit in Git: the API wins",
+    });
+    const [warning] = await eventually(
+      async () => {
+        const found = await overrides(pushed);
+        return found.length > 0 && found;
+      },
+      { timeoutMs: 60_000, description: "a PushedChangeOverridden Event naming the pushed commit" },
+    );
+    assert.equal(warning!.type, "Warning");
+    assert.match(warning!.note ?? "", /ConfigMap shop\/settings/);
+    assert.equal(await modeOf("settings"), "edited-while-down", "the cluster keeps the edit");
   });
 });
