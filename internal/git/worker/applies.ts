@@ -313,7 +313,8 @@ export class WorkerApplies {
       epoch: this.epoch,
       ahead: this.ahead(),
     });
-    if (verdict !== "use")
+    // Only a snapshot judged stale is reported: a GitTarget's first ("initial") never waited.
+    if (verdict === "discard" || verdict === "use_stale")
       this.hooks.staleSnapshot?.(targetKey, verdict === "discard" ? "discarded" : "used");
     return verdict;
   }

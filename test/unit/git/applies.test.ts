@@ -112,6 +112,24 @@ describe("the apply window judges the applier's writes to its folder", () => {
     assert.deepEqual(repairs, [], "no Repair");
   });
 
+  it("a GitTarget's first snapshot of a collection is no stale snapshot: only a discard or a use past the hold is reported", () => {
+    const reported: string[] = [];
+    const worker = new WorkerApplies(
+      {
+        appliers: () => [applier],
+        dispatch: () => new Promise(() => undefined),
+        staleSnapshot: (_target, outcome) => void reported.push(outcome),
+      },
+      quiet,
+      () => undefined,
+    );
+    worker.fetched("c1");
+    assert.equal(worker.snapshot("shop/apps", "cm", undefined, 1_000), "initial");
+    assert.deepEqual(reported, [], "the startup baseline");
+    assert.equal(worker.snapshot("shop/apps", "cm", { epoch: 0, ahead: true }, 2_000), "discard");
+    assert.deepEqual(reported, ["discarded"]);
+  });
+
   it("a refused edit guards nothing: the apply that reverts it is meant", () => {
     const { worker, judged, sendAt } = applies();
     sendAt(10_000);
