@@ -171,6 +171,37 @@ export class GitServer {
   }
 
   /**
+   * Every version of `path` on `branch` from `commit` on, oldest first, as [commit, content]:
+   * what a test reads to show Git never went back after a push. `commit` must have changed it.
+   */
+  async versionsSince(
+    repository: string,
+    commit: string,
+    path: string,
+    branch = "main",
+  ): Promise<[string, string][]> {
+    const log = await this.gitIn(repository, [
+      "log",
+      "--reverse",
+      "--format=%H",
+      `${commit}^..${branch}`,
+      "--",
+      path,
+    ]);
+    const commits = log
+      .trim()
+      .split("\n")
+      .filter((c) => c !== "");
+    if (commits[0] !== commit) throw new Error(`${commit} did not change ${path} on ${branch}`);
+    return Promise.all(
+      commits.map(async (c): Promise<[string, string]> => [
+        c,
+        (await this.fileAt(repository, c, path)) ?? "",
+      ]),
+    );
+  }
+
+  /**
    * Pushes a commit made by somebody else, with the real git CLI over HTTP (on an HTTPS server,
    * straight into the repository), the way a person or CI would, and returns its hash.
    */

@@ -6,6 +6,7 @@ import type { Logger } from "../../internal/telemetry/logger.ts";
 import { kustomizeBinary, repoRoot } from "./binaries.ts";
 import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
+import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 
 export interface RunningOperator extends Operator {
   manager: Manager;
@@ -54,6 +55,21 @@ export function startOperator(
       await running;
     },
   };
+}
+
+/**
+ * Another operator in the test's process, as `startOperator` runs it, with no push cooldown and a
+ * clone folder of its own (named after `folder`), removed once it stops: a restart's, or one that
+ * reaches the API server through a proxy.
+ */
+export function startOwnedOperator(
+  kubeConfig: KubeConfig,
+  folder: string,
+  settings: Partial<OperatorSettings> = {},
+): ReturnType<typeof startOperator> {
+  const workerRoot = makeOwnedTempDir(folder);
+  const operator = startOperator(kubeConfig, { workerRoot, pushCooldownMs: 0, ...settings });
+  return { ...operator, stop: () => operator.stop().finally(() => removeOwnedTempDir(workerRoot)) };
 }
 
 export interface OperatorProcess {

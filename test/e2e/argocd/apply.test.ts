@@ -21,8 +21,7 @@ import {
 } from "../../support/argocd.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
-import { startOperator } from "../../support/operator.ts";
-import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { startOwnedOperator } from "../../support/operator.ts";
 import { eventually } from "../../support/wait.ts";
 import { EventsV1Api } from "@kubernetes/client-node";
 import { staleSnapshots, watchSessionEnds } from "../../../internal/telemetry/instruments.ts";
@@ -118,13 +117,9 @@ describe("Argo CD syncs when the branch worker decides", () => {
   const restartAfter = async (whileDown: () => Promise<void>) => {
     await (current ?? env.operator).stop();
     await whileDown();
-    const workerRoot = makeOwnedTempDir("argocd-restarted");
-    const started = startOperator(env.kc, {
+    current = startOwnedOperator(env.kc, "argocd-restarted", {
       inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
     });
-    current = { stop: () => started.stop().finally(() => removeOwnedTempDir(workerRoot)) };
   };
   const overrides = async (commit: string) =>
     (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
@@ -245,9 +240,8 @@ describe("Argo CD syncs when the branch worker decides", () => {
       description: "the pushed value synced",
     });
     // Git never went back: every version of the file since the push holds the pushed value.
-    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
-    for (const commit of history.trim().split("\n"))
-      assert.match((await env.git.fileAt("state", commit, file)) ?? "", /mode: pushed-ahead/, `at ${commit}`);
+    for (const [commit, content] of await env.git.versionsSince("state", pushed, file))
+      assert.match(content, /mode: pushed-ahead/, `at ${commit}`);
   });
 
   it("a commit pushed while the operator is down is synced at start when nobody edited the object live (the base: the Application's synced revision)", async () => {
@@ -263,13 +257,8 @@ describe("Argo CD syncs when the branch worker decides", () => {
       timeoutMs: 90_000,
       description: "the pushed value on the cluster",
     });
-    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
-    for (const commit of history.trim().split("\n"))
-      assert.match(
-        (await env.git.fileAt("state", commit, file)) ?? "",
-        /mode: pushed-while-down/,
-        `at ${commit}`,
-      );
+    for (const [commit, content] of await env.git.versionsSince("state", pushed, file))
+      assert.match(content, /mode: pushed-while-down/, `at ${commit}`);
     assert.deepEqual(await overrides(pushed), []);
   });
 

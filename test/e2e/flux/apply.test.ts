@@ -17,7 +17,7 @@ import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../.
 import { applyMirror, mirrorFieldManager, mirrorGitTarget } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
-import { startOperator, startOperatorProcess } from "../../support/operator.ts";
+import { startOperatorProcess, startOwnedOperator } from "../../support/operator.ts";
 import { kustomizeBinary } from "../../support/binaries.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { ageIdentity } from "../../support/sops.ts";
@@ -68,15 +68,8 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       applierClaimRef: { kind: "FluxClaim", name: "apps" },
     });
   /** A new operator process on the environment's cluster, with a clone directory of its own, removed when it stops. */
-  const startAnotherOperator = (name: string) => {
-    const workerRoot = makeOwnedTempDir(name);
-    const operator = startOperator(env.kc, {
-      inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
-    });
-    return { ...operator, stop: () => operator.stop().finally(() => removeOwnedTempDir(workerRoot)) };
-  };
+  const startAnotherOperator = (name: string) =>
+    startOwnedOperator(env.kc, name, { inClusterKubeProviders: [`${namespace}/self`] });
   const applyClaim = (name: string) =>
     fluxClaims(env.kc).apply(fluxClaim(namespace, name), mirrorFieldManager);
 

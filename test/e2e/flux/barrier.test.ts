@@ -21,8 +21,7 @@ import {
 } from "../../support/flux.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
-import { startOperator } from "../../support/operator.ts";
-import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { startOwnedOperator } from "../../support/operator.ts";
 import { eventually } from "../../support/wait.ts";
 
 const namespace = "shop";
@@ -124,11 +123,8 @@ describe("the apply barrier holds until every GitTarget the applier covers has p
           ? released
           : undefined,
     );
-    const workerRoot = makeOwnedTempDir("barrier");
-    const operator = startOperator(proxy.kubeConfig, {
+    const operator = startOwnedOperator(proxy.kubeConfig, "barrier", {
       inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
     });
     try {
       await eventually(async () => (await inGit("front")).includes("mode: edited-while-down"), {
@@ -173,7 +169,7 @@ describe("the apply barrier holds until every GitTarget the applier covers has p
     } finally {
       release();
       backWatch.abort();
-      await operator.stop().finally(() => removeOwnedTempDir(workerRoot));
+      await operator.stop();
       await proxy.close();
     }
   });

@@ -24,9 +24,8 @@ import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
 import { startApiProxy } from "../../support/apiproxy.ts";
-import { startOperator } from "../../support/operator.ts";
+import { startOwnedOperator } from "../../support/operator.ts";
 import type { OperatorSettings } from "../../../controllers/setup.ts";
-import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import {
   applyEchoes,
   applyRequests,
@@ -164,14 +163,11 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
   const restartAfter = async (whileDown: () => Promise<void>, settings: Partial<OperatorSettings> = {}) => {
     await (current ?? env.operator).stop();
     await whileDown();
-    const workerRoot = makeOwnedTempDir("restarted");
-    const started = startOperator(env.kc, {
+    const started = startOwnedOperator(env.kc, "restarted", {
       inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
       ...settings,
     });
-    current = { stop: () => started.stop().finally(() => removeOwnedTempDir(workerRoot)) };
+    current = started;
     return started;
   };
   /** The claim's last apply succeeded and the cluster runs what Git holds: a base to restart from. */
@@ -377,11 +373,12 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       { timeoutMs: 60_000, description: "the fresh snapshot after the apply, decided" },
     );
     // Git never went back: every version of the file since the push holds the pushed value.
-    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
-    for (const commit of history.trim().split("\n")) {
-      assert.match((await env.git.fileAt("state", commit, file)) ?? "", /mode: pushed/, `at ${commit}`);
-    }
-    assert.ok(history.includes(pushed), "the history reads from the push");
+    const versions = await env.git.versionsSince("state", pushed, file);
+    for (const [commit, content] of versions) assert.match(content, /mode: pushed/, `at ${commit}`);
+    assert.ok(
+      versions.some(([commit]) => commit === pushed),
+      "the history reads from the push",
+    );
     assert.ok((await staleCount("discarded")) > discardedBefore, "counted in stale_snapshots_total");
   });
 
@@ -437,13 +434,8 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       timeoutMs: 90_000,
       description: "the pushed value on the cluster",
     });
-    const history = await env.git.gitIn("state", ["log", "--format=%H", `${pushed}^..main`, "--", file]);
-    for (const commit of history.trim().split("\n"))
-      assert.match(
-        (await env.git.fileAt("state", commit, file)) ?? "",
-        /mode: pushed-while-down/,
-        `at ${commit}`,
-      );
+    for (const [commit, content] of await env.git.versionsSince("state", pushed, file))
+      assert.match(content, /mode: pushed-while-down/, `at ${commit}`);
     assert.deepEqual(await eventsNaming("PushedChangeOverridden", pushed.slice(0, 12)), []);
   });
 
@@ -626,19 +618,10 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         return released;
       },
     );
-    const workerRoot = makeOwnedTempDir("stale");
-    const operator = startOperator(proxy.kubeConfig, {
+    const operator = startOwnedOperator(proxy.kubeConfig, "stale", {
       inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
     });
-    current = {
-      stop: () =>
-        operator
-          .stop()
-          .then(() => proxy.close())
-          .finally(() => removeOwnedTempDir(workerRoot)),
-    };
+    current = { stop: () => operator.stop().then(() => proxy.close()) };
     const staleBefore = await requestsEnded("Stale");
     const failuresBefore =
       (await fluxEvents("ApplyRequestFailed")).length + (await fluxEvents("ApplyFailed")).length;
@@ -690,11 +673,8 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       (r) =>
         r.method === "PATCH" && r.path.includes("/kustomizations/apps") && r.body.includes('"suspend":false'),
     );
-    const workerRoot = makeOwnedTempDir("resume-lost");
-    const operator = startOperator(proxy.kubeConfig, {
+    const operator = startOwnedOperator(proxy.kubeConfig, "resume-lost", {
       inClusterKubeProviders: [`${namespace}/self`],
-      workerRoot,
-      pushCooldownMs: 0,
     });
     try {
       // Pushed once the new process has published its initial snapshots (a commit pushed while
@@ -750,7 +730,6 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     } finally {
       await operator.stop();
       await proxy.close();
-      removeOwnedTempDir(workerRoot);
     }
   });
 });
