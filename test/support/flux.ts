@@ -4,7 +4,7 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync } from "node:fs";
 import { readdir } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import type { KubeConfig, KubernetesObject } from "@kubernetes/client-node";
 import type { GitRepository, Kustomization } from "../../internal/applier/flux/view.ts";
 import type { MirrorEnvironment } from "./mirrorenv.ts";
@@ -16,6 +16,7 @@ import {
 import { ResourceClient } from "../../internal/kube/resourceclient.ts";
 import { repoRoot } from "./binaries.ts";
 import type { ControlPlane } from "./controlplane.ts";
+import { keepCopy } from "./keeplogs.ts";
 import { installCrdFiles } from "./manifests.ts";
 import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
@@ -223,6 +224,8 @@ async function startFluxOnce(plane: ControlPlane, options: FluxOptions): Promise
       kustomizations: (kc) => new ResourceClient<FluxObject>(kc, kustomizationType),
       stop: async () => {
         await Promise.all(started.map((p) => p.stop()));
+        // Both controllers' logs, to read after a failure (KEEP_TEST_LOGS).
+        keepCopy(basename(dir), dir, ".", (src) => !src.includes("storage"));
         removeOwnedTempDir(dir);
       },
     };

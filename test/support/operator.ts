@@ -4,6 +4,7 @@ import { setupOperator, type Operator, type OperatorSettings } from "../../contr
 import { Manager } from "../../internal/operator/manager.ts";
 import type { Logger } from "../../internal/telemetry/logger.ts";
 import { kustomizeBinary, repoRoot } from "./binaries.ts";
+import { keepLines } from "./keeplogs.ts";
 import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
@@ -25,7 +26,12 @@ export function startOperator(
   // Every line, for a test that checks what the operator never logs.
   const logs: string[] = [];
   const line = (message: string, meta?: object) => `${message} ${JSON.stringify(meta ?? {})}`;
-  const keep = (message: string, meta?: object) => void logs.push(line(message, meta));
+  // With KEEP_TEST_LOGS, every line with its time too, written out when the operator stops.
+  const timed: string[] | undefined = process.env.KEEP_TEST_LOGS ? [] : undefined;
+  const keep = (message: string, meta?: object) => {
+    logs.push(line(message, meta));
+    timed?.push(`${new Date().toISOString()} ${line(message, meta)}`);
+  };
   const logger: Logger = {
     debug: keep,
     info: keep,
@@ -35,6 +41,7 @@ export function startOperator(
       errors.push(line(message, meta));
     },
   };
+  const startedAt = new Date().toISOString().replace(/[:.]/g, "-");
   const manager = new Manager(kubeConfig, { logger });
   const operator = setupOperator(manager, {
     inClusterKubeProviders: [],
@@ -53,6 +60,7 @@ export function startOperator(
     async stop() {
       await manager.stop();
       await running;
+      if (timed) keepLines(`operator-${process.pid}`, `${startedAt}.log`, timed);
     },
   };
 }

@@ -3,7 +3,7 @@
 // audit ingress, one Git server and one Redis. alice and bob edit ConfigMaps of one namespace,
 // mirrored by the GitTarget "configs" through the GitBranch "main", whose commit window is long
 // enough to be open when a process dies. Shared by the durable-queue and standby tests.
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { basename, join } from "node:path";
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
@@ -19,6 +19,7 @@ import { RedisConnection } from "../../internal/redis/connection.ts";
 import { attributionEnv, grantEditing, writeValue, type AttributionEnv } from "./attributionenv.ts";
 import { ControlPlane, type TestIdentity } from "./controlplane.ts";
 import { GitServer } from "./gitserver.ts";
+import { keepCopy, keptFolder } from "./keeplogs.ts";
 import { quiet } from "./logger.ts";
 import { installCrds } from "./manifests.ts";
 import { applyMirror, grantAllSourceNamespaces, mirrorFieldManager, mirrorGitTarget } from "./mirror.ts";
@@ -418,14 +419,10 @@ export class ReplicaEnvironment {
   async stop(): Promise<void> {
     for (const replica of this.replicas) await replica.process.stop();
     this.stopQueue.abort();
-    // KEEP_REPLICA_LOGS=<dir> keeps every replica's log and the repository there, to read after a
-    // failure: each environment in a folder of its own, so files run at once do not mix.
-    const keep = process.env.KEEP_REPLICA_LOGS;
-    if (keep) {
-      const into = join(keep, basename(this.dir));
-      cpSync(this.dir, into, { recursive: true, filter: (src) => !src.includes("workers") });
-      cpSync(this.git.repositoryPath("state"), join(into, "state.git"), { recursive: true });
-    }
+    // Every replica's log and the repository, to read after a failure (KEEP_TEST_LOGS).
+    const name = basename(this.dir);
+    keepCopy(name, this.dir, ".", (src) => !src.includes("workers"));
+    if (keptFolder(name)) keepCopy(name, this.git.repositoryPath("state"), "state.git");
     await this.git.close();
     await this.plane.stop();
     await this.redis.stop();
