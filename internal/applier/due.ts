@@ -248,6 +248,27 @@ export class ApplyDue {
     return this.appliers.get(claimKey(claim))?.lastApplied;
   }
 
+  /**
+   * Why each applier with a reason pending is not asked now, for the debug log: an attempt out,
+   * its backoff, its claim not holding it, a target not yet published. Empty when none waits.
+   */
+  waiting(appliers: readonly Applier[], now: number): string[] {
+    const lines: string[] = [];
+    for (const applier of appliers) {
+      const state = this.appliers.get(claimKey(applier.claim));
+      if (!state || state.pending.size === 0) continue;
+      const pending = [...new Set([...state.pending.values()].flatMap((p) => [...p]))].sort().join("+");
+      const why = [
+        state.out ? "an attempt out" : undefined,
+        now < state.notBefore ? `backoff ${state.notBefore - now} ms` : undefined,
+        applier.holds === false ? "not held" : undefined,
+        applier.targets.some((t) => !t.published) ? "a target not published" : undefined,
+      ].filter(Boolean);
+      lines.push(`${claimKey(applier.claim)} ${pending}: ${why.length > 0 ? why.join(", ") : "due"}`);
+    }
+    return lines;
+  }
+
   /** Forgets an applier no GitTarget on the branch names anymore. */
   forget(claim: ClaimRef): void {
     this.appliers.delete(claimKey(claim));

@@ -53,6 +53,8 @@ export class ShardLeases {
   private readonly observations = new Map<string, Observation>();
   private readonly listeners: ((shards: string[]) => void)[] = [];
   private readonly handovers = new Set<Promise<void>>();
+  /** When each shard still wanted was last given back from here (rule 6 of shares.ts). */
+  private readonly givenBack = new Map<string, number>();
   private running: { abort: AbortController; done: Promise<void> } | undefined;
   private draining = false;
 
@@ -162,6 +164,8 @@ export class ShardLeases {
     const settling = [...this.holdings]
       .filter(([, h]) => now - h.takenAt < this.config.leaseDurationMs)
       .map(([shard]) => shard);
+    for (const [shard, at] of this.givenBack)
+      if (now - at >= this.config.leaseDurationMs) this.givenBack.delete(shard);
     const wanted = new Set(this.work.wanted());
     const decision = decideShares({
       self: this.config.identity,
@@ -170,6 +174,7 @@ export class ShardLeases {
       leases: views,
       held: new Set(this.holdings.keys()),
       settling: new Set(settling),
+      cooling: new Set(this.givenBack.keys()),
     });
     if (decision.take.length + decision.giveBack.length > 0)
       this.logger.debug("sharing shards out", {
@@ -295,6 +300,7 @@ export class ShardLeases {
       if (lease.spec?.holderIdentity !== this.config.identity) return;
       lease.spec = { ...lease.spec, holderIdentity: "", renewTime: new V1MicroTime() };
       await this.api.replaceNamespacedLease({ namespace, name, body: lease });
+      this.givenBack.set(shard, Date.now());
     } catch (err) {
       this.logger.error("could not release a shard", { shard, error: String(err) });
     }

@@ -15,6 +15,10 @@
 // 5. A shard taken within the last lease duration is not given back for balance (`settling`):
 //    two replicas that briefly count the live set differently would otherwise pass shards
 //    back and forth, each move a handover.
+// 6. A shard a replica gave back while it still wanted the shard is not taken back by that
+//    replica within a lease duration (`cooling`): the giver, now under its share, would take it
+//    again on its very next round, and the replica it was given up for, whose rounds run at the
+//    same pace, would never see it free. Past that, nobody took it, so the giver may.
 //
 // Which shards a replica takes or gives first follows rendezvous hashing (the highest
 // hash(replica, shard) first), so replicas prefer different shards and a shard tends to go back
@@ -41,6 +45,8 @@ export interface ShareFacts {
   held: ReadonlySet<string>;
   /** The shards among them taken too recently to give back for balance (rule 5). */
   settling?: ReadonlySet<string>;
+  /** The shards this replica gave back within the last lease duration, still wanted (rule 6). */
+  cooling?: ReadonlySet<string>;
 }
 
 export interface ShareDecision {
@@ -60,7 +66,7 @@ export function preference(replica: string, shard: string): string {
 
 const free = (view: ShardView | undefined) => !view || view.holder === "" || view.expired;
 
-/** Which shards this replica takes and gives back this round (rules 1–4). */
+/** Which shards this replica takes and gives back this round (rules 1–6). */
 export function decideShares(facts: ShareFacts): ShareDecision {
   const { self, wanted, leases, held } = facts;
   const wantedSet = new Set(wanted);
@@ -70,7 +76,9 @@ export function decideShares(facts: ShareFacts): ShareDecision {
 
   const unwanted = [...held].filter((s) => !wantedSet.has(s));
   const mine = wanted.filter((s) => held.has(s));
-  const freeShards = wanted.filter((s) => !held.has(s) && free(leases.get(s))).sort(byPreference);
+  const freeShards = wanted
+    .filter((s) => !held.has(s) && !facts.cooling?.has(s) && free(leases.get(s)))
+    .sort(byPreference);
   if (mine.length < share) {
     return { take: freeShards.slice(0, share - mine.length), giveBack: unwanted };
   }

@@ -23,6 +23,11 @@ export interface MirrorEnvironment {
   kc: KubeConfig;
   core: CoreV1Api;
   operator: RunningOperator & { errors: string[] };
+  /**
+   * What the operator was started with, its attribution among them, but its clone folder: what a
+   * test that restarts the operator starts the next one with.
+   */
+  operatorSettings: Partial<OperatorSettings>;
   /** The repository "state", with a main branch holding a README. */
   url: string;
   stop(): Promise<void>;
@@ -72,19 +77,21 @@ export async function startMirrorEnvironment(
     const url = await git.createRepository("state");
     // The default branch exists, as it does on every hosted repository.
     await git.pushForeignCommit("state", { files: { "README.md": "# State\n" }, message: "Start" });
-    const operator = startOperator(kc, {
+    const { workerRoot: givenRoot, ...given } = settings;
+    const operatorSettings: Partial<OperatorSettings> = {
       inClusterKubeProviders: namespaces.map((ns) => `${ns}/self`),
-      workerRoot,
       pushCooldownMs: 0,
       ...(audit ? { attribution: audit.settings() } : {}),
-      ...settings,
-    });
+      ...given,
+    };
+    const operator = startOperator(kc, { workerRoot: givenRoot ?? workerRoot, ...operatorSettings });
     return {
       plane,
       git,
       kc,
       core,
       operator,
+      operatorSettings,
       url,
       async stop() {
         // The harness stops even when the operator does not: a hung shutdown fails the suite

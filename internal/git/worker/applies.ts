@@ -130,6 +130,8 @@ export class WorkerApplies {
   private epoch = 0;
   /** The snapshots held while Git is ahead, and which GitTargets' collections have settled one. */
   private readonly stale = new StaleSnapshots();
+  /** What the debug log last said keeps pending applies waiting. */
+  private lastWaiting = "";
 
   constructor(
     private readonly hooks: ApplyHooks,
@@ -284,12 +286,20 @@ export class WorkerApplies {
 
   /** When a backoff or the refusal spacing next lets an applier be due, or a held GitTarget's limit runs out. */
   dueAt(now: number): number | undefined {
-    const times = [
-      this.known === null ? undefined : this.due.wakeAt(this.appliers(), now),
-      this.stale.dueAt(),
-    ];
+    const appliers = this.appliers();
+    const times = [this.known === null ? undefined : this.due.wakeAt(appliers, now), this.stale.dueAt()];
+    this.traceWaiting(appliers, now);
     const due = times.filter((t): t is number => t !== undefined);
     return due.length > 0 ? Math.min(...due) : undefined;
+  }
+
+  /** Logs (debug) what keeps pending applies from being asked, each time that changes. */
+  private traceWaiting(appliers: Applier[], now: number): void {
+    const waiting = this.due.waiting(appliers, now).map((line) => line.replace(/backoff \d+ ms/, "backoff"));
+    const summary = waiting.join("; ");
+    if (summary === this.lastWaiting) return;
+    this.lastWaiting = summary;
+    if (summary) this.logger.debug("applies pending", { known: this.known ?? "", waiting });
   }
 
   /**

@@ -118,7 +118,7 @@ describe("Argo CD syncs when the branch worker decides", () => {
     await (current ?? env.operator).stop();
     await whileDown();
     current = startOwnedOperator(env.kc, "argocd-restarted", {
-      inClusterKubeProviders: [`${namespace}/self`],
+      ...env.operatorSettings,
     });
   };
   const overrides = async (commit: string) =>

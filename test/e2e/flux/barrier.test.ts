@@ -124,7 +124,7 @@ describe("the apply barrier holds until every GitTarget the applier covers has p
           : undefined,
     );
     const operator = startOwnedOperator(proxy.kubeConfig, "barrier", {
-      inClusterKubeProviders: [`${namespace}/self`],
+      ...env.operatorSettings,
     });
     try {
       await eventually(async () => (await inGit("front")).includes("mode: edited-while-down"), {

@@ -164,7 +164,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     await (current ?? env.operator).stop();
     await whileDown();
     const started = startOwnedOperator(env.kc, "restarted", {
-      inClusterKubeProviders: [`${namespace}/self`],
+      ...env.operatorSettings,
       ...settings,
     });
     current = started;
@@ -619,7 +619,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       },
     );
     const operator = startOwnedOperator(proxy.kubeConfig, "stale", {
-      inClusterKubeProviders: [`${namespace}/self`],
+      ...env.operatorSettings,
     });
     current = { stop: () => operator.stop().then(() => proxy.close()) };
     const staleBefore = await requestsEnded("Stale");
@@ -674,7 +674,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         r.method === "PATCH" && r.path.includes("/kustomizations/apps") && r.body.includes('"suspend":false'),
     );
     const operator = startOwnedOperator(proxy.kubeConfig, "resume-lost", {
-      inClusterKubeProviders: [`${namespace}/self`],
+      ...env.operatorSettings,
     });
     try {
       // Pushed once the new process has published its initial snapshots (a commit pushed while

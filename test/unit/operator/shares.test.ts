@@ -163,6 +163,42 @@ describe("sharing shards among live replicas", () => {
     assert.ok(settled.giveBack.every((s) => !wanted.slice(0, 20).includes(s)));
   });
 
+  it("rule 6: a shard given back for balance is not taken back by its giver within a lease duration, so the replica under its share gets it", () => {
+    // Four branches over three replicas: a and b hold two each, c none. a gives one back for c.
+    const [s0, s1, s2, s3] = shards(4) as [string, string, string, string];
+    const live = ["a", "b", "c"];
+    const gave = decideShares(
+      facts({
+        self: "a",
+        live,
+        wanted: [s0, s1, s2, s3],
+        leases: holding({ a: [s0, s1], b: [s2, s3] }),
+        held: new Set([s0, s1]),
+      }),
+    );
+    assert.equal(gave.giveBack.length, 1);
+    const given = gave.giveBack[0]!;
+    const kept = given === s0 ? s1 : s0;
+    // a's next round, before c's: a is under its share of two, and the shard it gave is free.
+    const next = (cooling?: Set<string>) =>
+      decideShares(
+        facts({
+          self: "a",
+          live,
+          wanted: [s0, s1, s2, s3],
+          leases: holding({ a: [kept], b: [s2, s3] }),
+          held: new Set([kept]),
+          ...(cooling ? { cooling } : {}),
+        }),
+      );
+    assert.deepEqual(next().take, [given], "without the rule, the giver takes it straight back");
+    assert.deepEqual(next(new Set([given])), { take: [], giveBack: [] });
+    const taker = decideShares(
+      facts({ self: "c", live, wanted: [s0, s1, s2, s3], leases: holding({ a: [kept], b: [s2, s3] }) }),
+    );
+    assert.deepEqual(taker.take, [given], "c takes it on its round");
+  });
+
   it("replicas prefer different shards, so a round of simultaneous takes rarely collides", () => {
     const wanted = shards(30);
     const first = (self: string) => decideShares(facts({ self, live: ["a", "b", "c"], wanted })).take;
