@@ -276,8 +276,10 @@ export class ShardLeases {
     holding.state = "handingOver";
     this.changed([shard]);
     this.logger.info("handing a shard over", { shard });
+    const startedAt = Date.now();
     const done = this.work
       .handOver(shard)
+      .then(() => this.logger.info("handed a shard over", { shard, ms: Date.now() - startedAt }))
       .catch((err: unknown) => this.logger.error("shard handover failed", { shard, error: String(err) }))
       .then(() => this.release(shard, !wanted))
       .finally(() => this.handovers.delete(done));

@@ -128,16 +128,17 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
   }
 
   /**
-   * Resolves once the closed stream's reader has taken everything queued, or after `timeoutMs`
-   * (a stream nobody reads, its target detached).
+   * Resolves true once the closed stream's reader has taken everything queued, or false after
+   * `timeoutMs` (a stream nobody reads, its target detached).
    */
-  async readOutWithin(timeoutMs: number): Promise<void> {
+  async readOutWithin(timeoutMs: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      this.whenReadOut,
-      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    const readOut = await Promise.race([
+      this.whenReadOut.then(() => true),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
     ]);
     clearTimeout(timer);
+    return readOut;
   }
 
   get pending(): number {

@@ -125,7 +125,14 @@ export class WatchManager implements Runnable {
     this.streams.delete(key);
     stream?.close();
     if (cursors === "forget") return;
-    if (cursors === "readOut") await stream?.readOutWithin(readOutMs);
+    if (cursors === "readOut" && stream && !(await stream.readOutWithin(readOutMs)))
+      this.logger.info(
+        "a released stream was not read out in time; its cursors stay at the last item taken",
+        {
+          target: key,
+          pending: stream.pending,
+        },
+      );
     for (const watch of running) watch.leaveCursor();
   }
 

@@ -68,14 +68,24 @@ export class WorkerQueue<E extends object> {
     else this.snapshots.delete(targetKey);
   }
 
-  /** Sleeps until the earliest deadline (a minute without one), an event, or `signal`. */
+  /**
+   * Sleeps until the earliest deadline (a minute without one), an event, or `signal`; never wakes
+   * for a deadline before Date.now() has reached it. A timer can fire a few milliseconds early by
+   * that clock (the event loop's cached time starts it), and a deadline then judged not yet
+   * reached is past by the next sleep, which sets no timer for it: the worker would sleep on
+   * until something else woke it.
+   */
   async sleep(deadlines: (number | undefined)[], signal: AbortSignal): Promise<void> {
     const due = deadlines.filter((d): d is number => d !== undefined);
-    const wait = due.length > 0 ? Math.max(0, Math.min(...due) - Date.now()) : 60_000;
+    const until = due.length > 0 ? Math.min(...due) : Date.now() + 60_000;
     // An event queued while the loop was awaiting something else has nobody to wake it.
     if (this.events.length > 0) return;
-    const woken = new Promise<void>((resolve) => (this.wake = resolve));
-    await Promise.race([woken, sleep(wait, signal)]);
+    const woken = new Promise<true>((resolve) => (this.wake = () => resolve(true)));
+    for (;;) {
+      const wait = Math.max(0, until - Date.now());
+      const byEvent = await Promise.race([woken, sleep(wait, signal).then(() => false)]);
+      if (byEvent || signal.aborted || Date.now() >= until) break;
+    }
     this.wake = () => undefined;
   }
 }

@@ -36,3 +36,35 @@ describe("a worker's queue knows which GitTargets it holds a resync for", () => 
     assert.equal(queue.length, 0);
   });
 });
+
+describe("a worker's queue sleeps until its deadline by the clock the loop reads", () => {
+  // The loop judges deadlines by Date.now(); a timer that fires before Date.now() reaches its
+  // deadline (the event loop's cached time starts it) would find the deadline not yet due, and
+  // the next sleep, computed after it passed, would set no timer for it (an apply due after its
+  // backoff then waited for an unrelated event). Timers are mocked here and fire at once, as
+  // early as possible; Date.now() is the real clock.
+  it("a timer that fires before Date.now() reaches the deadline does not end the sleep", async (t) => {
+    const realTimeout = setTimeout;
+    const pause = (ms: number) => new Promise((resolve) => realTimeout(resolve, ms));
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const queue = new WorkerQueue<{ recheck: string }>();
+    const deadline = Date.now() + 200;
+    let woke = false;
+    const sleeping = queue.sleep([deadline], new AbortController().signal).then(() => (woke = true));
+    t.mock.timers.tick(200); // the timer fires; Date.now() is still before the deadline
+    await pause(20);
+    assert.equal(woke, false, "woke before the deadline");
+    await pause(Math.max(0, deadline - Date.now()) + 5);
+    t.mock.timers.tick(200);
+    await sleeping;
+    assert.ok(Date.now() >= deadline);
+  });
+
+  it("an event still wakes it at once", async () => {
+    const queue = new WorkerQueue<{ recheck: string }>();
+    const sleeping = queue.sleep([Date.now() + 60_000], new AbortController().signal);
+    queue.push({ recheck: "shop/apps" });
+    await sleeping;
+    assert.equal(queue.length, 1);
+  });
+});
