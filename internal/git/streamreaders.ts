@@ -37,28 +37,39 @@ export class StreamReaders {
   }
 
   private async read(stream: GitTargetEventStream): Promise<void> {
-    const first = await this.destination(stream);
+    const first = await this.destination(stream, false);
+    stream.readerAt = "replay";
     await first.worker.replay(first.settings);
     for (;;) {
       // A branch whose budget is spent while it waits out an outage takes nothing more.
-      await (await this.destination(stream)).worker.intakeOpen();
+      const open = (await this.destination(stream, false)).worker.intakeOpen();
+      stream.readerAt = "intake";
+      await open;
+      stream.readerAt = "next";
       const next = await stream.next();
       if (next.done) {
+        stream.readerAt = "done";
         this.reading.delete(stream);
         return;
       }
-      const { worker, settings } = await this.destination(stream);
+      const { worker, settings } = await this.destination(stream, true);
       const { item, excluded } = coordinated(settings, next.value);
       if (excluded.length > 0) this.onExcluded?.(settings, excluded);
+      stream.readerAt = "accept";
       if (item) await worker.accept(settings, item);
       stream.taken(next.value);
     }
   }
 
-  private async destination(stream: GitTargetEventStream): Promise<Destination> {
+  /**
+   * The worker the stream's target is attached to, waiting while it is detached. A reader that
+   * waits holding no item tells the stream so: a release need not wait for it to read out.
+   */
+  private async destination(stream: GitTargetEventStream, holding: boolean): Promise<Destination> {
     for (;;) {
       const destination = this.destinationOf(stream);
       if (destination) return destination;
+      stream.readerAt = holding ? "holding" : "parked";
       await new Promise<void>((resolve) => this.waiting.set(stream, resolve));
     }
   }

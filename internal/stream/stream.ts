@@ -94,6 +94,9 @@ export class OrderedPush {
   }
 }
 
+/** Where a stream's reader is: parked (detached, holding nothing) or holding an item while detached. */
+export type ReaderAt = "none" | "parked" | "holding" | "replay" | "intake" | "next" | "accept" | "done";
+
 /**
  * The ordered stream of one GitTarget's items. Each collection's watch pushes in its own order;
  * the stream keeps arrival order across collections. Consumers read with next() or for await.
@@ -114,6 +117,9 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
    */
   collecting: () => CollectedWhile | undefined = () => undefined;
 
+  /** Where its reader is (set by the reader), for a release that waits for it to read out. */
+  private reader: ReaderAt = "none";
+
   constructor(readonly target: { namespace: string; name: string }) {}
 
   /** Calls `listener` with each item its reader has handed to the branch worker, until the returned function is called. */
@@ -131,6 +137,20 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
    * Resolves true once the closed stream's reader has taken everything queued, or false after
    * `timeoutMs` (a stream nobody reads, its target detached).
    */
+  get readerAt(): ReaderAt {
+    return this.reader;
+  }
+
+  /**
+   * Where the reader is now. One parked (waiting for its target to be attached again, holding no
+   * item) takes nothing more from a closed stream: the stream is read out as far as it will be,
+   * and whatever is still queued is read again from the cursors, left at the last item taken.
+   */
+  set readerAt(at: ReaderAt) {
+    this.reader = at;
+    if (at === "parked" && this.closed) this.readOut?.();
+  }
+
   async readOutWithin(timeoutMs: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const readOut = await Promise.race([
@@ -168,7 +188,7 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
     // A reader waiting for an item is done now: nothing is queued, so the stream is read out.
     const waiting = this.readers.splice(0);
     for (const reader of waiting) reader({ value: undefined, done: true });
-    if (waiting.length > 0) this.readOut?.();
+    if (waiting.length > 0 || this.reader === "parked") this.readOut?.();
     this.resume();
   }
 

@@ -131,6 +131,7 @@ export class WatchManager implements Runnable {
         {
           target: key,
           pending: stream.pending,
+          reader: stream.readerAt,
         },
       );
     for (const watch of running) watch.leaveCursor();

@@ -560,7 +560,15 @@ export class BranchWorker {
   private async refreshNow(delivery = false): Promise<void> {
     this.lastProvedAt = Date.now();
     if (delivery && this.window.request === undefined) this.decide(this.window.close("delivery"));
-    if (this.idle()) await proveBranch(this.refreshing());
+    // With writes retained, their publication finds the move (a rejected push fetches first).
+    const idle = this.idle();
+    if (delivery)
+      this.options.logger.debug("a push notice's look", {
+        fetches: idle,
+        retained: this.pending.length,
+        windowOpen: this.window.isOpen,
+      });
+    if (idle) await proveBranch(this.refreshing());
   }
 
   /** Reads folders again, when no write is waiting to do that anyway. */

@@ -73,7 +73,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     fluxClaims(env.kc).apply(fluxClaim(namespace, name), mirrorFieldManager);
 
   before(async () => {
-    env = await startMirrorEnvironment([namespace]);
+    env = await startMirrorEnvironment([namespace], {}, { attributed: true });
     flux = await startFlux(env.plane);
     kustomizations = new ResourceClient<Kustomization>(env.kc, kustomizationType);
     await env.git.pushForeignCommit("state", {

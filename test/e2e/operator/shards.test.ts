@@ -177,9 +177,11 @@ describe("three replicas share thirty branches out", () => {
       timeoutMs: 120_000,
       description: () => `every GitTarget Ready; last lines:\n${r.logTails()}`,
     });
-    const byBranch = await holders();
+    // Against the Leases as they are at each look: a shard may still move once the shares are
+    // within 9–11 (one at 9 is under the floor of 10, and one over it gives a shard back).
     await eventually(
       async () => {
+        const byBranch = await holders();
         for (const b of (await gitBranches(r.kc).list(namespace)).items)
           if (b.status?.heldBy !== byBranch.get(b.metadata.name!)) return false;
         return true;

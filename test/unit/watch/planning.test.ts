@@ -281,6 +281,34 @@ describe("a GitTargetEventStream handed over", () => {
     await unread.readOutWithin(10);
   });
 
+  it("is read out at once when its reader is parked (its target detached, holding no item), before or after the close; not while it holds one", async () => {
+    const collection = planCollections(
+      compileWatchRule(watchRule([{ resources: ["configmaps"] }])),
+      registryOf(cluster).all(),
+    ).collections[0]!;
+    const parkedFirst = new GitTargetEventStream({ namespace: "a", name: "p" });
+    parkedFirst.push({ type: "snapshot", collection, objects: [] });
+    parkedFirst.readerAt = "parked";
+    parkedFirst.close();
+    assert.equal(
+      await parkedFirst.readOutWithin(60_000),
+      true,
+      "queued items are read again from the cursors",
+    );
+
+    const parkedLater = new GitTargetEventStream({ namespace: "a", name: "q" });
+    parkedLater.readerAt = "accept";
+    parkedLater.close();
+    const reading = parkedLater.readOutWithin(60_000);
+    parkedLater.readerAt = "parked";
+    assert.equal(await reading, true);
+
+    const holding = new GitTargetEventStream({ namespace: "a", name: "r" });
+    holding.readerAt = "holding";
+    holding.close();
+    assert.equal(await holding.readOutWithin(20), false, "an item held is still to be taken");
+  });
+
   it("tells who listens which items its reader handed to the branch worker, until they stop listening", () => {
     const stream = new GitTargetEventStream({ namespace: "a", name: "t" });
     const collection = planCollections(
