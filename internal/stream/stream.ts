@@ -97,6 +97,9 @@ export class OrderedPush {
 /** Where a stream's reader is: parked (detached, holding nothing) or holding an item while detached. */
 export type ReaderAt = "none" | "parked" | "holding" | "replay" | "intake" | "next" | "accept" | "done";
 
+/** A reader waiting for its target to be attached again: it hands nothing to a worker meanwhile. */
+const detached = (at: ReaderAt) => at === "parked" || at === "holding";
+
 /**
  * The ordered stream of one GitTarget's items. Each collection's watch pushes in its own order;
  * the stream keeps arrival order across collections. Consumers read with next() or for await.
@@ -142,13 +145,14 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
   }
 
   /**
-   * Where the reader is now. One parked (waiting for its target to be attached again, holding no
-   * item) takes nothing more from a closed stream: the stream is read out as far as it will be,
-   * and whatever is still queued is read again from the cursors, left at the last item taken.
+   * Where the reader is now. One waiting for its target to be attached again (parked, or holding
+   * an item it took) hands nothing more to a worker from a closed stream: the stream is read out
+   * as far as it will be, and what is queued or held, never taken, is read again from the
+   * cursors, which stay at the last item taken.
    */
   set readerAt(at: ReaderAt) {
     this.reader = at;
-    if (at === "parked" && this.closed) this.readOut?.();
+    if (detached(at) && this.closed) this.readOut?.();
   }
 
   async readOutWithin(timeoutMs: number): Promise<boolean> {
@@ -188,7 +192,7 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
     // A reader waiting for an item is done now: nothing is queued, so the stream is read out.
     const waiting = this.readers.splice(0);
     for (const reader of waiting) reader({ value: undefined, done: true });
-    if (waiting.length > 0 || this.reader === "parked") this.readOut?.();
+    if (waiting.length > 0 || detached(this.reader)) this.readOut?.();
     this.resume();
   }
 

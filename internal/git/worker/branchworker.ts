@@ -94,6 +94,8 @@ export class BranchWorker {
   private readonly pending = new RetainedWrites();
   private lastPushAt = 0;
   private lastProvedAt = Date.now();
+  /** A push notice was looked at while writes were retained: the remote is read once they are published. */
+  private lookOwed = false;
   private readonly retry = new RetrySchedule();
   private running: Promise<void> | undefined;
   private readonly abort = new AbortController();
@@ -199,6 +201,16 @@ export class BranchWorker {
   /** Fetches the publication cycles have made: what the base-trust tests count. */
   get fetches(): number {
     return this.publication.fetches;
+  }
+
+  /** Whether a commit window is open: what a test of what a look does while one is needs. */
+  get windowOpen(): boolean {
+    return this.window.isOpen;
+  }
+
+  /** The branch's tip as the worker last knew it (a fetch, a push, a ref advertisement). */
+  get branchTip(): string | undefined {
+    return this.publication.branchTip;
   }
 
   /**
@@ -335,7 +347,8 @@ export class BranchWorker {
       )
         continue;
       const delivery = this.looks.start(Date.now());
-      if (delivery || (this.idle() && Date.now() >= this.lastProvedAt + this.refreshInterval)) {
+      const due = this.lookOwed || Date.now() >= this.lastProvedAt + this.refreshInterval;
+      if (delivery || (this.idle() && due)) {
         await this.refreshNow(delivery);
         continue;
       }
@@ -560,7 +573,9 @@ export class BranchWorker {
   private async refreshNow(delivery = false): Promise<void> {
     this.lastProvedAt = Date.now();
     if (delivery && this.window.request === undefined) this.decide(this.window.close("delivery"));
-    // With writes retained, their publication finds the move (a rejected push fetches first).
+    // With writes retained, the look is owed until they are published: their push finds a move
+    // (a rejected push fetches first), but writes that turn out to change nothing push nothing,
+    // and a notice must never be lost to them.
     const idle = this.idle();
     if (delivery)
       this.options.logger.debug("a push notice's look", {
@@ -568,7 +583,12 @@ export class BranchWorker {
         retained: this.pending.length,
         windowOpen: this.window.isOpen,
       });
-    if (idle) await proveBranch(this.refreshing());
+    if (!idle) {
+      this.lookOwed ||= delivery;
+      return;
+    }
+    this.lookOwed = false;
+    await proveBranch(this.refreshing());
   }
 
   /** Reads folders again, when no write is waiting to do that anyway. */

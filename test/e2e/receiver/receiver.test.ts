@@ -15,7 +15,7 @@ import { conditionOf } from "../controllers/helpers.ts";
 import { genericPush, giteaPush, githubPing, githubPush, gitlabPush, type Delivery } from "./payloads.ts";
 
 const types = ["github", "gitlab", "gitea", "generic-hmac"] as const;
-const namespaces = ["gh", "gl", "gt", "gen", "ssh", "burst"];
+const namespaces = ["gh", "gl", "gt", "gen", "ssh", "burst", "quiet"];
 const configMaps = [{ apiGroups: [""], resources: ["configmaps"] }];
 /** Who pushes by hand: the operator's own reads are the ones made as mirrorUser. */
 const hand = { username: "hand", password: "hand-password" };
@@ -85,7 +85,11 @@ describe("GitReceiver: a push delivery wakes the branch workers of the repositor
         namespace: ns,
         body: { metadata: { name: "seed" }, data: { k: "v1" } },
       });
-      await applyMirror(kc, ns, url, mirrorUser, [{ name: "t", path: `clusters/${ns}`, rules: configMaps }]);
+      // "quiet" keeps a window open for half a minute: a delivery's look finds it open.
+      const window = ns === "quiet" ? { idleTimeout: "30s", maxDuration: "60s" } : {};
+      await applyMirror(kc, ns, url, mirrorUser, [
+        { name: "t", path: `clusters/${ns}`, rules: configMaps, ...window },
+      ]);
       await core.createNamespacedSecret({
         namespace: ns,
         body: { metadata: { name: "hook" }, stringData: { token: `token-${ns}` } },
@@ -215,6 +219,36 @@ describe("GitReceiver: a push delivery wakes the branch workers of the repositor
     await eventually(() => fetchesOf(plain, "state-ssh", since) > 0, {
       timeoutMs: 15_000,
       description: "the worker of the https spelling to fetch",
+    });
+  });
+
+  it("a delivery looked at while the window holds a write that changes nothing in Git still has the worker fetch the foreign commit", async () => {
+    // An edit and its undoing in one window: the window holds writes whose publication commits
+    // and pushes nothing (the document ends as Git has it), so no rejected push fetches for them.
+    const worker = () => env.operator.workers.worker("quiet/main");
+    for (const value of ["v2", "v1"])
+      await kc.makeApiClient(CoreV1Api).patchNamespacedConfigMap({
+        namespace: "quiet",
+        name: "seed",
+        body: [{ op: "replace", path: "/data/k", value }],
+      });
+    await eventually(() => (worker()?.windowOpen ?? false) && worker(), {
+      timeoutMs: 15_000,
+      description: "the window open on the write",
+    });
+    const foreign = await git.pushForeignCommit("state-quiet", {
+      files: { "docs/notes.md": "pushed while a window was open\n" },
+      as: hand,
+    });
+    const answer = await deliver(
+      paths.get("quiet")!,
+      genericPush("token-quiet", git.repositoryUrl("state-quiet"), "main"),
+    );
+    assert.equal(answer.status, 202);
+    // The refresh interval is 10 minutes: only the delivery's look can have read the remote.
+    await eventually(() => worker()?.branchTip === foreign, {
+      timeoutMs: 15_000,
+      description: () => `the worker at ${foreign}, not ${worker()?.branchTip}`,
     });
   });
 

@@ -223,13 +223,15 @@ describe("labelSelectorString", () => {
   });
 });
 
+/** The ConfigMaps collection a rule on configmaps plans. */
+const configMaps = () =>
+  planCollections(compileWatchRule(watchRule([{ resources: ["configmaps"] }])), registryOf(cluster).all())
+    .collections[0]!;
+
 describe("GitTargetEventStream", () => {
   it("delivers items in arrival order, to readers waiting and not, and ends after close", async () => {
     const stream = new GitTargetEventStream({ namespace: "a", name: "t" });
-    const collection = planCollections(
-      compileWatchRule(watchRule([{ resources: ["configmaps"] }])),
-      registryOf(cluster).all(),
-    ).collections[0]!;
+    const collection = configMaps();
     const waiting = stream.next();
     stream.push({ type: "snapshot", collection, objects: [] });
     stream.push({
@@ -254,10 +256,7 @@ describe("GitTargetEventStream", () => {
 
 describe("a GitTargetEventStream handed over", () => {
   it("is read out once its reader took what was queued at close, or is waiting when it closes; a stream nobody reads is given up on after the bound", async () => {
-    const collection = planCollections(
-      compileWatchRule(watchRule([{ resources: ["configmaps"] }])),
-      registryOf(cluster).all(),
-    ).collections[0]!;
+    const collection = configMaps();
     const queued = new GitTargetEventStream({ namespace: "a", name: "t" });
     queued.push({ type: "snapshot", collection, objects: [] });
     queued.close();
@@ -281,11 +280,8 @@ describe("a GitTargetEventStream handed over", () => {
     await unread.readOutWithin(10);
   });
 
-  it("is read out at once when its reader is parked (its target detached, holding no item), before or after the close; not while it holds one", async () => {
-    const collection = planCollections(
-      compileWatchRule(watchRule([{ resources: ["configmaps"] }])),
-      registryOf(cluster).all(),
-    ).collections[0]!;
+  it("is read out at once when its reader waits for its target to be attached again (parked, or holding an item it took), before or after the close; not while it hands one to a worker", async () => {
+    const collection = configMaps();
     const parkedFirst = new GitTargetEventStream({ namespace: "a", name: "p" });
     parkedFirst.push({ type: "snapshot", collection, objects: [] });
     parkedFirst.readerAt = "parked";
@@ -296,25 +292,26 @@ describe("a GitTargetEventStream handed over", () => {
       "queued items are read again from the cursors",
     );
 
-    const parkedLater = new GitTargetEventStream({ namespace: "a", name: "q" });
-    parkedLater.readerAt = "accept";
-    parkedLater.close();
-    const reading = parkedLater.readOutWithin(60_000);
-    parkedLater.readerAt = "parked";
-    assert.equal(await reading, true);
+    const holdingLater = new GitTargetEventStream({ namespace: "a", name: "q" });
+    holdingLater.readerAt = "next";
+    holdingLater.close();
+    const reading = holdingLater.readOutWithin(60_000);
+    holdingLater.readerAt = "holding";
+    assert.equal(await reading, true, "the item held, never taken, is read again from the cursors");
 
-    const holding = new GitTargetEventStream({ namespace: "a", name: "r" });
-    holding.readerAt = "holding";
-    holding.close();
-    assert.equal(await holding.readOutWithin(20), false, "an item held is still to be taken");
+    const accepting = new GitTargetEventStream({ namespace: "a", name: "r" });
+    accepting.readerAt = "accept";
+    accepting.close();
+    assert.equal(
+      await accepting.readOutWithin(20),
+      false,
+      "an item being handed to the worker is waited for",
+    );
   });
 
   it("tells who listens which items its reader handed to the branch worker, until they stop listening", () => {
     const stream = new GitTargetEventStream({ namespace: "a", name: "t" });
-    const collection = planCollections(
-      compileWatchRule(watchRule([{ resources: ["configmaps"] }])),
-      registryOf(cluster).all(),
-    ).collections[0]!;
+    const collection = configMaps();
     const seen: string[] = [];
     const stop = stream.onTaken((item) => seen.push(item.type));
     stream.taken({ type: "snapshot", collection, objects: [] });
