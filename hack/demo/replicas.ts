@@ -80,6 +80,13 @@ export async function demoReplicas(
         .map((r, i) => `replica ${i}:\n${r.process.logTail(15)}`)
         .join("\n")}`,
   });
+  // The first replica up takes every branch, and gives back for balance only once it has held
+  // them a lease duration (15 s); a branch given back goes to a replica under its share, not back
+  // to its giver. So the share settles in about 20 s: waited for up to 45 s, not required.
+  await eventually(async () => new Set((held = await heldBy())).size === replicaCount && held.length === 4, {
+    timeoutMs: 45_000,
+    description: "every replica holding a branch",
+  }).catch(() => undefined);
   const holders = new Set(held).size;
   if (holders < replicaCount)
     say(
