@@ -81,11 +81,21 @@ export class WorkerQueue<E extends object> {
     // An event queued while the loop was awaiting something else has nobody to wake it.
     if (this.events.length > 0) return;
     const woken = new Promise<true>((resolve) => (this.wake = () => resolve(true)));
-    for (;;) {
-      const wait = Math.max(0, until - Date.now());
-      const byEvent = await Promise.race([woken, sleep(wait, signal).then(() => false)]);
-      if (byEvent || signal.aborted || Date.now() >= until) break;
+    // The timer ends with the sleep, whatever ends it: one left behind by every wake would keep a
+    // listener on the worker's long-lived signal until it fired (up to the refresh interval).
+    const ended = new AbortController();
+    const stop = () => ended.abort();
+    signal.addEventListener("abort", stop, { once: true });
+    try {
+      for (;;) {
+        const wait = Math.max(0, until - Date.now());
+        const byEvent = await Promise.race([woken, sleep(wait, ended.signal).then(() => false)]);
+        if (byEvent || signal.aborted || Date.now() >= until) break;
+      }
+    } finally {
+      ended.abort();
+      signal.removeEventListener("abort", stop);
+      this.wake = () => undefined;
     }
-    this.wake = () => undefined;
   }
 }

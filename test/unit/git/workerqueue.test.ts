@@ -2,6 +2,7 @@
 // every resync it holds for that GitTarget" (applier-claims.md) is asked on every live write of a
 // claimed target, so it must not walk the queue.
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { describe, it } from "node:test";
 import type { Intake } from "../../../internal/git/folder/targetfolders.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
@@ -60,11 +61,23 @@ describe("a worker's queue sleeps until its deadline by the clock the loop reads
     assert.ok(Date.now() >= deadline);
   });
 
-  it("an event still wakes it at once", async () => {
+  it("an event still wakes it at once, and leaves no timer nor listener on the worker's signal behind", async () => {
     const queue = new WorkerQueue<{ recheck: string }>();
-    const sleeping = queue.sleep([Date.now() + 60_000], new AbortController().signal);
-    queue.push({ recheck: "shop/apps" });
+    const worker = new AbortController();
+    for (let wake = 0; wake < 20; wake++) {
+      const sleeping = queue.sleep([Date.now() + 60_000], worker.signal);
+      queue.push({ recheck: "shop/apps" });
+      await sleeping;
+      queue.shift();
+    }
+    assert.equal(getEventListeners(worker.signal, "abort").length, 0, "listeners left on the signal");
+  });
+
+  it("ends when the worker's signal aborts", async () => {
+    const queue = new WorkerQueue<{ recheck: string }>();
+    const worker = new AbortController();
+    const sleeping = queue.sleep([Date.now() + 60_000], worker.signal);
+    worker.abort();
     await sleeping;
-    assert.equal(queue.length, 1);
   });
 });
