@@ -788,14 +788,19 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       );
       const [droppedBefore, operationBefore] = [await requestsEnded("Dropped"), await operationOf()];
       armed = true;
-      await env.git.pushForeignCommit("state", {
+      const pushed = await env.git.pushForeignCommit("state", {
         files: { [file]: withSize("dropped") },
         message: "Pushed while the GitTarget lets go of its claim",
       });
-      await eventually(() => operator.workers.notice(branchKey) && held.length > 0, {
-        timeoutMs: 60_000,
-        description: "the dispatcher's re-read of the GitTarget, held",
-      });
+      // The attempt for the pushed commit is sent before the GitTarget lets go: the worker would
+      // otherwise see the claim gone and send nothing. Its re-read of the GitTarget is held
+      // (whenever it comes) until the test releases it, after the change.
+      await eventually(
+        () =>
+          operator.workers.notice(branchKey) &&
+          operator.logs.some((l) => l.startsWith("asking an applier to apply") && l.includes(pushed)),
+        { timeoutMs: 60_000, description: "the attempt for the pushed commit sent" },
+      );
       const target = (await targets.get(namespace, "apps"))!;
       await targets.jsonPatch(target, [{ op: "remove", path: "/spec/applierClaimRef" }], "kubectl-edit");
       release();
@@ -803,6 +808,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         timeoutMs: 30_000,
         description: "the attempt ended Dropped",
       });
+      assert.ok(held.length > 0, "the dispatcher's re-read of the GitTarget was held over the change");
       assert.ok(
         operator.logs.some((l) => l.startsWith("an apply attempt ended") && l.includes('"ended":"Dropped"')),
         "logged as Dropped",
