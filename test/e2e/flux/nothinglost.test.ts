@@ -8,12 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EventsV1Api, type V1ConfigMap } from "@kubernetes/client-node";
-import {
-  fluxClaims,
-  gitTargets,
-  type ApplyOperation,
-  type FluxClaim,
-} from "../../../generated/v1alpha3/index.ts";
+import { fluxClaims, type ApplyOperation, type FluxClaim } from "../../../generated/v1alpha3/index.ts";
 import { operationFieldManager, repairFieldManager } from "../../../controllers/applies.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
@@ -733,101 +728,6 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
         description: "the pushed value on the cluster",
       });
     } finally {
-      await operator.stop();
-      await proxy.close();
-    }
-  });
-
-  // Last in the suite: its GitTarget ends without the claim for a moment, so the claim lets go.
-  // The operator reaches the API server through a proxy that holds the dispatcher's re-read of
-  // the GitTarget until the test has removed its applierClaimRef.
-  it("an attempt whose GitTarget no longer names the claim when the dispatcher reads it asks nothing: Dropped, the Kustomization never resumed", async () => {
-    await (current ?? env.operator).stop();
-    current = undefined;
-    let armed = false;
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const held: string[] = [];
-    const asked: string[] = [];
-    const proxy = await startApiProxy(
-      env.kc,
-      () => false,
-      (r) => {
-        const path = r.path.split("?")[0]!;
-        // An apply's request: the resume or the requestedAt token, on the Kustomization.
-        if (
-          armed &&
-          r.method === "PATCH" &&
-          path.endsWith("/kustomizations/apps") &&
-          r.body.includes("requestedAt")
-        )
-          asked.push(r.body);
-        const read = r.method === "GET" && path.endsWith(`/namespaces/${namespace}/gittargets/apps`);
-        if (!armed || !read) return undefined;
-        held.push(r.path);
-        return released;
-      },
-    );
-    const operator = startOwnedOperator(proxy.kubeConfig, "dropped", { ...env.operatorSettings });
-    const targets = gitTargets(env.kc);
-    try {
-      // Armed once the new process has published its snapshots and has no apply out.
-      await eventually(
-        async () => {
-          const worker = operator.workers.worker(branchKey);
-          const now = await operationOf();
-          return (
-            operator.sourceContexts.snapshotsSettled({ namespace, name: "apps" }) &&
-            worker !== undefined &&
-            !worker.holdsResync(`${namespace}/apps`) &&
-            worker.backlog === 0 &&
-            ["Succeeded", "Failed"].includes(now?.phase ?? "")
-          );
-        },
-        { timeoutMs: 60_000, description: "the new process settled, with no apply out" },
-      );
-      const [droppedBefore, operationBefore] = [await requestsEnded("Dropped"), await operationOf()];
-      armed = true;
-      const pushed = await env.git.pushForeignCommit("state", {
-        files: { [file]: withSize("dropped") },
-        message: "Pushed while the GitTarget lets go of its claim",
-      });
-      // The attempt for the pushed commit is sent before the GitTarget lets go: the worker would
-      // otherwise see the claim gone and send nothing. Its re-read of the GitTarget is held
-      // (whenever it comes) until the test releases it, after the change.
-      await eventually(
-        () =>
-          operator.workers.notice(branchKey) &&
-          operator.logs.some((l) => l.startsWith("asking an applier to apply") && l.includes(pushed)),
-        { timeoutMs: 60_000, description: "the attempt for the pushed commit sent" },
-      );
-      const target = (await targets.get(namespace, "apps"))!;
-      await targets.jsonPatch(target, [{ op: "remove", path: "/spec/applierClaimRef" }], "kubectl-edit");
-      release();
-      await eventually(async () => (await requestsEnded("Dropped")) > droppedBefore, {
-        timeoutMs: 30_000,
-        description: "the attempt ended Dropped",
-      });
-      assert.ok(held.length > 0, "the dispatcher's re-read of the GitTarget was held over the change");
-      assert.ok(
-        operator.logs.some((l) => l.startsWith("an apply attempt ended") && l.includes('"ended":"Dropped"')),
-        "logged as Dropped",
-      );
-      assert.equal(
-        (await operationOf())?.requestToken,
-        operationBefore?.requestToken,
-        "no operation recorded",
-      );
-      assert.deepEqual(asked, [], "no request for an apply reached the Kustomization");
-    } finally {
-      release();
-      const target = await targets.get(namespace, "apps");
-      if (target && !target.spec.applierClaimRef)
-        await targets.jsonPatch(
-          target,
-          [{ op: "add", path: "/spec/applierClaimRef", value: { kind: "FluxClaim", name: "apps" } }],
-          "kubectl-edit",
-        );
       await operator.stop();
       await proxy.close();
     }
