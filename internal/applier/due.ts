@@ -260,7 +260,7 @@ export class ApplyDue {
       const pending = [...new Set([...state.pending.values()].flatMap((p) => [...p]))].sort().join("+");
       const why = [
         state.out ? "an attempt out" : undefined,
-        now < state.notBefore ? `backoff ${state.notBefore - now} ms` : undefined,
+        now < state.notBefore ? "its backoff" : undefined,
         applier.holds === false ? "not held" : undefined,
         applier.targets.some((t) => !t.published) ? "a target not published" : undefined,
       ].filter(Boolean);

@@ -38,24 +38,24 @@ export class StreamReaders {
 
   private async read(stream: GitTargetEventStream): Promise<void> {
     const first = await this.destination(stream, false);
-    stream.readerAt = "replay";
+    stream.readerMovedTo("replay");
     await first.worker.replay(first.settings);
     for (;;) {
       // A branch whose budget is spent while it waits out an outage takes nothing more.
       const open = (await this.destination(stream, false)).worker.intakeOpen();
-      stream.readerAt = "intake";
+      stream.readerMovedTo("intake");
       await open;
-      stream.readerAt = "next";
+      stream.readerMovedTo("next");
       const next = await stream.next();
       if (next.done) {
-        stream.readerAt = "done";
+        stream.readerMovedTo("done");
         this.reading.delete(stream);
         return;
       }
       const { worker, settings } = await this.destination(stream, true);
       const { item, excluded } = coordinated(settings, next.value);
       if (excluded.length > 0) this.onExcluded?.(settings, excluded);
-      stream.readerAt = "accept";
+      stream.readerMovedTo("accept");
       if (item) await worker.accept(settings, item);
       stream.taken(next.value);
     }
@@ -69,7 +69,7 @@ export class StreamReaders {
     for (;;) {
       const destination = this.destinationOf(stream);
       if (destination) return destination;
-      stream.readerAt = holding ? "holding" : "parked";
+      stream.readerMovedTo(holding ? "holding" : "parked");
       await new Promise<void>((resolve) => this.waiting.set(stream, resolve));
     }
   }

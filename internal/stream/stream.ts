@@ -136,25 +136,26 @@ export class GitTargetEventStream implements AsyncIterable<StreamItem> {
     for (const listener of this.takenListeners) listener(item);
   }
 
-  /**
-   * Resolves true once the closed stream's reader has taken everything queued, or false after
-   * `timeoutMs` (a stream nobody reads, its target detached).
-   */
+  /** Where the reader is now (the debug log of a handover names it). */
   get readerAt(): ReaderAt {
     return this.reader;
   }
 
   /**
-   * Where the reader is now. One waiting for its target to be attached again (parked, or holding
-   * an item it took) hands nothing more to a worker from a closed stream: the stream is read out
-   * as far as it will be, and what is queued or held, never taken, is read again from the
-   * cursors, which stay at the last item taken.
+   * The reader says where it is. One waiting for its target to be attached again (parked, or
+   * holding an item it took) hands nothing more to a worker from a closed stream: the stream is
+   * read out as far as it will be, and what is queued or held, never taken, is read again from
+   * the cursors, which stay at the last item taken.
    */
-  set readerAt(at: ReaderAt) {
+  readerMovedTo(at: ReaderAt): void {
     this.reader = at;
     if (detached(at) && this.closed) this.readOut?.();
   }
 
+  /**
+   * Resolves true once the closed stream's reader has taken everything queued, or false after
+   * `timeoutMs` (a stream nobody reads, its target detached).
+   */
   async readOutWithin(timeoutMs: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined;
     const readOut = await Promise.race([

@@ -295,7 +295,7 @@ export class WorkerApplies {
 
   /** Logs (debug) what keeps pending applies from being asked, each time that changes. */
   private traceWaiting(appliers: Applier[], now: number): void {
-    const waiting = this.due.waiting(appliers, now).map((line) => line.replace(/backoff \d+ ms/, "backoff"));
+    const waiting = this.due.waiting(appliers, now);
     const summary = waiting.join("; ");
     if (summary === this.lastWaiting) return;
     this.lastWaiting = summary;

@@ -8,7 +8,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EventsV1Api, type V1ConfigMap } from "@kubernetes/client-node";
-import { fluxClaims, type ApplyOperation, type FluxClaim } from "../../../generated/v1alpha3/index.ts";
+import {
+  fluxClaims,
+  gitTargets,
+  type ApplyOperation,
+  type FluxClaim,
+} from "../../../generated/v1alpha3/index.ts";
 import { operationFieldManager, repairFieldManager } from "../../../controllers/applies.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
@@ -731,5 +736,159 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       await operator.stop();
       await proxy.close();
     }
+  });
+
+  // Its GitTarget ends without the claim for a moment, so the claim lets go.
+  // The operator reaches the API server through a proxy that holds the dispatcher's re-read of
+  // the GitTarget until the test has removed its applierClaimRef.
+  it("an attempt whose GitTarget no longer names the claim when the dispatcher reads it asks nothing: Dropped, the Kustomization never resumed", async () => {
+    await (current ?? env.operator).stop();
+    current = undefined;
+    // Only the attempt for the pushed commit is held: one the new process sends for the tip it
+    // started at (a catch-up, under load sent after the test looked) goes through.
+    let tipBefore: string | undefined;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const held: string[] = [];
+    const asked: string[] = [];
+    const forPushed = () => {
+      const last = operator.logs.filter((l) => l.startsWith("asking an applier to apply")).at(-1);
+      return tipBefore !== undefined && last !== undefined && !last.includes(tipBefore);
+    };
+    const proxy = await startApiProxy(
+      env.kc,
+      () => false,
+      (r) => {
+        if (!forPushed()) return undefined;
+        const path = r.path.split("?")[0]!;
+        // An apply's request: the resume or the requestedAt token, on the Kustomization.
+        if (r.method === "PATCH" && path.endsWith("/kustomizations/apps") && r.body.includes("requestedAt"))
+          asked.push(r.body);
+        if (r.method !== "GET" || !path.endsWith(`/namespaces/${namespace}/gittargets/apps`))
+          return undefined;
+        held.push(r.path);
+        return released;
+      },
+    );
+    const operator = startOwnedOperator(proxy.kubeConfig, "dropped", { ...env.operatorSettings });
+    const targets = gitTargets(env.kc);
+    try {
+      await eventually(
+        () => {
+          const worker = operator.workers.worker(branchKey);
+          return (
+            operator.sourceContexts.snapshotsSettled({ namespace, name: "apps" }) &&
+            worker !== undefined &&
+            !worker.holdsResync(`${namespace}/apps`) &&
+            worker.backlog === 0
+          );
+        },
+        { timeoutMs: 60_000, description: "the new process's initial snapshots published" },
+      );
+      const droppedBefore = await requestsEnded("Dropped");
+      tipBefore = await env.git.branchHead("state", "main");
+      const pushed = await env.git.pushForeignCommit("state", {
+        files: { [file]: withSize("dropped") },
+        message: "Pushed while the GitTarget lets go of its claim",
+      });
+      // The attempt for the pushed commit is sent before the GitTarget lets go: the worker would
+      // otherwise see the claim gone and send nothing. Its re-read of the GitTarget is held
+      // (whenever it comes) until the test releases it, after the change. Any attempt before it
+      // has ended by then: a claim has one attempt out at a time.
+      await eventually(
+        () =>
+          operator.workers.notice(branchKey) &&
+          operator.logs.some((l) => l.startsWith("asking an applier to apply") && l.includes(pushed)),
+        { timeoutMs: 60_000, description: "the attempt for the pushed commit sent" },
+      );
+      const operationBefore = await operationOf();
+      const target = (await targets.get(namespace, "apps"))!;
+      await targets.jsonPatch(target, [{ op: "remove", path: "/spec/applierClaimRef" }], "kubectl-edit");
+      release();
+      await eventually(async () => (await requestsEnded("Dropped")) > droppedBefore, {
+        timeoutMs: 30_000,
+        description: "the attempt ended Dropped",
+      });
+      assert.ok(held.length > 0, "the dispatcher's re-read of the GitTarget was held over the change");
+      assert.ok(
+        operator.logs.some((l) => l.startsWith("an apply attempt ended") && l.includes('"ended":"Dropped"')),
+        "logged as Dropped",
+      );
+      assert.equal(
+        (await operationOf())?.requestToken,
+        operationBefore?.requestToken,
+        "no operation recorded",
+      );
+      assert.deepEqual(asked, [], "no request for an apply reached the Kustomization");
+    } finally {
+      release();
+      const target = await targets.get(namespace, "apps");
+      if (target && !target.spec.applierClaimRef)
+        await targets.jsonPatch(
+          target,
+          [{ op: "add", path: "/spec/applierClaimRef", value: { kind: "FluxClaim", name: "apps" } }],
+          "kubectl-edit",
+        );
+      await operator.stop();
+      await proxy.close();
+    }
+  });
+
+  // Last in the suite: its GitTarget is deleted and created again, and the Kustomization ends
+  // suspended by hand as well as held.
+  it("a GitTarget that newly names a claim keeps a commit pushed since the claim last applied, when nobody edited the object live", async () => {
+    const operator = startOwnedOperator(env.kc, "renamed", { ...env.operatorSettings });
+    current = operator;
+    const targets = gitTargets(env.kc);
+    // The base: the claim applied the tip.
+    const base = await eventually(
+      async () => {
+        const [operation, head] = await Promise.all([operationOf(), env.git.branchHead("state", "main")]);
+        return operation?.phase === "Succeeded" && operation.commit === head && head;
+      },
+      { timeoutMs: 90_000, description: "the claim applied the tip" },
+    );
+    const { apiVersion, kind, metadata, spec } = (await targets.get(namespace, "apps"))!;
+    await targets.delete(namespace, "apps");
+    await eventually(
+      async () => {
+        const claim = await fluxClaims(env.kc).get(namespace, "apps");
+        const configured = claim?.status?.conditions?.find((c) => c.type === "Configured");
+        const k = await kustomizations.get(namespace, "apps");
+        return (
+          (await targets.get(namespace, "apps")) === undefined &&
+          configured?.reason === "NotReferenced" &&
+          k?.spec?.suspend !== true
+        );
+      },
+      { timeoutMs: 60_000, description: "the GitTarget gone, and the claim handed the Kustomization back" },
+    );
+    // A person pauses Flux by hand, so nothing applies the push before the claim holds it again.
+    const k = (await kustomizations.get(namespace, "apps"))!;
+    await kustomizations.jsonPatch(k, [{ op: "add", path: "/spec/suspend", value: true }], "kubectl-patch");
+    const pushed = await env.git.pushForeignCommit("state", {
+      files: { [file]: (await inGit()).replace(/mode: .*/, "mode: pushed-while-unnamed") },
+      message: "Pushed while no GitTarget named the claim",
+    });
+    await targets.create({ apiVersion, kind, metadata: { name: metadata.name, namespace }, spec });
+    // The push notice a receiver would deliver.
+    await eventually(() => operator.workers.notice(branchKey), {
+      timeoutMs: 60_000,
+      description: "the branch worker told of the push",
+    });
+    // The new GitTarget's first snapshot keeps the pushed document (the live object still equals
+    // the claim's last applied commit's), and the converge applies it.
+    // Ends early when Git goes back instead (the rule broken).
+    await eventually(
+      async () =>
+        (await live()).data?.mode === "pushed-while-unnamed" ||
+        !(await inGit()).includes("pushed-while-unnamed"),
+      { timeoutMs: 90_000, description: "the pushed value on the cluster, or gone from Git" },
+    );
+    for (const [commit, content] of await env.git.versionsSince("state", pushed, file))
+      assert.match(content, /mode: pushed-while-unnamed/, `at ${commit}`);
+    assert.equal((await live()).data?.mode, "pushed-while-unnamed", "the pushed value on the cluster");
+    assert.notEqual((await operationOf())?.commit, base, "the claim applied a newer commit");
+    assert.deepEqual(await eventsNaming("PushedChangeOverridden", pushed.slice(0, 12)), []);
   });
 });

@@ -284,7 +284,7 @@ describe("a GitTargetEventStream handed over", () => {
     const collection = configMaps();
     const parkedFirst = new GitTargetEventStream({ namespace: "a", name: "p" });
     parkedFirst.push({ type: "snapshot", collection, objects: [] });
-    parkedFirst.readerAt = "parked";
+    parkedFirst.readerMovedTo("parked");
     parkedFirst.close();
     assert.equal(
       await parkedFirst.readOutWithin(60_000),
@@ -293,14 +293,14 @@ describe("a GitTargetEventStream handed over", () => {
     );
 
     const holdingLater = new GitTargetEventStream({ namespace: "a", name: "q" });
-    holdingLater.readerAt = "next";
+    holdingLater.readerMovedTo("next");
     holdingLater.close();
     const reading = holdingLater.readOutWithin(60_000);
-    holdingLater.readerAt = "holding";
+    holdingLater.readerMovedTo("holding");
     assert.equal(await reading, true, "the item held, never taken, is read again from the cursors");
 
     const accepting = new GitTargetEventStream({ namespace: "a", name: "r" });
-    accepting.readerAt = "accept";
+    accepting.readerMovedTo("accept");
     accepting.close();
     assert.equal(
       await accepting.readOutWithin(20),
