@@ -165,9 +165,15 @@ sops: prerequisites ## Build the pinned sops the tests read encrypted Secrets ba
 olm-validate: prerequisites ## Build the bundle validator (hack/olm/validate: the operator-framework's validation library at the pinned version), or reuse the cached build.
 	bash hack/tools/olmvalidate.sh
 
+# The tools the files to run need (hack/tools/needs.ts), built first: every missing tool's
+# modules downloaded at once, then each built in turn (hack/tools/tools.sh).
+TEST_FILES = $(if $(FILES),$(FILES),$(UNIT_TESTS) $(E2E_TESTS))
+TOOLS_FOR = bash hack/tools/tools.sh $$(node --import tsx hack/tools/needs.ts $(1))
+
 .PHONY: test
-test: node_modules testenv kustomize sops flux argocd helm olm-validate ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files.
-	$(NODE_TEST) $(if $(FILES),$(FILES),$(UNIT_TESTS) $(E2E_TESTS))
+test: node_modules prerequisites ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files (and builds only the tools they need).
+	$(call TOOLS_FOR,$(TEST_FILES))
+	$(NODE_TEST) $(TEST_FILES)
 
 .PHONY: soak
 soak: node_modules testenv flux ## Run the apply-echo scenario for fifty rounds (SOAK_ROUNDS), not the few make test runs.
@@ -178,7 +184,8 @@ test-unit: node_modules ## Run the unit tests.
 	$(NODE_TEST) $(UNIT_TESTS)
 
 .PHONY: test-e2e
-test-e2e: node_modules testenv kustomize sops flux argocd helm olm-validate ## Run the end-to-end tests against a real control plane, Git server and Redis.
+test-e2e: node_modules prerequisites ## Run the end-to-end tests against a real control plane, Git server and Redis.
+	$(call TOOLS_FOR,$(E2E_TESTS))
 	$(NODE_TEST) $(E2E_TESTS)
 
 .PHONY: demo

@@ -35,6 +35,15 @@ reuse_or_lock() {
   require_go "$1"
 }
 
+# download_only: true under GOTOOL_DOWNLOAD_ONLY=1, where a script fetches into the module
+# cache every module its build needs and builds nothing, taking no lock (the module cache has
+# its own). hack/tools/tools.sh runs every missing tool's download at once, then the builds one at
+# a time: the downloads wait on the network, the builds on the two cores.
+download_only() { [[ "${GOTOOL_DOWNLOAD_ONLY:-}" == 1 ]]; }
+
+# fetched NAME SECONDS: what a download-only run prints as it ends.
+fetched() { echo "$1: modules downloaded in $2s"; }
+
 # require_go NAME: puts /usr/local/go/bin on PATH when go is not found, or fails with why.
 require_go() {
   if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then

@@ -21,26 +21,33 @@ if [[ "${1:-}" == "--print-dir" ]]; then
 fi
 
 cached() { [[ -x "$dest/kube-apiserver" && -x "$dest/kubectl" && -x "$dest/etcd" ]]; }
-if cached; then
-  echo "testenv: cached binaries in $dest"
-  exit 0
-fi
-
-# Two builds started at once (two terminals, two CI jobs) take turns: the second waits, then
-# finds the first one's binaries and builds nothing.
-build_lock testenv "$cache_root"
-if cached; then
-  echo "testenv: cached binaries in $dest"
-  exit 0
+if download_only; then
+  cached && exit 0
+else
+  if cached; then
+    echo "testenv: cached binaries in $dest"
+    exit 0
+  fi
+  # Two builds started at once (two terminals, two CI jobs) take turns: the second waits, then
+  # finds the first one's binaries and builds nothing.
+  build_lock testenv "$cache_root"
+  if cached; then
+    echo "testenv: cached binaries in $dest"
+    exit 0
+  fi
 fi
 require_go testenv
 
-echo "testenv: building kube-apiserver, kubectl and etcd from Go modules (about 4 minutes on 2 cores, once per machine)"
+download_only || echo "testenv: building kube-apiserver, kubectl and etcd from Go modules (about 4 minutes on 2 cores, once per machine)"
 work=$(mktemp -d)
 partial="$dest.partial"
-trap 'rm -rf "$work" "$partial"' EXIT
-rm -rf "$partial"
-mkdir -p "$partial"
+if download_only; then
+  trap 'rm -rf "$work"' EXIT
+else
+  trap 'rm -rf "$work" "$partial"' EXIT
+  rm -rf "$partial"
+  mkdir -p "$partial"
+fi
 start=$(date +%s)
 
 # The staging modules k8s.io/kubernetes replaces with ./staging/... paths, as
@@ -69,6 +76,7 @@ build_kube() {
       go mod edit -replace "$m=$m@v0.$kube_minor_patch"
     done
     go get -tool "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" "k8s.io/kubernetes/cmd/kubectl@$KUBE_VERSION"
+    download_only && exec go list -deps k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl >/dev/null
     for cmd in kube-apiserver kubectl; do
       echo "testenv: building $cmd $KUBE_VERSION"
       go build -p "$jobs" -trimpath -ldflags "${ldflags_kube[*]}" -o "$partial/$cmd" "k8s.io/kubernetes/cmd/$cmd"
@@ -83,11 +91,19 @@ build_etcd() {
     cd "$mod"
     go mod init gitops-reverser.local/testenv/etcd >/dev/null 2>&1
     go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+    download_only && exec go list -deps go.etcd.io/etcd/server/v3 >/dev/null
     echo "testenv: building etcd $ETCD_VERSION"
     go build -p "$jobs" -trimpath -ldflags "-s -w" -o "$partial/etcd" go.etcd.io/etcd/server/v3
   )
 }
 
+if download_only; then
+  build_etcd &
+  build_kube
+  wait $!
+  fetched testenv $(( $(date +%s) - start ))
+  exit 0
+fi
 build_etcd
 build_kube
 

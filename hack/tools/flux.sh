@@ -40,14 +40,23 @@ if [[ "${2:-}" == "--print-path" ]]; then
 fi
 
 cached() { [[ -x "$dest/$tool" && -d "$dest/crds" ]]; }
-reuse_or_lock "$tool" "$dest" "$cache_root"
+if download_only; then
+  cached && exit 0
+  require_go "$tool"
+else
+  reuse_or_lock "$tool" "$dest" "$cache_root"
+fi
 
-echo "$tool: building $module@$version (once per machine)"
+download_only || echo "$tool: building $module@$version (once per machine)"
 partial="$dest.partial"
 work=$(mktemp -d)
-trap 'rm -rf "$partial" "$work"' EXIT
-rm -rf "$partial"
-mkdir -p "$partial/crds"
+if download_only; then
+  trap 'rm -rf "$work"' EXIT
+else
+  trap 'rm -rf "$partial" "$work"' EXIT
+  rm -rf "$partial"
+  mkdir -p "$partial/crds"
+fi
 start=$(date +%s)
 
 # The module's source, for its go.mod, go.sum and CRDs. `go mod download -json` prints where
@@ -66,6 +75,11 @@ while read -r path; do
   edits+=(-dropreplace="$path" -replace="$path=$path@$required")
 done < <(awk '$0 ~ /=> *\.\.?\// { sub(/^replace[ \t]+/, ""); print $1 }' "$work/go.mod")
 (cd "$work" && go mod edit "${edits[@]}")
+if download_only; then
+  (cd "$work" && go list -deps "$module" >/dev/null)
+  fetched "$tool" $(( $(date +%s) - start ))
+  exit 0
+fi
 # The wrapper has no package of its own; this builds the controller's main package from the
 # module cache with the wrapper's build list. -mod=mod (gobuild.sh) records the checksums the
 # controller's go.sum lacks (its own and its api module's).

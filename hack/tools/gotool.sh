@@ -33,6 +33,18 @@ if [[ "${2:-}" == "--print-path" ]]; then
 fi
 
 cached() { [[ -x "$dest/$tool" ]]; }
+if download_only; then
+  cached && exit 0
+  require_go "$tool"
+  start=$(date +%s)
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  # A throwaway module requiring the tool: with no replace directives in the tool's go.mod, its
+  # build list is the release's own, so this fetches what `go install pkg@version` will build.
+  (cd "$work" && go mod init gitops-reverser.local/download/"$tool" >/dev/null 2>&1 && go get "$package@$version" >/dev/null && go list -deps "$package" >/dev/null)
+  fetched "$tool" $(( $(date +%s) - start ))
+  exit 0
+fi
 reuse_or_lock "$tool" "$dest" "$cache_root"
 
 echo "$tool: building $package@$version (once per machine)"

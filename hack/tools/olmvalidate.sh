@@ -31,6 +31,14 @@ if ! grep -qE "^require github.com/operator-framework/api $version\$" "$src/go.m
 fi
 
 cached() { [[ -x "$dest/olm-validate" ]]; }
+if download_only; then
+  cached && exit 0
+  require_go olm-validate
+  start=$(date +%s)
+  (cd "$src" && go list -mod=readonly -deps . >/dev/null)
+  fetched olm-validate $(( $(date +%s) - start ))
+  exit 0
+fi
 reuse_or_lock olm-validate "$dest" "$cache_root"
 
 echo "olm-validate: building with github.com/operator-framework/api@$version (once per machine and source)"

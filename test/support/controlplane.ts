@@ -1,9 +1,11 @@
 import { writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import https from "node:https";
+import { basename, join } from "node:path";
 import { CoreV1Api, Health, type KubeConfig } from "@kubernetes/client-node";
 import { auditWebhookFlags, type AuditWebhookOptions } from "./audit.ts";
 import { testenvBinaries } from "./binaries.ts";
 import { Etcd } from "./etcd.ts";
+import { keepLines } from "./keeplogs.ts";
 import { kubeConfigFor } from "./kubeconfig.ts";
 import { advertiseAddress } from "./network.ts";
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate, type CertFiles } from "./pki.ts";
@@ -230,9 +232,46 @@ export class ControlPlane {
   }
 
   async stop(): Promise<void> {
+    await this.keepRequestCounts();
     await this.apiServer.stop();
     await this.etcd.stop();
     removeOwnedTempDir(this.dir);
+  }
+
+  /**
+   * Under KEEP_TEST_LOGS, what the API server was asked, by verb and resource, most first: where
+   * a test's API traffic (and so the API server's share of the machine) goes.
+   */
+  private async keepRequestCounts(): Promise<void> {
+    if (!process.env.KEEP_TEST_LOGS) return;
+    const text = await this.get("/metrics").catch(() => "");
+    const counts = new Map<string, number>();
+    for (const line of text.split("\n")) {
+      const m = /^apiserver_request_total\{(.*)\} (\d+)/.exec(line);
+      if (!m) continue;
+      const label = (name: string) => new RegExp(`${name}="([^"]*)"`).exec(m[1]!)?.[1] ?? "";
+      const key = `${label("verb")} ${label("group") ? `${label("group")}/` : ""}${label("resource")}${label("subresource") ? `/${label("subresource")}` : ""}`;
+      counts.set(key, (counts.get(key) ?? 0) + Number(m[2]));
+    }
+    const lines = [...counts].sort((a, b) => b[1] - a[1]).map(([key, n]) => `${n} ${key}`);
+    keepLines(`controlplane-${process.pid}`, `${basename(this.dir)}-requests.txt`, lines);
+  }
+
+  /** A raw GET as the admin, for what no typed client reads (the API server's own /metrics). */
+  private async get(path: string): Promise<string> {
+    const options: https.RequestOptions = {};
+    await this.kubeConfig().applyToHTTPSOptions(options);
+    const url = new URL(path, this.server);
+    return new Promise((resolve, reject) => {
+      https
+        .get(url, options, (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (body += chunk));
+          res.on("end", () => resolve(body));
+        })
+        .on("error", reject);
+    });
   }
 
   private async writeIdentity(name: string, fileName: string, kubeConfig: KubeConfig): Promise<TestIdentity> {

@@ -22,7 +22,7 @@ export interface MirrorEnvironment {
   git: GitServer;
   kc: KubeConfig;
   core: CoreV1Api;
-  operator: RunningOperator & { errors: string[] };
+  operator: RunningOperator & { errors: string[]; logs: string[] };
   /**
    * What the operator was started with, its attribution among them, but its clone folder: what a
    * test that restarts the operator starts the next one with.

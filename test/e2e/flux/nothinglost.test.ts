@@ -69,6 +69,17 @@ const staleCount = async (outcome: string) =>
     (v) => v.labels.outcome === outcome && v.labels.gittarget_name === "apps",
   )?.value ?? 0;
 
+/**
+ * Whether the claim's last reconcile, in an operator's log lines, was a settled one: requeued a
+ * minute out, with no pass begun since.
+ */
+const claimSettled = (logs: readonly string[]) => {
+  const last = logs.findLast((l) => l.includes('"controller":"fluxclaim"'));
+  return (
+    last?.startsWith("reconciled; looking again later") === true && /"requeueAfterMs":[1-9]\d{4,}/.test(last)
+  );
+};
+
 const namespace = "shop";
 const branchKey = `${namespace}/main`;
 const file = "clusters/apps/settings.yaml";
@@ -389,30 +400,43 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
 
   it("a source on another repository or branch is Rejected, and the worker asks again no sooner than 15 s after the rejection", async () => {
     await inStep();
+    let rejectedAt: number | undefined;
     const repositories = flux.gitRepositories(env.kc);
     const source = (branch: string) =>
       ({
         metadata: { name: "state", namespace },
         spec: { url: env.url, ref: { branch }, interval: "1m", secretRef: { name: "flux-git" } },
       }) as FluxObject;
+    // The claim reads the GitRepository on each pass (a minute apart once settled, a second
+    // apart while an operation settles): one that read the other branch first would stop holding
+    // the Kustomization (SourceMismatch), and the worker would ask nothing to reject. So the
+    // source changes just after a settled pass, and the worker is asked at once.
+    await eventually(() => claimSettled(env.operator.logs), {
+      timeoutMs: 60_000,
+      description: "the claim's last pass settled (next one a minute later)",
+    });
     // Somebody points the GitRepository at another branch, then pushes to the one mirrored.
     await repositories.apply(source("release"), "kubectl");
-    const pushed = await env.git.pushForeignCommit("state", {
-      files: {
-        [file]: withSize("rejected"),
-      },
-      message: "Pushed while the source reads another branch",
-    });
-    env.operator.workers.notice(branchKey);
-    const rejected = await eventually(
-      async () =>
-        (await fluxEvents("ApplyRequestFailed")).find(
-          (e) => e.note?.includes(pushed) && e.note.includes("ended Rejected"),
-        ),
-      { timeoutMs: 60_000, description: "the rejected attempt's ApplyRequestFailed Event" },
-    );
-    assert.match(rejected.note!, /GitRepository shop\/state fetches \S+ release, not \S+ main/);
-    await repositories.apply(source("main"), "kubectl");
+    try {
+      const pushed = await env.git.pushForeignCommit("state", {
+        files: {
+          [file]: withSize("rejected"),
+        },
+        message: "Pushed while the source reads another branch",
+      });
+      const rejected = await eventually(
+        async () =>
+          env.operator.workers.notice(branchKey) &&
+          (await fluxEvents("ApplyRequestFailed")).find(
+            (e) => e.note?.includes(pushed) && e.note.includes("ended Rejected"),
+          ),
+        { timeoutMs: 60_000, description: "the rejected attempt's ApplyRequestFailed Event" },
+      );
+      assert.match(rejected.note!, /GitRepository shop\/state fetches \S+ release, not \S+ main/);
+      rejectedAt = Date.parse(String(rejected.eventTime));
+    } finally {
+      await repositories.apply(source("main"), "kubectl");
+    }
     const operation = await eventually(
       async () => {
         const [now, tip] = await Promise.all([operationOf(), env.git.branchHead("state", "main")]);
@@ -420,7 +444,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       },
       { timeoutMs: 90_000, description: "applied once the source reads the branch again" },
     );
-    const waited = Date.parse(operation.requestedAt!) - Date.parse(String(rejected.eventTime));
+    const waited = Date.parse(operation.requestedAt!) - rejectedAt;
     assert.ok(waited >= 15_000, `asked again ${waited} ms after the rejection`);
     assert.equal((await live()).data?.size, "rejected");
   });

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds the tools named, each at most once per machine (make test names those its files need:
+# hack/tools/needs.ts; hack/setup.sh names them all).
+# On a fresh machine most of the first build is module downloads, and one tool after another
+# left the network idle while a build ran and the cores idle while a download ran. So every
+# missing tool's modules are downloaded at once first (GOTOOL_DOWNLOAD_ONLY, hack/lib/gobuild.sh),
+# then the tools are built one at a time, each with both cores, and each step says how far it is.
+#   tools.sh [testenv|kustomize|sops|helm|flux|argocd|olm-validate ...]
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+every=(testenv kustomize sops helm flux argocd olm-validate)
+tools=("$@")
+((${#tools[@]} > 0)) || exit 0
+
+# The commands that build one tool (a tool may take two, as Flux's two controllers do).
+commands() {
+  case "$1" in
+    testenv) echo "bash $here/../testenv/build.sh" ;;
+    kustomize | sops | helm) echo "bash $here/gotool.sh $1" ;;
+    flux) echo "bash $here/flux.sh source-controller"; echo "bash $here/flux.sh kustomize-controller" ;;
+    argocd) echo "bash $here/argocd.sh" ;;
+    olm-validate) echo "bash $here/olmvalidate.sh" ;;
+    *) echo "tools.sh: unknown tool \"$1\" (${every[*]})" >&2; return 2 ;;
+  esac
+}
+
+steps=()
+for tool in "${tools[@]}"; do
+  mapfile -t -O "${#steps[@]}" steps < <(commands "$tool")
+  commands "$tool" >/dev/null
+done
+
+# 1. Every step's downloads at once; a step whose tool is cached ends at once and says nothing.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+declare -A step_of=()
+for i in "${!steps[@]}"; do
+  GOTOOL_DOWNLOAD_ONLY=1 ${steps[$i]} >"$logs/$i" 2>&1 &
+  step_of[$!]=$i
+done
+started=$(date +%s)
+done_count=0
+failed=0
+while ((done_count < ${#steps[@]})); do
+  status=0
+  wait -n -p pid || status=$?
+  done_count=$((done_count + 1))
+  i=${step_of[$pid]}
+  if ((status != 0)); then
+    echo "tools: downloading for \`${steps[$i]}\` failed:" >&2
+    cat "$logs/$i" >&2
+    failed=1
+  elif [[ -s "$logs/$i" ]]; then
+    echo "tools: [downloads $done_count/${#steps[@]}, $(($(date +%s) - started))s] $(tail -n 1 "$logs/$i")"
+  fi
+done
+((failed == 0)) || exit 1
+
+# 2. The builds, one at a time.
+for i in "${!steps[@]}"; do
+  echo "tools: [build $((i + 1))/${#steps[@]}] ${steps[$i]##*/}"
+  ${steps[$i]}
+done
