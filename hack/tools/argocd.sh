@@ -29,6 +29,9 @@ if [[ "${1:-}" == "--print-path" ]]; then
 fi
 
 cached() { [[ -f "$(dest_of "$ARGOCD_VERSION")/application-crd.yaml" && -f "$(dest_of "$ARGOCD_OLD_VERSION")/application-crd.yaml" ]]; }
+# Its whole build is a download, so tools.sh's download pass does it; that pass says nothing of
+# what is cached.
+if cached && download_only; then exit 0; fi
 reuse_or_lock "argocd CRDs" "$cache_root" "$cache_root"
 
 fetch() {

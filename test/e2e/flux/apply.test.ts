@@ -290,6 +290,53 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     assert.equal(operation.commit, fixed);
   });
 
+  it("a Flux attempt whose GitRepository fetched another commit than the one asked for ends RequestFailed, with an ApplyRequestFailed Event, and the worker asks again after its backoff", async () => {
+    await eventually(() => appliedAtTip("apps"), { timeoutMs: 60_000, description: "apps at the tip" });
+    const before = await operationOf("apps");
+    // Flux's credential stops working: source-controller handles the dispatcher's fetch request
+    // and keeps the commit it had.
+    const credential = (password: string) =>
+      env.core.patchNamespacedSecret({
+        namespace,
+        name: "flux-git",
+        body: [{ op: "replace", path: "/data/password", value: Buffer.from(password).toString("base64") }],
+      });
+    await credential("not-the-password");
+    let pushed = "";
+    try {
+      pushed = await env.git.pushForeignCommit("state", {
+        files: { "clusters/apps/settings.yaml": settingsFile("apps", "unfetched") },
+        message: "Pushed while Flux cannot fetch",
+      });
+      const [failed] = await eventually(
+        async () => {
+          env.operator.workers.notice(branchKey);
+          const found = (await eventsFor("apps", "ApplyRequestFailed")).filter((e) =>
+            e.note?.includes(pushed),
+          );
+          return found.length > 0 && found;
+        },
+        { timeoutMs: 60_000, description: "an ApplyRequestFailed Event naming the pushed commit" },
+      );
+      assert.equal(failed!.type, "Warning");
+      assert.match(failed!.note ?? "", /ended RequestFailed/);
+      assert.match(failed!.note ?? "", /fetched \S+, not/);
+      // Nothing was asked of the Kustomization: no operation recorded, nothing applied.
+      assert.equal((await operationOf("apps"))?.requestToken, before?.requestToken, "no operation recorded");
+      assert.equal((await kustomizations.get(namespace, "apps"))?.spec?.suspend, true, "never resumed");
+      assert.notEqual(await modeOf("apps-settings"), "unfetched");
+    } finally {
+      await credential(mirrorUser.password);
+    }
+    // The worker's backoff, not the dispatcher, asks again; the source fetches now.
+    const operation = await eventually(() => appliedAtTip("apps"), {
+      timeoutMs: 90_000,
+      description: "applied once Flux can fetch again",
+    });
+    assert.equal(operation.commit, pushed);
+    assert.equal(await modeOf("apps-settings"), "unfetched");
+  });
+
   it("two Kustomizations on one GitRepository take turns", async () => {
     await env.git.pushForeignCommit("state", {
       files: {
