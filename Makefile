@@ -5,13 +5,12 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 # Test files run side by side, each in its own process with its own control plane, Git server,
 # ports and folders: most of an end-to-end file's time is a wait on a control plane, so waits
-# overlap. TEST_CONCURRENCY files at once: chosen by measurement on 2 cores (README).
+# overlap. TEST_CONCURRENCY files at once: chosen by measurement on 2 cores (README). test/run.ts
+# starts the longest files first (the times this machine measured last, else
+# test/durations.json), prints the spec reporter's output, then each file's time and every test
+# past a quarter of its timeout.
 TEST_CONCURRENCY ?= 4
-# The spec reporter, then a summary of each file's time and of every test past a quarter of its
-# timeout (test/support/timesreporter.ts).
-NODE_TEST := node --import tsx --test --test-timeout=300000 --test-concurrency=$(TEST_CONCURRENCY) \
-	--test-reporter=spec --test-reporter-destination=stdout \
-	--test-reporter=./test/support/timesreporter.ts --test-reporter-destination=stdout
+NODE_TEST := TEST_CONCURRENCY=$(TEST_CONCURRENCY) node --import tsx test/run.ts
 UNIT_TESTS := 'test/unit/**/*.test.ts'
 E2E_TESTS := 'test/e2e/**/*.test.ts'
 # make test FILES='test/e2e/flux/*.test.ts' runs only those files (a glob, quoted, or paths).
