@@ -30,6 +30,12 @@ export interface DispatchReport {
   durationMs?: number;
   /** Applied, but not the commit asked for: the source moved on (the residual race). */
   mismatch?: boolean;
+  /**
+   * The applier's source fetched another commit than the one asked for (a mismatch, or a
+   * RequestFailed for it): a hint, never a fact, that the remote moved (applier-claims.md,
+   * "Learning about pushes"); the worker looks at it as it looks at a push notice.
+   */
+  sourceMoved?: boolean;
   /** An operation a stopped process left in flight, followed to its end by this one. */
   recovered?: boolean;
 }
@@ -73,6 +79,8 @@ export class Ending extends Error {
   constructor(
     readonly ended: Ended,
     message: string,
+    /** The applier's source fetched another commit than the one asked for. */
+    readonly sourceMoved = false,
   ) {
     super(message);
   }
@@ -179,7 +187,9 @@ export abstract class Dispatcher<C extends AnyClaim> implements Runnable {
     const report = await carried.finally(() => this.runs.delete(carried));
     this.options.onEnded?.(report);
     const kind = outcomeOf[report.ended];
-    return kind === "succeeded" ? { kind, commit: report.commit } : { kind };
+    const moved = report.sourceMoved ? { remoteMoved: true as const } : {};
+    if (kind === "succeeded") return { kind, commit: report.commit, ...moved };
+    return kind === "failed" ? { kind, ...moved } : { kind };
   }
 }
 
@@ -230,17 +240,18 @@ export abstract class Follow<C extends AnyClaim> {
     try {
       const proved = await this.steps();
       const ended = proved.kind === "succeeded" ? "Succeeded" : "Failed";
-      return this.report(ended, proved.message, proved.kind === "succeeded" && proved.mismatch === true);
+      const mismatch = proved.kind === "succeeded" && proved.mismatch === true;
+      return this.report(ended, proved.message, mismatch, mismatch);
     } catch (err) {
       const ending = err instanceof Ending ? err : new Ending("Failed", String(err));
       if (this.stop.aborted) await this.onStop();
       // Recorded and never started (Stale, a refused request): put back what the status held.
       if (this.operation?.phase === "Requested") await this.withdraw(ending.message);
-      return this.report(ending.ended, ending.message);
+      return this.report(ending.ended, ending.message, false, ending.sourceMoved);
     }
   }
 
-  private report(ended: Ended, message: string, mismatch = false): DispatchReport {
+  private report(ended: Ended, message: string, mismatch = false, sourceMoved = false): DispatchReport {
     return {
       claim: this.claim,
       reason: this.reason,
@@ -249,6 +260,7 @@ export abstract class Follow<C extends AnyClaim> {
       message,
       ...(this.recordedAt ? { durationMs: Date.now() - this.recordedAt } : {}),
       ...(mismatch ? { mismatch } : {}),
+      ...(sourceMoved ? { sourceMoved } : {}),
       ...(this.recovering ? { recovered: true } : {}),
     };
   }

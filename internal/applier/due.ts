@@ -63,9 +63,13 @@ export interface Attempt {
 }
 
 export type Outcome =
-  | { kind: "succeeded"; commit: string }
+  | { kind: "succeeded"; commit: string; remoteMoved?: true }
   | { kind: "stale" }
-  | { kind: "failed" }
+  /**
+   * `remoteMoved`: the applier's source fetched another commit than the one asked for, so the
+   * remote may hold a commit the worker has not seen; it is looked at as a push notice is.
+   */
+  | { kind: "failed"; remoteMoved?: true }
   | { kind: "rejected" }
   /** No target still held the attempt's reason: nothing was asked, and nothing is given back. */
   | { kind: "dropped" };

@@ -252,6 +252,7 @@ class Run extends FluxFollow {
           ? new Ending(
               "RequestFailed",
               `GitRepository ${keyOf(k.source)} fetched ${now?.revision ?? "nothing"}, not ${this.attempt.commit}.`,
+              now?.revision !== undefined,
             )
           : new Ending("Stale", "The tip moved while the source fetched.");
       }

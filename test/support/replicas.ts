@@ -225,16 +225,14 @@ export class ReplicaEnvironment {
       },
       { timeoutMs: 60_000, description: "bob's last values in the durable queue" },
     );
-    const inGit = await Promise.all(
-      his.map(async (name) => (await this.show(this.fileOf(name))) !== undefined),
-    );
-    return his.filter((_, i) => inGit[i]);
+    const inGit = await this.showAll(his.map((name) => ({ path: this.fileOf(name) })));
+    return his.filter((_, i) => inGit[i] !== undefined);
   }
 
   /** Whether every one of `names` is at v2 in Git. */
   async allAtV2(names: string[]): Promise<boolean> {
-    for (const name of names) if (!(await this.show(this.fileOf(name)))?.includes("k: v2")) return false;
-    return true;
+    const contents = await this.showAll(names.map((name) => ({ path: this.fileOf(name) })));
+    return contents.every((content) => content?.includes("k: v2") === true);
   }
 
   /** The values a GitBranch's durable queue holds, by ConfigMap name: every entry's, in order. */
@@ -368,6 +366,14 @@ export class ReplicaEnvironment {
   /** `path` on `branch`, or undefined while Git does not have it. */
   show(path: string, branch = "main"): Promise<string | undefined> {
     return this.git.gitIn("state", ["show", `${branch}:${path}`]).catch(() => undefined);
+  }
+
+  /** Each file's content on its branch (undefined while Git does not have it), read at once. */
+  showAll(files: readonly { path: string; branch?: string }[]): Promise<(string | undefined)[]> {
+    return this.git.filesAt(
+      "state",
+      files.map(({ path, branch = "main" }) => `${branch}:${path}`),
+    );
   }
 
   /** The author of every commit that touched `path`, newest first. */

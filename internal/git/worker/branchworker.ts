@@ -291,6 +291,23 @@ export class BranchWorker {
     if (this.looks.noticed()) this.events.push({ refresh: "delivery" });
   }
 
+  /**
+   * An attempt's end, on the loop. One whose applier's source fetched another commit than the
+   * one asked for is a hint that the remote moved: looked at as a push notice is
+   * (applier-claims.md, "Learning about pushes"), or the worker would ask for the commit it knows
+   * until the periodic refresh.
+   */
+  private reportApplied(report: AttemptReport): void {
+    this.applies?.reported(report, Date.now());
+    const { outcome } = report;
+    if ((outcome.kind === "failed" || outcome.kind === "succeeded") && outcome.remoteMoved) {
+      this.options.logger.debug("an applier's source fetched another commit: looking at the remote", {
+        commit: report.attempt.commit,
+      });
+      this.notice();
+    }
+  }
+
   start(): void {
     // A takeover's backlog is read at once, so the first stream to attach waits the least for it.
     void this.durable?.load(Date.now());
@@ -321,7 +338,7 @@ export class BranchWorker {
       else if (event && "save" in event) this.saves.attach(event.target, event.save, Date.now());
       else if (event && "withdraw" in event)
         event.answer(this.saves.withdraw(event.withdraw, event.message, Date.now()));
-      else if (event && "applied" in event) this.applies?.reported(event.applied, Date.now());
+      else if (event && "applied" in event) this.reportApplied(event.applied);
       else if (event) this.handle(event);
       for (const key of this.applies?.reanchor(Date.now()) ?? [])
         this.options.folders.onResyncRequested(key, undefined);

@@ -13,7 +13,14 @@ import {
 } from "../../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
-import { fluxClaim, fluxSource, kustomization, startFlux, type Flux } from "../../support/flux.ts";
+import {
+  fluxClaim,
+  fluxSource,
+  kustomization,
+  requestReconcile,
+  startFlux,
+  type Flux,
+} from "../../support/flux.ts";
 import { applyMirror, mirrorFieldManager, mirrorGitTarget } from "../../support/mirror.ts";
 import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../../support/mirrorenv.ts";
 import { eventually } from "../../support/wait.ts";
@@ -335,6 +342,45 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     });
     assert.equal(operation.commit, pushed);
     assert.equal(await modeOf("apps-settings"), "unfetched");
+  });
+
+  it("a Flux attempt whose GitRepository fetched another commit than the one asked for is looked at as a push notice is: a fix pushed with no notice while an apply fails is applied at the next attempt", async () => {
+    await eventually(() => appliedAtTip("apps"), { timeoutMs: 60_000, description: "apps at the tip" });
+    await env.git.pushForeignCommit("state", {
+      files: {
+        "clusters/apps/broken.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Name\n  namespace: shop\n",
+      },
+      message: "A broken manifest",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await operationOf("apps"))?.phase === "Failed", {
+      timeoutMs: 60_000,
+      description: "the apply failed",
+    });
+    // The fix is pushed with no push notice, and the worker's refresh is ten minutes away; Flux's
+    // source fetches it on its own (its interval, asked for here), so the worker's next attempt,
+    // for the broken commit it knows, finds the source at another commit.
+    const fixed = await env.git.pushForeignCommit("state", {
+      files: {
+        "clusters/apps/broken.yaml": null,
+        "clusters/apps/settings.yaml": settingsFile("apps", "unnoticed"),
+      },
+      message: "Fix it, with no notice",
+    });
+    await requestReconcile(flux.gitRepositories(env.kc), namespace, "state");
+    const operation = await eventually(() => appliedAtTip("apps"), {
+      timeoutMs: 60_000,
+      description: "the fix applied without a push notice",
+    });
+    assert.equal(operation.commit, fixed);
+    assert.equal(await modeOf("apps-settings"), "unnoticed");
+    assert.ok(
+      env.operator.logs.some((l) =>
+        l.startsWith("an applier's source fetched another commit: looking at the remote"),
+      ),
+      "the worker looked at the remote because the source had moved",
+    );
   });
 
   it("two Kustomizations on one GitRepository take turns", async () => {

@@ -93,11 +93,10 @@ describe("the durable write queue: an operator process killed mid-window", () =>
     await running.process.kill();
     await r.startReplica();
     await eventually(
-      async () => {
-        for (const name of [...mine, ...his])
-          if (!(await r.show(r.fileOf(name)))?.includes(`k: ${last}`)) return false;
-        return true;
-      },
+      async () =>
+        (await r.showAll([...mine, ...his].map((name) => ({ path: r.fileOf(name) })))).every(
+          (content) => content?.includes(`k: ${last}`) === true,
+        ),
       { timeoutMs: 120_000, description: () => `every last value in Git; last lines:\n${r.logTails()}` },
     );
     for (const [names, author] of [

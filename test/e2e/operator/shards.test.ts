@@ -73,13 +73,14 @@ describe("three replicas share thirty branches out", () => {
   const taken = (value: string) =>
     eventually(
       async () => {
-        for (const i of shards) {
+        const files = shards.flatMap((i) => editors.map(([name]) => r.shardFile(i, name)));
+        const contents = await r.showAll(files);
+        for (const [n, i] of shards.entries()) {
           const { branch } = shardNames(i);
           const queued = await r.queuedEntries(branch);
-          for (const [name, editor] of editors) {
-            if (queued.some((e) => e.name === name && e.value === value && e.author === editor)) continue;
-            const { path } = r.shardFile(i, name);
-            if (!(await r.show(path, branch))?.includes(`k: ${value}`)) return false;
+          for (const [e, [name, editor]] of editors.entries()) {
+            if (queued.some((q) => q.name === name && q.value === value && q.author === editor)) continue;
+            if (!contents[n * editors.length + e]?.includes(`k: ${value}`)) return false;
           }
         }
         return true;
@@ -91,12 +92,8 @@ describe("three replicas share thirty branches out", () => {
   const allAt = (value: string) =>
     eventually(
       async () => {
-        for (const i of shards)
-          for (const [name] of editors) {
-            const { path, branch } = r.shardFile(i, name);
-            if (!(await r.show(path, branch))?.includes(`k: ${value}`)) return false;
-          }
-        return true;
+        const files = shards.flatMap((i) => editors.map(([name]) => r.shardFile(i, name)));
+        return (await r.showAll(files)).every((content) => content?.includes(`k: ${value}`) === true);
       },
       { timeoutMs: 120_000, description: () => `every branch at ${value}; last lines:\n${r.logTails()}` },
     );

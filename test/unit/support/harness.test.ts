@@ -24,6 +24,16 @@ describe("eventually", () => {
     assert.equal(calls, 3);
   });
 
+  it("looks less often as a wait goes on when it names no interval (100 ms, growing to 500 ms)", async () => {
+    let calls = 0;
+    await assert.rejects(
+      eventually(() => (++calls, false), { timeoutMs: 2_000, description: "never" }),
+      /timed out after 2000ms waiting for never/,
+    );
+    // At a fixed 100 ms it would look 21 times; growing, 100+120+144+…+500 fits 10 looks in 2 s.
+    assert.ok(calls >= 2 && calls <= 11, `${calls} looks`);
+  });
+
   it("times out naming the condition and the last error", async () => {
     await assert.rejects(
       eventually(
