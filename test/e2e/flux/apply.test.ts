@@ -66,6 +66,21 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
       (e) => e.regarding?.kind === "FluxClaim" && e.regarding.name === name && e.reason === reason,
     );
+  /** A manifest the API server refuses, pushed and noticed: its apply ends Failed. */
+  const pushBrokenAndFail = async () => {
+    await env.git.pushForeignCommit("state", {
+      files: {
+        "clusters/apps/broken.yaml":
+          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Name\n  namespace: shop\n",
+      },
+      message: "A broken manifest",
+    });
+    env.operator.workers.notice(branchKey);
+    await eventually(async () => (await operationOf("apps"))?.phase === "Failed", {
+      timeoutMs: 60_000,
+      description: "the apply failed",
+    });
+  };
   const appsTarget = (idleTimeout?: string) =>
     mirrorGitTarget(namespace, {
       name: "apps",
@@ -261,18 +276,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
   });
 
   it("a failed apply is reported on the claim and retried by the worker's backoff, not by the dispatcher", async () => {
-    await env.git.pushForeignCommit("state", {
-      files: {
-        "clusters/apps/broken.yaml":
-          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Name\n  namespace: shop\n",
-      },
-      message: "A broken manifest",
-    });
-    env.operator.workers.notice(branchKey);
-    await eventually(async () => (await operationOf("apps"))?.phase === "Failed", {
-      timeoutMs: 60_000,
-      description: "the apply failed",
-    });
+    await pushBrokenAndFail();
     await eventually(async () => (await eventsFor("apps", "ApplyFailed")).length > 0, {
       timeoutMs: 30_000,
       description: "an ApplyFailed Event",
@@ -346,18 +350,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
 
   it("a Flux attempt whose GitRepository fetched another commit than the one asked for is looked at as a push notice is: a fix pushed with no notice while an apply fails is applied at the next attempt", async () => {
     await eventually(() => appliedAtTip("apps"), { timeoutMs: 60_000, description: "apps at the tip" });
-    await env.git.pushForeignCommit("state", {
-      files: {
-        "clusters/apps/broken.yaml":
-          "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Name\n  namespace: shop\n",
-      },
-      message: "A broken manifest",
-    });
-    env.operator.workers.notice(branchKey);
-    await eventually(async () => (await operationOf("apps"))?.phase === "Failed", {
-      timeoutMs: 60_000,
-      description: "the apply failed",
-    });
+    await pushBrokenAndFail();
     // The fix is pushed with no push notice, and the worker's refresh is ten minutes away; Flux's
     // source fetches it on its own (its interval, asked for here), so the worker's next attempt,
     // for the broken commit it knows, finds the source at another commit.

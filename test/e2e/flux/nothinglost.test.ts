@@ -195,6 +195,20 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       },
       { timeoutMs: 60_000, description: "the claim applied, and the cluster at what Git holds" },
     );
+  /** A new process has published its initial snapshots, and holds nothing more to write. */
+  const initialSnapshotsPublished = (operator: ReturnType<typeof startOwnedOperator>) =>
+    eventually(
+      () => {
+        const worker = operator.workers.worker(branchKey);
+        return (
+          operator.sourceContexts.snapshotsSettled({ namespace, name: "apps" }) &&
+          worker !== undefined &&
+          !worker.holdsResync(`${namespace}/apps`) &&
+          worker.backlog === 0
+        );
+      },
+      { timeoutMs: 60_000, description: "the new process's initial snapshots published" },
+    );
   const fluxEvents = async (reason: string) =>
     (await env.kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace })).items.filter(
       (e) => e.reason === reason && e.regarding?.kind === "FluxClaim" && e.regarding.name === "apps",
@@ -708,18 +722,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     try {
       // Pushed once the new process has published its initial snapshots (a commit pushed while
       // it starts is another rule's: the restart's), so its apply is the one resumed for.
-      await eventually(
-        () => {
-          const worker = operator.workers.worker(branchKey);
-          return (
-            operator.sourceContexts.snapshotsSettled({ namespace, name: "apps" }) &&
-            worker !== undefined &&
-            !worker.holdsResync(`${namespace}/apps`) &&
-            worker.backlog === 0
-          );
-        },
-        { timeoutMs: 60_000, description: "the new process's initial snapshots published" },
-      );
+      await initialSnapshotsPublished(operator);
       await env.git.pushForeignCommit("state", {
         files: { [file]: settingsFile("after-a-lost-answer") },
         message: "Applied through a lost answer",
@@ -797,18 +800,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     const operator = startOwnedOperator(proxy.kubeConfig, "dropped", { ...env.operatorSettings });
     const targets = gitTargets(env.kc);
     try {
-      await eventually(
-        () => {
-          const worker = operator.workers.worker(branchKey);
-          return (
-            operator.sourceContexts.snapshotsSettled({ namespace, name: "apps" }) &&
-            worker !== undefined &&
-            !worker.holdsResync(`${namespace}/apps`) &&
-            worker.backlog === 0
-          );
-        },
-        { timeoutMs: 60_000, description: "the new process's initial snapshots published" },
-      );
+      await initialSnapshotsPublished(operator);
       const droppedBefore = await requestsEnded("Dropped");
       tipBefore = await env.git.branchHead("state", "main");
       const pushed = await env.git.pushForeignCommit("state", {
