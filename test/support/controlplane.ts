@@ -9,7 +9,7 @@ import { keepLines } from "./keeplogs.ts";
 import { kubeConfigFor } from "./kubeconfig.ts";
 import { advertiseAddress } from "./network.ts";
 import { createCertificateAuthority, createSigningKeyPair, issueCertificate, type CertFiles } from "./pki.ts";
-import { freePort } from "./ports.ts";
+import { freePort, startOnChosenPorts } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { eventually } from "./wait.ts";
@@ -61,14 +61,8 @@ export class ControlPlane {
    * taken when bound, and a test process beside this one can take it in between: a start that
    * fails to bind is started again on new ports, up to three times.
    */
-  static async start(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await ControlPlane.startOnce(options);
-      } catch (err) {
-        if (attempt >= 3 || !String(err).includes("address already in use")) throw err;
-      }
-    }
+  static start(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+    return startOnChosenPorts(() => ControlPlane.startOnce(options));
   }
 
   private static async startOnce(options: ControlPlaneOptions): Promise<ControlPlane> {

@@ -18,7 +18,7 @@ import { repoRoot } from "./binaries.ts";
 import type { ControlPlane } from "./controlplane.ts";
 import { keepCopy } from "./keeplogs.ts";
 import { installCrdFiles } from "./manifests.ts";
-import { freePort } from "./ports.ts";
+import { freePort, startOnChosenPorts } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { eventually } from "./wait.ts";
@@ -123,17 +123,13 @@ export type FluxObject = KubernetesObject & {
  * Installs the controllers' CRDs into the plane, starts both on free loopback ports, and waits
  * until their readiness endpoints answer and the artifact server accepts requests.
  */
-export async function startFlux(plane: ControlPlane, options: FluxOptions = {}): Promise<Flux> {
-  // A controller that exits while it starts has most often lost a port freePort chose to another
-  // process `make test` started meanwhile (the gap between choosing and binding): it is started
-  // again, with fresh ports. Anything else fails at once.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startFluxOnce(plane, options);
-    } catch (err) {
-      if (attempt >= 3 || !/exited/.test(String(err))) throw err;
-    }
-  }
+export function startFlux(plane: ControlPlane, options: FluxOptions = {}): Promise<Flux> {
+  // A controller that exits while it starts has most often lost a port (its last log lines may
+  // not show the bind error): any exit is taken for one.
+  return startOnChosenPorts(
+    () => startFluxOnce(plane, options),
+    (err) => /exited/.test(String(err)),
+  );
 }
 
 async function startFluxOnce(plane: ControlPlane, options: FluxOptions): Promise<Flux> {

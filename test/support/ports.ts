@@ -46,3 +46,30 @@ function listenOn(port: number, host: string): Promise<number> {
     });
   });
 }
+
+/**
+ * Starts a server that another process binds on ports freePort chose (`start` chooses them
+ * afresh each time), again when it could not bind: a test process beside this one can take a
+ * port between the choice and the bind. A daemon that cannot be given port 0 to read back
+ * (kube-apiserver, etcd, Redis, sshd, Flux's controllers) is started this way; anything but a
+ * lost port fails at once, and the third lost port too.
+ */
+export async function startOnChosenPorts<T>(
+  start: () => Promise<T>,
+  /** How a failed start says it lost its port: by default, its log says it could not bind. */
+  lost: (err: unknown) => boolean = lostPort,
+  attempts = 3,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= attempts || !lost(err)) throw err;
+    }
+  }
+}
+
+/** Whether a start failed because its process could not bind a port (its log says so). */
+export function lostPort(err: unknown): boolean {
+  return /address already in use|cannot bind any address|bind to port .* failed/i.test(String(err));
+}

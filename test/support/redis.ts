@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { Redis, type RedisOptions } from "ioredis";
-import { freePort } from "./ports.ts";
+import { freePort, startOnChosenPorts } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { eventually } from "./wait.ts";
@@ -13,10 +13,17 @@ export class RedisServer {
     private readonly process: ManagedProcess,
   ) {}
 
-  /** Starts on `port` when given: a restart of one that was stopped, where its clients reconnect. */
-  static async start(port?: number): Promise<RedisServer> {
+  /**
+   * Starts on `port` when given: a restart of one that was stopped, where its clients reconnect.
+   * Otherwise on a port chosen for it, chosen again if another process took it first.
+   */
+  static start(port?: number): Promise<RedisServer> {
+    if (port !== undefined) return RedisServer.startOn(port);
+    return startOnChosenPorts(async () => RedisServer.startOn(await freePort()));
+  }
+
+  private static async startOn(port: number): Promise<RedisServer> {
     const dir = makeOwnedTempDir("redis");
-    port ??= await freePort();
     const proc = ManagedProcess.start({
       name: "redis-server",
       command: "redis-server",

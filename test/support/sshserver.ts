@@ -1,11 +1,10 @@
 import { mkdirSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
-import { connect } from "node:net";
 import { userInfo } from "node:os";
 import { join } from "node:path";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { freePort } from "./ports.ts";
+import { freePort, startOnChosenPorts } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { eventually } from "./wait.ts";
@@ -42,8 +41,14 @@ export class SshServer {
     private readonly process: ManagedProcess,
   ) {}
 
-  static async start(options: { authorizedKeys: string[] }): Promise<SshServer> {
+  /** Starts on a port chosen for it, chosen again if another process took it first. */
+  static start(options: { authorizedKeys: string[] }): Promise<SshServer> {
+    return startOnChosenPorts(() => SshServer.startOnce(options));
+  }
+
+  private static async startOnce(options: { authorizedKeys: string[] }): Promise<SshServer> {
     const dir = makeOwnedTempDir("sshd");
+    let proc: ManagedProcess | undefined;
     try {
       const port = await freePort();
       await execFileAsync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", join(dir, "host_key")]);
@@ -60,22 +65,25 @@ export class SshServer {
       await writeFile(join(dir, "sshd_config"), config(dir, port));
       // sshd started by root wants its privilege separation directory.
       if (userInfo().uid === 0) mkdirSync("/run/sshd", { recursive: true, mode: 0o755 });
-      const proc = ManagedProcess.start({
+      proc = ManagedProcess.start({
         name: "sshd",
         command: "/usr/sbin/sshd",
         args: ["-D", "-e", "-f", join(dir, "sshd_config")],
         logFile: join(dir, "sshd.log"),
       });
       const server = new SshServer(dir, port, `[127.0.0.1]:${port} ${hostKey}`, proc);
+      // Its own word that it bound the port: a connection could reach another process that took it.
+      const started = proc;
       await eventually(
         async () => {
-          proc.assertRunning();
-          return listening(port);
+          started.assertRunning();
+          return (await server.log()).includes(`Server listening on 127.0.0.1 port ${port}.`);
         },
         { timeoutMs: 15_000, description: "sshd to listen" },
       );
       return server;
     } catch (err) {
+      await proc?.stop();
       removeOwnedTempDir(dir);
       throw err;
     }
@@ -115,15 +123,4 @@ function config(dir: string, port: number): string {
     "AcceptEnv GIT_PROTOCOL",
     "",
   ].join("\n");
-}
-
-function listening(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }

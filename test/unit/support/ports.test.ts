@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { describe, it } from "node:test";
-import { freePort } from "../../support/ports.ts";
+import { freePort, lostPort, startOnChosenPorts } from "../../support/ports.ts";
 
 const ephemeralLow = Number(
   readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0],
@@ -22,5 +22,40 @@ describe("a free port for a server another process binds", () => {
       });
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe("a daemon started on chosen ports", () => {
+  it("is started again when its log says it could not bind, up to three times; any other failure ends the start at once", async () => {
+    const bindErrors = [
+      "redis-server exited (code 1); last log lines:\n# Could not create server TCP listening socket 127.0.0.1:2345: bind: Address already in use",
+      "sshd exited (code 255); last log lines:\nBind to port 2345 on 127.0.0.1 failed: Address already in use.\nCannot bind any address.",
+      "kube-apiserver exited: failed to listen on 127.0.0.1:2345: listen tcp 127.0.0.1:2345: bind: address already in use",
+    ];
+    for (const message of bindErrors) assert.ok(lostPort(new Error(message)), message);
+    assert.ok(!lostPort(new Error("timed out after 15000ms waiting for sshd to listen")));
+
+    let tries = 0;
+    assert.equal(
+      await startOnChosenPorts(() =>
+        ++tries < 3 ? Promise.reject(new Error(bindErrors[0])) : Promise.resolve("started"),
+      ),
+      "started",
+    );
+    assert.equal(tries, 3);
+
+    tries = 0;
+    await assert.rejects(
+      startOnChosenPorts(() => (tries++, Promise.reject(new Error(bindErrors[1])))),
+      /Cannot bind any address/,
+    );
+    assert.equal(tries, 3, "the third lost port ends it");
+
+    tries = 0;
+    await assert.rejects(
+      startOnChosenPorts(() => (tries++, Promise.reject(new Error("the binary is missing")))),
+      /missing/,
+    );
+    assert.equal(tries, 1, "anything else ends it at once");
   });
 });
