@@ -6,16 +6,18 @@
 import { existsSync, globSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 
-/** The call that finds a tool's binary, by the name tools.sh builds it by. */
-const finders: [tool: string, call: RegExp][] = [
-  ["testenv", /(?<!function )\btestenvBinaries\(/],
-  ["kustomize", /(?<!function )\bkustomizeBinary\(/],
-  ["sops", /(?<!function )\bsopsBinary\(/],
-  ["helm", /(?<!function )\bhelmBinary\(/],
-  ["flux", /(?<!function )\bfluxBinary\(/],
-  ["argocd", /(?<!function )\bargoCDCrdFile\(/],
-  ["olm-validate", /(?<!function )\bolmValidateBinary\(/],
+/** The function that finds a tool's binary, by the name tools.sh builds it by. */
+const finders: [tool: string, finder: string][] = [
+  ["testenv", "testenvBinaries"],
+  ["kustomize", "kustomizeBinary"],
+  ["sops", "sopsBinary"],
+  ["helm", "helmBinary"],
+  ["flux", "fluxBinary"],
+  ["argocd", "argoCDCrdFile"],
+  ["olm-validate", "olmValidateBinary"],
 ];
+/** A call of `finder`, not its definition. */
+const callOf = (finder: string) => new RegExp(`(?<!function )\\b${finder}\\(`);
 const relativeImport =
   /\bfrom\s+["'](\.{1,2}\/[^"']+\.ts)["']|\bimport\(\s*["'](\.{1,2}\/[^"']+\.ts)["']\s*\)/g;
 
@@ -36,7 +38,9 @@ export function reached(roots: readonly string[]): Set<string> {
 /** The tools the files call a finder of, in tools.sh's order. */
 export function needs(files: Iterable<string>): string[] {
   const texts = [...files].map((f) => readFileSync(f, "utf8"));
-  return finders.filter(([, call]) => texts.some((text) => call.test(text))).map(([tool]) => tool);
+  return finders
+    .filter(([, finder]) => texts.some((text) => callOf(finder).test(text)))
+    .map(([tool]) => tool);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -240,8 +240,7 @@ export abstract class Follow<C extends AnyClaim> {
     try {
       const proved = await this.steps();
       const ended = proved.kind === "succeeded" ? "Succeeded" : "Failed";
-      const mismatch = proved.kind === "succeeded" && proved.mismatch === true;
-      return this.report(ended, proved.message, mismatch, mismatch);
+      return this.report(ended, proved.message, proved.kind === "succeeded" && proved.mismatch === true);
     } catch (err) {
       const ending = err instanceof Ending ? err : new Ending("Failed", String(err));
       if (this.stop.aborted) await this.onStop();
@@ -251,7 +250,8 @@ export abstract class Follow<C extends AnyClaim> {
     }
   }
 
-  private report(ended: Ended, message: string, mismatch = false, sourceMoved = false): DispatchReport {
+  /** A mismatch is the source having moved too. */
+  private report(ended: Ended, message: string, mismatch = false, sourceMoved = mismatch): DispatchReport {
     return {
       claim: this.claim,
       reason: this.reason,

@@ -29,14 +29,17 @@ export const cachedDurationsPath = join(
 
 /** The committed times (a fresh clone's), overlaid with this machine's own. */
 export function loadDurations(committedPath: string, cachedPath = cachedDurationsPath): Durations {
-  const read = (path: string): Durations =>
-    existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Durations) : {};
   return { ...read(committedPath), ...read(cachedPath) };
+}
+
+/** The times a file holds; none where there is no file yet. */
+function read(path: string): Durations {
+  return existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Durations) : {};
 }
 
 /** Keeps a run's file times for the next run's order, over what was kept before. */
 export function saveDurations(measured: ReadonlyMap<string, number>, cachedPath = cachedDurationsPath): void {
-  const kept = existsSync(cachedPath) ? (JSON.parse(readFileSync(cachedPath, "utf8")) as Durations) : {};
+  const kept = read(cachedPath);
   for (const [file, ms] of measured) kept[file] = Math.round(ms / 100) / 10;
   mkdirSync(dirname(cachedPath), { recursive: true });
   writeFileSync(cachedPath, JSON.stringify(sorted(kept), null, 2) + "\n");
