@@ -101,7 +101,7 @@ export class FolderWriter {
       };
     }
     const location = lookup?.found;
-    if (sensitive) return this.sealOrRefuse(identity, object, location);
+    if (sensitive) return this.sealOrRefuse(identity, object, location, defaulted, digest);
     if (!location) {
       this.context ??= readContext(this.tree, this.inventory);
       const outside = (await this.context).get(identityKeyOf(identity));
@@ -110,11 +110,26 @@ export class FolderWriter {
         : this.create(identity, object);
     }
 
+    const edits = await this.editsOf(location, object, defaulted, digest);
+    for (const edit of edits) await this.put(edit.path, edit.text, edit.facts);
+    return { path: location.path, created: false, changed: edits.length > 0 };
+  }
+
+  /**
+   * The file writes that make an existing document the live object: an edit through the
+   * kustomizations above it, then the document itself. None when the folder already agrees.
+   */
+  private async editsOf(
+    location: DocumentLocation,
+    object: KubernetesObject,
+    defaulted: Defaulted | undefined,
+    digest: string | undefined,
+  ): Promise<{ path: string; text: string; facts?: FileFacts }[]> {
     const chain = this.inventory.chainOf(location.path);
     // A document that already is the live object, with nothing above it to edit through, is
     // not read at all: what a restart's snapshot of a folder that agrees costs.
     if (chain.length === 0 && this.inventory.digestAt(location) === (digest ?? contentDigest(object))) {
-      return { path: location.path, created: false, changed: false };
+      return [];
     }
     const source = (await this.tree.read(location.path)) ?? "";
     const parsed = parseManifestFile(source);
@@ -123,24 +138,23 @@ export class FolderWriter {
       current,
       keepTokens(current, keepWrittenDefaults(current, object, defaulted)),
     );
-    let changed = false;
+    const edits: { path: string; text: string; facts?: FileFacts }[] = [];
     if (chain.length > 0) {
       const links = await Promise.all(
         chain.map(async (path) => ({ path, source: (await this.tree.read(path)) ?? "" })),
       );
       const split = editThrough(current, desired, links);
       desired = split.desired;
-      for (const edit of split.kustomizations) {
-        await this.put(edit.path, edit.source);
-        changed = true;
-      }
+      for (const edit of split.kustomizations) edits.push({ path: edit.path, text: edit.source });
     }
     const next = replaceDocumentChecked(source, location.index, desired, parsed);
-    if (next.text !== source) {
-      await this.put(location.path, next.text, fileFacts(location.path, next.text, next.documents));
-      changed = true;
-    }
-    return { path: location.path, created: false, changed };
+    if (next.text !== source)
+      edits.push({
+        path: location.path,
+        text: next.text,
+        facts: fileFacts(location.path, next.text, next.documents),
+      });
+    return edits;
   }
 
   /** The document that describes a live object, by its effective identity. */
@@ -180,9 +194,11 @@ export class FolderWriter {
     identity: ResourceIdentity,
     object: KubernetesObject,
     location: DocumentLocation | undefined,
+    defaulted: Defaulted | undefined,
+    digest: string | undefined,
   ): Promise<UpsertOutcome> {
     try {
-      return await this.seal(identity, object, location);
+      return await this.seal(identity, object, location, defaulted, digest);
     } catch (err) {
       if (!(err instanceof EncryptionError)) throw err;
       // Nothing was written: the file is put only once its encrypted text exists.
@@ -196,12 +212,16 @@ export class FolderWriter {
   /**
    * A sensitive object, written only as a SOPS document of a file of its own: encrypted again
    * whole when live differs from what the operator last encrypted into it, left alone when it
-   * proves the same. A plaintext document of it is a person's to fix, never rewritten.
+   * proves the same. A plaintext document of it is a person's to fix, never rewritten: a live
+   * object that differs from it is refused (an edit with nowhere to land), one that agrees is
+   * unchanged, so a refusal always names an edit, whether a watch event or a snapshot found it.
    */
   private async seal(
     identity: ResourceIdentity,
     object: KubernetesObject,
     location: DocumentLocation | undefined,
+    defaulted: Defaulted | undefined,
+    digest: string | undefined,
   ): Promise<UpsertOutcome> {
     const { recipients } = this.settings.encryption!;
     if (!location) {
@@ -217,6 +237,8 @@ export class FolderWriter {
     const facts = this.inventory.documentAt(location);
     const sealed = facts?.sealed;
     if (!sealed) {
+      if ((await this.editsOf(location, object, defaulted, digest)).length === 0)
+        return { path, created: false, changed: false };
       return {
         refused: `${path} holds ${describe(identity)} in plaintext; the operator writes a sensitive resource only encrypted and never rewrites this one: encrypt the file with sops, or remove it`,
         reason: "plaintext_sensitive",

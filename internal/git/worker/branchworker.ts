@@ -155,9 +155,10 @@ export class BranchWorker {
         ...options.materialize,
         onRefused: (write, identity, reason, message) => {
           onRefused(write, identity, reason, message);
-          // A snapshot's refusal is no edit: it recurs whenever the collection replays.
-          if (write.reason === "live" && write.target.claim)
-            applies?.refused(write.target.key, identity, reason);
+          // A refusal names an edit, whether a watch event or a snapshot found it: the writer
+          // refuses only a live object that differs from the document (an edit made while its
+          // collection replayed reaches the worker inside the next snapshot).
+          if (write.target.claim) applies?.refused(write.target.key, identity, reason);
         },
         onOverridden: (write, overridden, commit) =>
           applies?.overridden(write.target.key, overridden, commit),

@@ -51,13 +51,24 @@ describe("sensitive documents are written only as SOPS documents, each in a file
     assert.notEqual(tree.files.get("clusters/dev/apps/secrets/db.sops.yaml"), first);
   });
 
-  it("a Secret in plaintext in the folder is refused, never rewritten", async () => {
+  it("an edit of a Secret the folder holds in plaintext is refused, never rewritten; one that agrees is unchanged", async () => {
     const plaintext =
       "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: apps\ndata:\n  password: aHVudGVyMg==\n";
     const tree = new MemoryTree({ "clusters/dev/db.yaml": plaintext });
     const refused: string[] = [];
-    await apply(tree, encrypted([{ op: "upsert", identity: secretId, object: secret }]), refused);
+    const edited = { ...secret, data: { password: "b3RoZXI=" } };
+    await apply(tree, encrypted([{ op: "upsert", identity: secretId, object: edited }]), refused);
     assert.deepEqual(refused, ["db"]);
+    assert.equal(tree.files.get("clusters/dev/db.yaml"), plaintext);
+    // What the document holds already is no edit: nothing to refuse, nothing written.
+    const agreeing: string[] = [];
+    const commit = await apply(
+      tree,
+      encrypted([{ op: "upsert", identity: secretId, object: secret }]),
+      agreeing,
+    );
+    assert.deepEqual(agreeing, []);
+    assert.equal(commit, undefined, "no commit");
     assert.equal(tree.files.get("clusters/dev/db.yaml"), plaintext);
   });
 
