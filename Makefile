@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 # test/durations.json), prints the spec reporter's output, then each file's time and every test
 # past a quarter of its timeout.
 TEST_CONCURRENCY ?= 4
-NODE_TEST := TEST_CONCURRENCY=$(TEST_CONCURRENCY) node --import tsx test/run.ts
+NODE_TEST := TEST_CONCURRENCY=$(TEST_CONCURRENCY) node --import ./hack/register.ts test/run.ts
 UNIT_TESTS := 'test/unit/**/*.test.ts'
 E2E_TESTS := 'test/e2e/**/*.test.ts'
 # make test FILES='test/e2e/flux/*.test.ts' runs only those files (a glob, quoted, or paths).
@@ -42,7 +42,7 @@ lint: node_modules ## Type-check, run eslint, check formatting with prettier, an
 	tsc -p tsconfig.json --noEmit
 	eslint .
 	prettier --check .
-	node --import tsx hack/imports.ts
+	node --import ./hack/register.ts hack/imports.ts
 
 .PHONY: format
 format: node_modules ## Rewrite files in prettier's format.
@@ -50,7 +50,7 @@ format: node_modules ## Rewrite files in prettier's format.
 
 .PHONY: generate
 generate: node_modules ## Write the CRD manifests and the TypeScript API from the OpenAPI sources in api/v1alpha3.
-	node --import tsx hack/generate/main.ts
+	node --import ./hack/register.ts hack/generate/main.ts
 
 .PHONY: manifests
 manifests: generate ## An alias of generate.
@@ -65,15 +65,15 @@ verify-generated: generate bundle ## Fail if the committed generated files diffe
 
 # The operator's image: the Helm chart's (image.repository at its tag or the chart's appVersion)
 # unless IMG names another; make bundle writes it into the CSV. The bundle's image is named after it.
-IMG ?= $(shell node --import tsx hack/olm/main.ts --print-image)
-BUNDLE_VERSION ?= $(shell node --import tsx hack/olm/main.ts --print-version)
+IMG ?= $(shell node --import ./hack/register.ts hack/olm/main.ts --print-image)
+BUNDLE_VERSION ?= $(shell node --import ./hack/register.ts hack/olm/main.ts --print-version)
 BUNDLE_IMG ?= $(shell echo '$(IMG)' | sed 's/:[^:/]*$$//')-bundle:v$(BUNDLE_VERSION)
 CONTAINER_TOOL ?= docker
 OLM_VALIDATE = $$(bash hack/tools/olmvalidate.sh --print-path)
 
 .PHONY: bundle
 bundle: node_modules olm-validate ## Write the OLM bundle (bundle/, bundle.Dockerfile) from config/ and the chart, then validate it with the operator-framework's library (docs/install.md).
-	node --import tsx hack/olm/main.ts --image=$(IMG)
+	node --import ./hack/register.ts hack/olm/main.ts --image=$(IMG)
 	$(OLM_VALIDATE) bundle >/dev/null || { $(OLM_VALIDATE) bundle; exit 1; }
 
 .PHONY: bundle-validate
@@ -101,7 +101,7 @@ RUN_ARGS ?= --log-format=text
 
 .PHONY: run
 run: node_modules kustomize ## Run the operator against the current kubeconfig with the pinned kustomize (RUN_ARGS adds flags; see --help).
-	node --import tsx cmd/operator.ts --kustomize-path=$$(bash hack/tools/gotool.sh kustomize --print-path) --author-attribution=false $(RUN_ARGS)
+	node --import ./hack/register.ts cmd/operator.ts --kustomize-path=$$(bash hack/tools/gotool.sh kustomize --print-path) --author-attribution=false $(RUN_ARGS)
 
 
 .PHONY: install
@@ -167,7 +167,7 @@ olm-validate: prerequisites ## Build the bundle validator (hack/olm/validate: th
 # The tools the files to run need (hack/tools/needs.ts), built first: every missing tool's
 # modules downloaded at once, then each built in turn (hack/tools/tools.sh).
 TEST_FILES = $(if $(FILES),$(FILES),$(UNIT_TESTS) $(E2E_TESTS))
-TOOLS_FOR = bash hack/tools/tools.sh $$(node --import tsx hack/tools/needs.ts $(1))
+TOOLS_FOR = bash hack/tools/tools.sh $$(node --import ./hack/register.ts hack/tools/needs.ts $(1))
 
 .PHONY: test
 test: node_modules prerequisites ## Run every test CI runs, unit and end-to-end, in one runner; FILES='glob' runs only those files (and builds only the tools they need).
@@ -175,8 +175,8 @@ test: node_modules prerequisites ## Run every test CI runs, unit and end-to-end,
 	$(NODE_TEST) $(TEST_FILES)
 
 .PHONY: soak
-soak: node_modules testenv flux ## Run the apply-echo scenario for fifty rounds (SOAK_ROUNDS), not the few make test runs.
-	SOAK_ROUNDS=$${SOAK_ROUNDS:-50} $(NODE_TEST) test/e2e/flux/echoes.test.ts
+soak: node_modules testenv flux ## Run the apply-echo scenario for fifty rounds (SOAK_ROUNDS) and the SIGKILL of a replica among 1,020 edits, not the few make test runs.
+	SOAK=1 SOAK_ROUNDS=$${SOAK_ROUNDS:-50} $(NODE_TEST) test/e2e/flux/echoes.test.ts test/e2e/operator/shards.test.ts
 
 .PHONY: test-unit
 test-unit: node_modules ## Run the unit tests.
@@ -189,19 +189,19 @@ test-e2e: node_modules prerequisites ## Run the end-to-end tests against a real 
 
 .PHONY: demo
 demo: node_modules testenv kustomize sops ## Run the operator against a local apiserver and Git server, make some changes, and show the commits.
-	node --import tsx hack/demo/demo.ts
+	node --import ./hack/register.ts hack/demo/demo.ts
 
 .PHONY: bench
 bench: node_modules testenv build ## Measure snapshot, edit throughput, latency and RSS against native git (BENCH_SIZES=1000,10000; see bench/README.md).
-	node --expose-gc --import tsx bench/run.ts
+	node --expose-gc --import ./hack/register.ts bench/run.ts
 
 .PHONY: testenv-up
 testenv-up: node_modules testenv ## Start a control plane, a Git server and Redis in the background; writes .testenv/env.
-	node --import tsx hack/testenv/cli.ts up
+	node --import ./hack/register.ts hack/testenv/cli.ts up
 
 .PHONY: testenv-down
 testenv-down: node_modules ## Stop what testenv-up started.
-	node --import tsx hack/testenv/cli.ts down
+	node --import ./hack/register.ts hack/testenv/cli.ts down
 
 .PHONY: clean
 clean: ## Remove build output (the cached testenv binaries stay).

@@ -3,8 +3,8 @@
 // up. Type-only imports count: a type's home is a room too. The one circle allowed is inside
 // internal/commitmessage, a small interpreter whose evaluator and functions call each other.
 //
-//   node --import tsx hack/imports.ts            check, and say what is wrong
-//   node --import tsx hack/imports.ts --summary  the folder graph's size, for a note
+//   node --import ./hack/register.ts hack/imports.ts            check, and say what is wrong
+//   node --import ./hack/register.ts hack/imports.ts --summary  the folder graph's size, for a note
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -2,7 +2,7 @@
 // TEST_CONCURRENCY at a time, each in its own process, with the spec reporter's output and then
 // where the time went (support/timesreporter.ts). `node --test` would sort the files by name;
 // run() keeps the order it is given.
-//   node --import tsx test/run.ts 'test/unit/**/*.test.ts' test/e2e/flux/apply.test.ts
+//   node --import ./hack/register.ts test/run.ts 'test/unit/**/*.test.ts' test/e2e/flux/apply.test.ts
 import { globSync } from "node:fs";
 import { resolve } from "node:path";
 import { finished } from "node:stream/promises";

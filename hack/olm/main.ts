@@ -1,9 +1,9 @@
 // make bundle: writes the OLM bundle (bundle/manifests, bundle/metadata/annotations.yaml and
 // bundle.Dockerfile) from config/ and the Helm chart (hack/olm/files.ts), replacing what was
 // there. Its output is committed; make verify-generated runs it again and fails on any difference.
-//   node --import tsx hack/olm/main.ts [--image=<ref>]   write the bundle (the image defaults to the chart's)
-//   node --import tsx hack/olm/main.ts --print-image     print the chart's image, write nothing
-//   node --import tsx hack/olm/main.ts --print-version   print the bundle's version (the chart's appVersion)
+//   node --import ./hack/register.ts hack/olm/main.ts [--image=<ref>]   write the bundle (the image defaults to the chart's)
+//   node --import ./hack/register.ts hack/olm/main.ts --print-image     print the chart's image, write nothing
+//   node --import ./hack/register.ts hack/olm/main.ts --print-version   print the bundle's version (the chart's appVersion)
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -7,7 +7,7 @@ import { existsSync, openSync } from "node:fs";
 import { copyFile, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { dirname, join } from "node:path";
-import { repoRoot, testenvBinaries } from "../../test/support/binaries.ts";
+import { repoRoot, testenvBinaries, typeScript } from "../../test/support/binaries.ts";
 import { ControlPlane } from "../../test/support/controlplane.ts";
 import { GitServer } from "../../test/support/gitserver.ts";
 import { RedisServer } from "../../test/support/redis.ts";
@@ -72,7 +72,7 @@ async function up(): Promise<void> {
   await mkdir(stateDir, { recursive: true });
   if (!(await runningPid())) {
     await rm(envFile, { force: true });
-    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "serve"], {
+    const child = spawn(process.execPath, [...typeScript, fileURLToPath(import.meta.url), "serve"], {
       cwd: repoRoot,
       detached: true,
       stdio: ["ignore", openSync(logFile, "w"), openSync(logFile, "a")],

@@ -2,7 +2,7 @@
 // builds only those, and a newcomer running one unit test file waits for no Go build. It follows
 // each file's relative imports and looks in every file reached for the call that finds a tool
 // (test/support/binaries.ts, flux.ts, argocd.ts); a file that calls none needs none.
-//   node --import tsx hack/tools/needs.ts 'test/unit/**/*.test.ts' test/e2e/flux/apply.test.ts
+//   node --import ./hack/register.ts hack/tools/needs.ts 'test/unit/**/*.test.ts' test/e2e/flux/apply.test.ts
 import { existsSync, globSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 

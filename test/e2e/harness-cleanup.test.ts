@@ -4,6 +4,7 @@ import { existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { typeScript } from "../support/binaries.ts";
 import { ControlPlane } from "../support/controlplane.ts";
 import { sweepOrphanedTempDirs } from "../support/reaper.ts";
 import { eventually } from "../support/wait.ts";
@@ -22,7 +23,7 @@ function processesNaming(dir: string): Promise<string> {
 }
 
 async function holdControlPlaneInChild() {
-  const child = spawn(process.execPath, ["--import", "tsx", fixture], {
+  const child = spawn(process.execPath, [...typeScript, fixture], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<NodeJS.Signals | null>((resolve) =>

@@ -5,6 +5,9 @@ import { fileURLToPath } from "node:url";
 
 export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 
+/** The node flags that run this repository's TypeScript, for a process a test starts (hack/register.ts). */
+export const typeScript = ["--import", join(repoRoot, "hack/register.ts")];
+
 export interface TestenvBinaries {
   etcd: string;
   kubeApiserver: string;

@@ -3,7 +3,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { setupOperator, type Operator, type OperatorSettings } from "../../controllers/setup.ts";
 import { Manager } from "../../internal/operator/manager.ts";
 import type { Logger } from "../../internal/telemetry/logger.ts";
-import { kustomizeBinary, repoRoot } from "./binaries.ts";
+import { kustomizeBinary, repoRoot, typeScript } from "./binaries.ts";
 import { keepLines } from "./keeplogs.ts";
 import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
@@ -106,7 +106,7 @@ export async function startOperatorProcess(
     name: "gitops-reverser",
     command: process.execPath,
     args: [
-      ...(entry ? [entry] : ["--import", "tsx", join(repoRoot, "cmd/operator.ts")]),
+      ...(entry ? [entry] : [...typeScript, join(repoRoot, "cmd/operator.ts")]),
       // Configured-author unless the test asks for attribution (a later flag wins).
       "--author-attribution=false",
       ...args,

@@ -287,7 +287,9 @@ export class ReplicaEnvironment {
    * Shares the repository out: `count` more repository branches (b-00, b-01, …), each written
    * by a GitBranch and a GitTarget of the same number in team-q, whose WatchRule follows the
    * ConfigMaps of a source namespace of its own (s00, s01, …), which alice and bob may edit.
-   * Every window is long, as the first target's: open when a process dies.
+   * Every window stays open 20 s after its last write: open when a process a test stops or kills
+   * right after writing dies, and closed soon after a test's last round, so its push is not
+   * waited for long (the first target's, which tests leave open for minutes, is 60 s).
    */
   async addBranches(count: number): Promise<void> {
     const apiVersion = "configbutler.ai/v1alpha3" as const;
@@ -331,7 +333,7 @@ export class ReplicaEnvironment {
           name: target,
           path: `shards/${source}`,
           rules: [],
-          idleTimeout: "60s",
+          idleTimeout: "20s",
           maxDuration: "5m",
         });
         spec.spec.gitBranchRef = { name: branch };

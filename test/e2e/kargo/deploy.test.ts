@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
-import { repoRoot } from "../../support/binaries.ts";
+import { repoRoot, typeScript } from "../../support/binaries.ts";
 import { kubectlOk } from "../../support/kubectl.ts";
 import { freePort } from "../../support/ports.ts";
 import { ManagedProcess } from "../../support/process.ts";
@@ -84,8 +84,7 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
       name: "kargo-argocd-observer",
       command: process.execPath,
       args: [
-        "--import",
-        "tsx",
+        ...typeScript,
         join(repoRoot, "cmd/kargo-observer.ts"),
         `--metrics-bind-address=127.0.0.1:${metricsPort}`,
         `--health-probe-bind-address=127.0.0.1:${probePort}`,

@@ -11,7 +11,7 @@ describe("make run", () => {
       .trim()
       .split("\n");
     const build = commands.indexOf("bash hack/tools/gotool.sh kustomize");
-    const run = commands.findIndex((c) => c.startsWith("node --import tsx cmd/operator.ts"));
+    const run = commands.findIndex((c) => c.startsWith("node --import ./hack/register.ts cmd/operator.ts"));
     assert.ok(
       build >= 0 && run > build,
       `kustomize is built before the operator runs:\n${commands.join("\n")}`,

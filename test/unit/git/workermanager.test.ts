@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { claimDirectory } from "../../../internal/git/workerdirs.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
+import { typeScript } from "../../support/binaries.ts";
 import { eventually } from "../../support/wait.ts";
 import { quiet } from "../../support/logger.ts";
 
@@ -35,7 +36,7 @@ async function otherOperator(dir: string, uid: string): Promise<ChildProcess> {
     `const { claimDirectory } = await import(${JSON.stringify(module)});` +
     `await claimDirectory(${JSON.stringify(dir)}, ${JSON.stringify(uid)});` +
     `console.log("claimed"); setInterval(() => undefined, 60_000);`;
-  const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+  const child = spawn(process.execPath, [...typeScript, "--input-type=module", "-e", script], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   let out = "";
