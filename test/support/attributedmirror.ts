@@ -12,6 +12,7 @@ import { GitServer } from "./gitserver.ts";
 import { installCrds } from "./manifests.ts";
 import { applyMirror } from "./mirror.ts";
 import { startOperator } from "./operator.ts";
+import { shippedOperatorIdentity } from "./shippedrbac.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { RedisServer } from "./redis.ts";
 import { eventually } from "./wait.ts";
@@ -93,14 +94,15 @@ async function mirrorOn(
   },
 ): Promise<AttributedMirror> {
   const { namespace, transport = "memory" } = options;
-  const { env, git, kc, redis, workerRoot } = started;
+  const { env, git, kc, redis, workerRoot, plane } = started;
   await installCrds(kc);
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
   const url = await git.createRepository("state");
   await applyMirror(kc, namespace, url, user, [
     { name: "configs", path: options.folder, rules: options.rules },
   ]);
-  const operator = startOperator(kc, {
+  // As a user installs it: its ServiceAccount under config/rbac's roles.
+  const operator = startOperator((await shippedOperatorIdentity(plane, kc)).kubeConfig, {
     inClusterKubeProviders: [`${namespace}/self`],
     workerRoot,
     pushCooldownMs: 0,

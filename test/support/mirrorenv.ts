@@ -1,7 +1,8 @@
 // What most end-to-end tests of the operator start with: a control plane with the CRDs, a Git
 // server with one repository whose default branch exists, namespaces, and the operator wired as
-// main.ts wires it, allowed to use each namespace's in-cluster KubeProvider "self".
-import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+// main.ts wires it, allowed to use each namespace's in-cluster KubeProvider "self". The operator
+// runs as a user installs it: its ServiceAccount, bound to config/rbac's roles (shippedrbac.ts).
+import { CoreV1Api, type KubeConfig, type V1PolicyRule } from "@kubernetes/client-node";
 import type { OperatorSettings } from "../../controllers/setup.ts";
 import { attributionEnv } from "./attributionenv.ts";
 import { ControlPlane } from "./controlplane.ts";
@@ -10,6 +11,7 @@ import { installCrds } from "./manifests.ts";
 import { applyMirror, type MirrorTarget } from "./mirror.ts";
 import { startOperator, type RunningOperator } from "./operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
+import { shippedOperatorIdentity } from "./shippedrbac.ts";
 import { eventually } from "./wait.ts";
 
 export const mirrorUser = { username: "gitops", password: "s3cret" };
@@ -21,6 +23,8 @@ export interface MirrorEnvironment {
   plane: ControlPlane;
   git: GitServer;
   kc: KubeConfig;
+  /** Who the operator is: its ServiceAccount under config/rbac's roles (shippedrbac.ts). */
+  operatorKc: KubeConfig;
   core: CoreV1Api;
   operator: RunningOperator & { errors: string[]; logs: string[] };
   /**
@@ -41,12 +45,18 @@ export interface MirrorOptions {
    * (the first namespace's KubeProvider "self" route), so each commit is authored by who wrote.
    */
   attributed?: boolean;
+  /**
+   * What the operator's ServiceAccount may do with what it mirrors, as a user's ClusterRole
+   * labelled to aggregate into gitops-reverser-watched grants it: get, list and watch of every
+   * kind unless a suite says otherwise (docs/rbac.md).
+   */
+  watched?: V1PolicyRule[];
 }
 
 export async function startMirrorEnvironment(
   namespaces: string[],
   settings: Partial<OperatorSettings> = {},
-  { gitTls, attributed = false }: MirrorOptions = {},
+  { gitTls, attributed = false, watched }: MirrorOptions = {},
 ): Promise<MirrorEnvironment> {
   const auditDir = attributed ? makeOwnedTempDir("audit") : undefined;
   const audit = auditDir ? await attributionEnv(auditDir) : undefined;
@@ -84,11 +94,13 @@ export async function startMirrorEnvironment(
       ...(audit ? { attribution: audit.settings() } : {}),
       ...given,
     };
-    const operator = startOperator(kc, { workerRoot: givenRoot ?? workerRoot, ...operatorSettings });
+    const operatorKc = (await shippedOperatorIdentity(plane, kc, watched)).kubeConfig;
+    const operator = startOperator(operatorKc, { workerRoot: givenRoot ?? workerRoot, ...operatorSettings });
     return {
       plane,
       git,
       kc,
+      operatorKc,
       core,
       operator,
       operatorSettings,

@@ -23,6 +23,7 @@ import { keepCopy, keptFolder } from "./keeplogs.ts";
 import { quiet } from "./logger.ts";
 import { installCrds } from "./manifests.ts";
 import { applyMirror, grantAllSourceNamespaces, mirrorFieldManager, mirrorGitTarget } from "./mirror.ts";
+import { operatorNamespace, shippedOperatorIdentity } from "./shippedrbac.ts";
 import { startOperatorProcess, type OperatorProcess } from "./operator.ts";
 import { freePort } from "./ports.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
@@ -66,6 +67,8 @@ export class ReplicaEnvironment {
     readonly kc: KubeConfig,
     readonly alice: TestIdentity,
     readonly bob: TestIdentity,
+    /** The operator's ServiceAccount under config/rbac's roles, as a user installs it: every replica's identity. */
+    readonly operatorKubeconfigPath: string,
   ) {}
 
   static async start(): Promise<ReplicaEnvironment> {
@@ -103,7 +106,19 @@ export class ReplicaEnvironment {
       { kind: "User", name: "alice", apiGroup: "rbac.authorization.k8s.io" },
       { kind: "User", name: "bob", apiGroup: "rbac.authorization.k8s.io" },
     ]);
-    const environment = new ReplicaEnvironment(dir, env, plane, git, redis, connection, kc, alice, bob);
+    const { kubeconfigPath } = await shippedOperatorIdentity(plane, kc);
+    const environment = new ReplicaEnvironment(
+      dir,
+      env,
+      plane,
+      git,
+      redis,
+      connection,
+      kc,
+      alice,
+      bob,
+      kubeconfigPath,
+    );
     void connection.start(environment.stopQueue.signal);
     return environment;
   }
@@ -115,7 +130,7 @@ export class ReplicaEnvironment {
     mkdirSync(logDir);
     const auditPort = audited ? this.env.port : await freePort();
     const receiverPort = receiver ? await freePort() : undefined;
-    const started = await startOperatorProcess(this.plane.kubeconfigPath, logDir, [
+    const started = await startOperatorProcess(this.operatorKubeconfigPath, logDir, [
       "--author-attribution=true",
       "--author-attribution-transport=redis",
       "--author-attribution-grace=10s",
@@ -126,7 +141,11 @@ export class ReplicaEnvironment {
       `--worker-root=${join(this.dir, workers)}`,
       "--metrics-secure=false",
       ...(replicas > 1
-        ? ["--leader-elect=true", "--leader-election-namespace=default", `--replica-count=${replicas}`]
+        ? [
+            "--leader-elect=true",
+            `--leader-election-namespace=${operatorNamespace}`,
+            `--replica-count=${replicas}`,
+          ]
         : []),
       ...(receiverPort ? [`--receiver-bind-address=127.0.0.1:${receiverPort}`] : []),
     ]);
@@ -170,7 +189,7 @@ export class ReplicaEnvironment {
   async leader(): Promise<string | undefined> {
     const lease = await this.kc
       .makeApiClient(CoordinationV1Api)
-      .readNamespacedLease({ namespace: "default", name: "gitops-reverser-leader" })
+      .readNamespacedLease({ namespace: operatorNamespace, name: "gitops-reverser-leader" })
       .catch(() => undefined);
     return lease?.spec?.holderIdentity;
   }

@@ -117,7 +117,7 @@ describe("Argo CD syncs when the branch worker decides", () => {
   const restartAfter = async (whileDown: () => Promise<void>) => {
     await (current ?? env.operator).stop();
     await whileDown();
-    current = startOwnedOperator(env.kc, "argocd-restarted", {
+    current = startOwnedOperator(env.operatorKc, "argocd-restarted", {
       ...env.operatorSettings,
     });
   };

@@ -19,6 +19,7 @@ import {
   type MirrorEnvironment,
 } from "../../support/mirrorenv.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { watchEverything } from "../../support/shippedrbac.ts";
 import { eventually } from "../../support/wait.ts";
 import * as fixtures from "./fixtures/adoptionfolders.ts";
 import { snapshotsMeasured } from "./helpers.ts";
@@ -56,7 +57,19 @@ describe("adoption writes only what clients set", () => {
     return seeded;
   };
   before(async () => {
-    env = await startMirrorEnvironment(["plain", "kust", "fresh", "csa"]);
+    // The operator proves server defaults by dry-run creates: granted as docs/rbac.md shows a
+    // user granting it, beside reading what it mirrors.
+    env = await startMirrorEnvironment(
+      ["plain", "kust", "fresh", "csa"],
+      {},
+      {
+        watched: [
+          ...watchEverything,
+          { apiGroups: ["apps"], resources: ["deployments"], verbs: ["create"] },
+          { apiGroups: [""], resources: ["services"], verbs: ["create"] },
+        ],
+      },
+    );
     git = env.git;
     ({ settled, seed } = folderBranches(env));
   });

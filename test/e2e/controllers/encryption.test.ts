@@ -12,6 +12,7 @@ import { installCrds } from "../../support/manifests.ts";
 import { applyMirror, mirrorFieldManager, mirrorGitTarget, type MirrorTarget } from "../../support/mirror.ts";
 import { startOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { ageIdentity, sopsDecrypt, type AgeIdentity } from "../../support/sops.ts";
 import { eventually } from "../../support/wait.ts";
 import { secretEncryptions } from "../../../internal/telemetry/instruments.ts";
@@ -43,8 +44,10 @@ describe("Secrets are written to Git only as SOPS documents", () => {
   };
   /** What every operator this test ran logged. */
   const logs: string[][] = [];
+  /** Who the operator is: its ServiceAccount under config/rbac's roles, as a user installs it. */
+  let operatorKc: KubeConfig;
   const start = () => {
-    const started = startOperator(kc, {
+    const started = startOperator(operatorKc, {
       inClusterKubeProviders: [`${namespace}/self`],
       workerRoot,
       pushCooldownMs: 0,
@@ -85,6 +88,7 @@ describe("Secrets are written to Git only as SOPS documents", () => {
       { name: "plain", path: plainFolder, rules: [{ apiGroups: [""], resources: ["secrets"] }] },
     ]);
     workerRoot = makeOwnedTempDir("workers");
+    operatorKc = (await shippedOperatorIdentity(plane, kc)).kubeConfig;
     operator = start();
   });
   after(async () => {

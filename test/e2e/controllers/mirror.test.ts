@@ -6,6 +6,7 @@ import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { startOperator, type RunningOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
+import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { eventually } from "../../support/wait.ts";
 import { placementRefusals } from "../../../internal/telemetry/instruments.ts";
 import { applyMirror } from "../../support/mirror.ts";
@@ -43,7 +44,8 @@ describe("the operator mirrors a cluster into Git", () => {
       },
     ]);
     workerRoot = makeOwnedTempDir("workers");
-    operator = startOperator(kc, {
+    // As a user installs it: its ServiceAccount under config/rbac's roles.
+    operator = startOperator((await shippedOperatorIdentity(plane, kc)).kubeConfig, {
       inClusterKubeProviders: [`${namespace}/self`],
       workerRoot,
       pushCooldownMs: 0,

@@ -90,7 +90,8 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       applierClaimRef: { kind: "FluxClaim", name: "apps" },
     });
   /** A new operator process on the environment's cluster, with a clone directory of its own, removed when it stops. */
-  const startAnotherOperator = (name: string) => startOwnedOperator(env.kc, name, env.operatorSettings);
+  const startAnotherOperator = (name: string) =>
+    startOwnedOperator(env.operatorKc, name, env.operatorSettings);
   const applyClaim = (name: string) =>
     fluxClaims(env.kc).apply(fluxClaim(namespace, name), mirrorFieldManager);
 

@@ -114,7 +114,7 @@ describe("the apply barrier holds until every GitTarget the applier covers has p
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     const proxy = await startApiProxy(
-      env.kc,
+      env.operatorKc,
       () => false,
       (r) =>
         r.method === "GET" &&

@@ -179,7 +179,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
   const restartAfter = async (whileDown: () => Promise<void>, settings: Partial<OperatorSettings> = {}) => {
     await (current ?? env.operator).stop();
     await whileDown();
-    const started = startOwnedOperator(env.kc, "restarted", {
+    const started = startOwnedOperator(env.operatorKc, "restarted", {
       ...env.operatorSettings,
       ...settings,
     });
@@ -649,7 +649,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     const released = new Promise<void>((resolve) => (release = resolve));
     let held = false;
     const proxy = await startApiProxy(
-      env.kc,
+      env.operatorKc,
       () => false,
       (r) => {
         const record =
@@ -712,7 +712,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     await (current ?? env.operator).stop();
     current = undefined;
     const proxy = await startApiProxy(
-      env.kc,
+      env.operatorKc,
       (r) =>
         r.method === "PATCH" && r.path.includes("/kustomizations/apps") && r.body.includes('"suspend":false'),
     );
@@ -783,7 +783,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
       return tipBefore !== undefined && last !== undefined && !last.includes(tipBefore);
     };
     const proxy = await startApiProxy(
-      env.kc,
+      env.operatorKc,
       () => false,
       (r) => {
         if (!forPushed()) return undefined;
@@ -853,7 +853,7 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
   // Last in the suite: its GitTarget is deleted and created again, and the Kustomization ends
   // suspended by hand as well as held.
   it("a GitTarget that newly names a claim keeps a commit pushed since the claim last applied, when nobody edited the object live", async () => {
-    const operator = startOwnedOperator(env.kc, "renamed", { ...env.operatorSettings });
+    const operator = startOwnedOperator(env.operatorKc, "renamed", { ...env.operatorSettings });
     current = operator;
     const targets = gitTargets(env.kc);
     // The base: the claim applied the tip.

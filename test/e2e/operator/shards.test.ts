@@ -16,6 +16,7 @@ import {
   shardNames,
   type Replica,
 } from "../../support/replicas.ts";
+import { operatorNamespace } from "../../support/shippedrbac.ts";
 import { eventually } from "../../support/wait.ts";
 import { genericPush } from "../receiver/payloads.ts";
 
@@ -43,7 +44,7 @@ describe("three replicas share thirty branches out", () => {
   async function holders(): Promise<Map<string, string>> {
     const leases = await r.kc
       .makeApiClient(CoordinationV1Api)
-      .listNamespacedLease({ namespace: "default", labelSelector: `${leaseKindLabel}=shard` });
+      .listNamespacedLease({ namespace: operatorNamespace, labelSelector: `${leaseKindLabel}=shard` });
     const byShard = new Map(
       leases.items.map((l) => [l.metadata!.annotations![shardAnnotation]!, l.spec?.holderIdentity ?? ""]),
     );
