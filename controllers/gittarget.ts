@@ -134,7 +134,8 @@ export class GitTargetReconciler implements Reconciler {
     const folder = writeState?.folder;
     const attached = this.writeSide.workers.isAttached(ref);
     const lastHandledReconcileAt = this.recheckFolder(target, attached, writeState);
-    const conditions = targetConditions(world, refusal, streams, {
+    const unproven = context?.watchManager.unprovenKinds(ref) ?? [];
+    const conditions = targetConditions(world, refusal, streams && { ...streams, unproven }, {
       attached,
       refused: [...(writeState?.refused ?? [])].sort(),
       encryptedDocuments: folder?.encryptedDocuments,

@@ -375,6 +375,8 @@ export const GitTargetReason = {
   LocalWriteFailed: "LocalWriteFailed",
   /** A watch is replaying the current state of its collection. */
   InitialReplay: "InitialReplay",
+  /** Every collection streams, but the source credential may not create some kinds it follows, so their server defaults cannot be proven and are written to Git; the message names them. */
+  DefaultsProofForbidden: "DefaultsProofForbidden",
   /** The folder holds content the operator cannot manage safely; a human must fix it. */
   UnsupportedContent: "UnsupportedContent",
   /** A collection is new, restarted or replaying, so live writes are held. */

@@ -216,7 +216,7 @@ function renderCondition(write: WriteFacts, g: number | undefined): ConditionUpd
 export function targetConditions(
   world: TargetWorld,
   refusal: Refusal | undefined,
-  streams: StreamSummary | undefined,
+  streams: (StreamSummary & { unproven?: readonly string[] }) | undefined,
   write: WriteFacts = { attached: false, refused: [] },
 ): ConditionUpdate[] {
   const g = world.target.metadata.generation;
@@ -260,8 +260,7 @@ export function targetConditions(
       ? {
           type: C.StreamsRunning,
           status: "True",
-          reason: R.Succeeded,
-          message: `${streams.total} collections streaming`,
+          ...streamingReason(streams.total, streams.unproven ?? []),
           observedGeneration: g,
         }
       : {
@@ -283,6 +282,28 @@ export function targetConditions(
     ...writeConditions(world, write, g),
   ];
   return [...summaryTrio(world, write, domain, g), ...domain];
+}
+
+/**
+ * Every collection streams; a kind whose dry-run create the credential may not make is still
+ * mirrored, with its server defaults written to Git, which the reason and message say.
+ */
+function streamingReason(total: number, unproven: readonly string[]): { reason: string; message: string } {
+  if (unproven.length === 0) return { reason: R.Succeeded, message: `${total} collections streaming` };
+  const kinds = unproven.map(kubectlName).join(", ");
+  return {
+    reason: R.DefaultsProofForbidden,
+    message:
+      `${total} collections streaming; the source credential may not create ${kinds}, so their ` +
+      "server defaults cannot be proven and are written to Git: grant create on them (a dry-run " +
+      "creates nothing; docs/rbac.md, Proving server defaults)",
+  };
+}
+
+/** group/resource as kubectl names it: resource.group, or the resource of the core group. */
+function kubectlName(kind: string): string {
+  const [group, resource] = kind.split("/");
+  return group ? `${resource}.${group}` : resource!;
 }
 
 /**

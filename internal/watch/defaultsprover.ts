@@ -3,7 +3,8 @@
 // other one. One dry-run answers every object of the same kind and shape: proofs are cached by
 // proofKey, and a request in flight is shared. Without a proof (the credential may not create
 // the kind, the dry-run is refused, the server is unreachable) nothing is left out: a folder
-// then carries some defaults, but never loses a value.
+// then carries some defaults, but never loses a value. A kind the credential may not create is
+// said on the StreamsRunning condition of every GitTarget that follows it (DefaultsProofForbidden).
 import type { KubeConfig } from "@kubernetes/client-node";
 import { ApiStatusError, postJson } from "../kube/rawget.ts";
 import type { Logger } from "../telemetry/logger.ts";
@@ -19,6 +20,8 @@ export interface DefaultsProverOptions {
   cacheSize?: number;
   /** How long a kind the credential may not create is not asked again. */
   forbiddenRetryMs?: number;
+  /** Called when a kind's dry-run is first Forbidden, or proven again after it was. */
+  onForbiddenChanged?: (kind: string) => void;
 }
 
 const none: ReadonlySet<string> = new Set();
@@ -32,11 +35,14 @@ export class DefaultsProver {
   private readonly cacheSize: number;
   private readonly forbiddenRetryMs: number;
 
+  private readonly onForbiddenChanged: (kind: string) => void;
+
   constructor(
     private readonly kubeConfig: KubeConfig,
     private readonly logger: Logger,
     options: DefaultsProverOptions = {},
   ) {
+    this.onForbiddenChanged = options.onForbiddenChanged ?? (() => undefined);
     this.concurrency = options.concurrency ?? 4;
     this.cacheSize = options.cacheSize ?? 10_000;
     this.forbiddenRetryMs = options.forbiddenRetryMs ?? 10 * 60_000;
@@ -65,6 +71,14 @@ export class DefaultsProver {
     return proof.then((proven) => settle(pending, verdictOf(proven)));
   }
 
+  /**
+   * Whether the credential may not create `kind` (group/resource), as its last dry-run found: its
+   * server defaults are written to Git until a dry-run is allowed again.
+   */
+  refuses(kind: string): boolean {
+    return this.forbidden.has(kind);
+  }
+
   private remember(key: string, proof: Promise<ReadonlySet<string>> | ReadonlySet<string>): void {
     this.proofs.set(key, proof);
     if (this.proofs.size > this.cacheSize) this.proofs.delete(this.proofs.keys().next().value!);
@@ -84,6 +98,7 @@ export class DefaultsProver {
       const proven = provenDefaults(pending, answer);
       this.remember(key, proven);
       defaultsProofs.inc({ outcome: "proven" });
+      if (this.forbidden.delete(kind)) this.onForbiddenChanged(kind);
       return proven;
     } catch (err) {
       return this.unproven(kind, key, err);
@@ -97,7 +112,8 @@ export class DefaultsProver {
     const code = err instanceof ApiStatusError ? err.code : undefined;
     const message = err instanceof Error ? err.message : String(err);
     if (code === 403) {
-      if (!this.forbidden.has(kind) || this.forbidden.get(kind)! <= Date.now()) {
+      const first = !this.forbidden.has(kind);
+      if (first || this.forbidden.get(kind)! <= Date.now()) {
         this.logger.warn(
           "the source credential may not create this kind, so its server defaults cannot be proven and are written to Git; " +
             "grant create on it (a dry-run creates nothing, see docs/rbac.md) to leave them out",
@@ -107,6 +123,7 @@ export class DefaultsProver {
       this.forbidden.set(kind, Date.now() + this.forbiddenRetryMs);
       this.proofs.delete(key);
       defaultsProofs.inc({ outcome: "forbidden" });
+      if (first) this.onForbiddenChanged(kind);
       return none;
     }
     if (code !== undefined && code >= 400 && code < 500 && code !== 404 && code !== 429) {

@@ -85,7 +85,14 @@ export class WatchManager implements Runnable {
     private readonly options: WatchManagerOptions = {},
   ) {
     this.cursors = options.cursors ?? new MemoryCursorStore();
-    this.defaults = new DefaultsProver(kubeConfig, logger);
+    // A kind whose proof is newly Forbidden (or allowed again) changes what the status of every
+    // target that follows it says.
+    this.defaults = new DefaultsProver(kubeConfig, logger, {
+      onForbiddenChanged: (kind) => {
+        for (const target of this.served.values())
+          if (this.follows(target, kind)) for (const listener of this.streamListeners) listener(target);
+      },
+    });
     rules.onChange((targets) => {
       if (!this.started) return;
       for (const target of targets) if (this.served.has(targetKey(target))) this.plan(target, "rules");
@@ -182,6 +189,26 @@ export class WatchManager implements Runnable {
       replaying: states.filter((s) => s === "Replaying").length,
       blocked: states.filter((s) => s === "Blocked").length,
     };
+  }
+
+  /**
+   * The kinds (group/resource) a target follows whose server defaults cannot be proven, because
+   * the credential may not make their dry-run create; sorted.
+   */
+  unprovenKinds(target: TargetRef): string[] {
+    const kinds = new Set<string>();
+    for (const watch of this.watches.get(targetKey(target))?.values() ?? []) {
+      const kind = `${watch.collection.group}/${watch.collection.resource}`;
+      if (this.defaults.refuses(kind)) kinds.add(kind);
+    }
+    return [...kinds].sort();
+  }
+
+  /** Whether a target follows a kind (group/resource). */
+  private follows(target: TargetRef, kind: string): boolean {
+    for (const watch of this.watches.get(targetKey(target))?.values() ?? [])
+      if (`${watch.collection.group}/${watch.collection.resource}` === kind) return true;
+    return false;
   }
 
   /**

@@ -7,7 +7,9 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
+import { gitTargets } from "../../../generated/v1alpha3/index.ts";
 import { project } from "../../../internal/sanitize/sanitize.ts";
+import { defaultsProofs } from "../../../internal/telemetry/instruments.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import type { GitServer } from "../../support/gitserver.ts";
 import { kubectl } from "../../support/kubectl.ts";
@@ -241,3 +243,58 @@ describe("adoption writes only what clients set", () => {
     }
   });
 });
+
+describe("adoption under the chart's RBAC alone", () => {
+  let env: MirrorEnvironment;
+  const scratch: string[] = [];
+  before(async () => {
+    // The shipped roles, the watched one widened to read every kind, and no create.
+    env = await startMirrorEnvironment(["shipped"]);
+  });
+  after(async () => {
+    await env?.stop();
+    for (const dir of scratch) removeOwnedTempDir(dir);
+  });
+
+  it("under the chart's RBAC, adopting a Flux-applied folder reports DefaultsProofForbidden", async () => {
+    // Applied server-side, as kustomize-controller applies: the defaults are nobody's.
+    const web = fixtures.plainWeb.replaceAll("namespace: plain", "namespace: shipped");
+    const dir = makeOwnedTempDir("adoption-shipped");
+    scratch.push(dir);
+    writeFileSync(join(dir, "web.yaml"), web);
+    const applied = await kubectl(
+      env.plane,
+      "apply",
+      "--server-side",
+      "--field-manager=kustomize-controller",
+      "-f",
+      dir,
+    );
+    assert.equal(applied.code, 0, applied.stderr);
+    const forbiddenBefore = await forbiddenProofs();
+    await folderBranches(env).seed(
+      "shipped",
+      { "clusters/dev/shipped/web.yaml": web },
+      {
+        path: "clusters/dev/shipped",
+        rules: [{ apiGroups: ["apps"], resources: ["deployments"] }],
+      },
+    );
+    const running = await eventually(
+      async () => {
+        const target = await gitTargets(env.kc).get("shipped", "shipped");
+        const condition = target?.status?.conditions?.find((c) => c.type === "StreamsRunning");
+        return condition?.reason === "DefaultsProofForbidden" && condition;
+      },
+      { timeoutMs: 60_000, description: "StreamsRunning to say DefaultsProofForbidden" },
+    );
+    assert.equal(running.status, "True");
+    assert.match(running.message, /may not create deployments\.apps/);
+    assert.ok((await forbiddenProofs()) > forbiddenBefore, "a forbidden proof counted");
+  });
+});
+
+/** gitopsreverser_defaults_proofs_total{outcome="forbidden"}, as this process counted it. */
+async function forbiddenProofs(): Promise<number> {
+  return (await defaultsProofs.get()).values.find((v) => v.labels.outcome === "forbidden")?.value ?? 0;
+}

@@ -108,6 +108,28 @@ describe("GitTarget decisions", () => {
     assert.equal(validate(world()), undefined);
   });
 
+  it("says on StreamsRunning which followed kinds' server defaults the credential may not prove, and stays Ready", () => {
+    const ok = world({
+      provider: { ...provider(), status: readyStatus },
+      branch: { ...branch, status: readyStatus },
+    });
+    const clean = { status: "True" as const, reason: "Succeeded", message: "" };
+    const write = { attached: true, refused: [], renderGate: clean };
+    const streams = { total: 2, running: 2, replaying: 0, blocked: 0 };
+    const proven = targetConditions(ok, undefined, { ...streams, unproven: [] }, write);
+    assert.equal(proven.find((c) => c.type === "StreamsRunning")?.reason, "Succeeded");
+    const unproven = targetConditions(
+      ok,
+      undefined,
+      { ...streams, unproven: ["/services", "apps/deployments"] },
+      write,
+    );
+    const running = unproven.find((c) => c.type === "StreamsRunning");
+    assert.deepEqual([running?.status, running?.reason], ["True", "DefaultsProofForbidden"]);
+    assert.match(running?.message ?? "", /may not create services, deployments\.apps/);
+    assert.equal(unproven.find((c) => c.type === "Ready")?.status, "True");
+  });
+
   it("is Stalled by a folder the acceptance gate refuses, or a render that does not match live: only a person can fix those", () => {
     const ok = world({
       provider: { ...provider(), status: readyStatus },
