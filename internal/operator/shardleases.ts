@@ -153,7 +153,9 @@ export class ShardLeases {
       }
       const shard = lease.metadata?.annotations?.[shardAnnotation];
       if (!shard) continue;
-      views.set(shard, { holder, expired });
+      // Released: given back by its holder (not expired), seen so within a lease duration.
+      const released = holder === "" && observation !== undefined && !expired;
+      views.set(shard, { holder, expired, ...(released ? { released } : {}) });
       current.set(shard, lease);
     }
     await this.heartbeat(listed.items.find((l) => l.metadata?.name === this.replicaLeaseName()));

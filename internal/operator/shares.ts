@@ -19,6 +19,10 @@
 //    replica within a lease duration (`cooling`): the giver, now under its share, would take it
 //    again on its very next round, and the replica it was given up for, whose rounds run at the
 //    same pace, would never see it free. Past that, nobody took it, so the giver may.
+// 7. A shard released within the last lease duration is left, by a replica at or over the floor,
+//    to the replicas under the floor while there are any: two replicas that each gave one back
+//    for a newcomer would otherwise take each other's (each is under its share again), round
+//    after round, while the newcomer waited. Past that, nobody under the floor took it, so anyone may.
 //
 // Which shards a replica takes or gives first follows rendezvous hashing (the highest
 // hash(replica, shard) first), so replicas prefer different shards and a shard tends to go back
@@ -31,6 +35,8 @@ export interface ShardView {
   holder: string;
   /** Its holder stopped renewing it for the lease duration, by the viewer's clock. */
   expired: boolean;
+  /** Released (holder "") within the last lease duration, by the viewer's clock (rule 7). */
+  released?: boolean;
 }
 
 export interface ShareFacts {
@@ -66,7 +72,7 @@ export function preference(replica: string, shard: string): string {
 
 const free = (view: ShardView | undefined) => !view || view.holder === "" || view.expired;
 
-/** Which shards this replica takes and gives back this round (rules 1–6). */
+/** Which shards this replica takes and gives back this round (rules 1–7). */
 export function decideShares(facts: ShareFacts): ShareDecision {
   const { self, wanted, leases, held } = facts;
   const wantedSet = new Set(wanted);
@@ -74,26 +80,30 @@ export function decideShares(facts: ShareFacts): ShareDecision {
   const share = fairShare(wanted.length, live.length);
   const byPreference = (a: string, b: string) => (preference(self, b) < preference(self, a) ? -1 : 1);
 
+  const floor = Math.floor(wanted.length / live.length);
   const unwanted = [...held].filter((s) => !wantedSet.has(s));
   const mine = wanted.filter((s) => held.has(s));
-  const freeShards = wanted
-    .filter((s) => !held.has(s) && !facts.cooling?.has(s) && free(leases.get(s)))
-    .sort(byPreference);
-  if (mine.length < share) {
-    return { take: freeShards.slice(0, share - mine.length), giveBack: unwanted };
-  }
   const counts = new Map<string, number>(live.map((r) => [r, 0]));
   for (const shard of wanted) {
     const view = leases.get(shard);
     if (!free(view) && counts.has(view!.holder)) counts.set(view!.holder, counts.get(view!.holder)! + 1);
   }
   const others = live.filter((r) => r !== self);
+  // Rule 7: at or over the floor, a shard just released is left to those under it.
+  const leaveReleased = mine.length >= floor && others.some((r) => counts.get(r)! < floor);
+  const freeShards = wanted
+    .filter((s) => !held.has(s) && !facts.cooling?.has(s) && free(leases.get(s)))
+    .filter((s) => !(leaveReleased && leases.get(s)?.released === true))
+    .sort(byPreference);
+  if (mine.length < share) {
+    return { take: freeShards.slice(0, share - mine.length), giveBack: unwanted };
+  }
   /** What this replica gives back so that none of the others stays under `level`. */
   const givingAbove = (level: number) => {
     const deficit = others.reduce((sum, r) => sum + Math.max(0, level - counts.get(r)!), 0);
     return Math.max(0, Math.min(mine.length - level, deficit - freeShards.length));
   };
-  const giving = Math.max(givingAbove(share), givingAbove(Math.floor(wanted.length / live.length)));
+  const giving = Math.max(givingAbove(share), givingAbove(floor));
   // The least preferred go first: the shards this replica would be the last to choose.
   const givable = mine.filter((s) => !facts.settling?.has(s)).sort(byPreference);
   const giveBack = givable.slice(Math.max(0, givable.length - giving));

@@ -199,6 +199,37 @@ describe("sharing shards among live replicas", () => {
     assert.deepEqual(taker.take, [given], "c takes it on its round");
   });
 
+  it("rule 7: two replicas that each gave a shard back for a newcomer under the floor leave both to it, instead of taking each other's", () => {
+    // Thirty-one branches, three replicas: a and b held eleven each, the newcomer c nine; a and b
+    // each gave one back, so both are at ten, the floor, and under their share of eleven.
+    const wanted = shards(31);
+    const [fromA, fromB] = [wanted[0]!, wanted[1]!];
+    const a = wanted.slice(2, 12);
+    const b = wanted.slice(12, 22);
+    const c = wanted.slice(22, 31);
+    const leases = holding({ a, b, c });
+    const released = (view?: boolean) => {
+      for (const shard of [fromA, fromB]) leases.set(shard, { holder: "", expired: false, released: view });
+    };
+    const round = (self: string, held: string[], cooling: string[]) =>
+      decideShares(
+        facts({
+          self,
+          live: ["a", "b", "c"],
+          wanted,
+          leases,
+          held: new Set(held),
+          cooling: new Set(cooling),
+        }),
+      );
+    released(undefined);
+    assert.deepEqual(round("a", a, [fromA]).take, [fromB], "without the rule, a takes what b gave back");
+    released(true);
+    assert.deepEqual(round("a", a, [fromA]), { take: [], giveBack: [] });
+    assert.deepEqual(round("b", b, [fromB]), { take: [], giveBack: [] });
+    assert.deepEqual(round("c", c, []).take.sort(), [fromA, fromB].sort(), "c takes both");
+  });
+
   it("replicas prefer different shards, so a round of simultaneous takes rarely collides", () => {
     const wanted = shards(30);
     const first = (self: string) => decideShares(facts({ self, live: ["a", "b", "c"], wanted })).take;
