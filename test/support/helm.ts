@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { parseAllDocuments } from "yaml";
+import { readFileSync } from "node:fs";
+import { parse, parseAllDocuments } from "yaml";
 import { helmBinary, repoRoot } from "./binaries.ts";
 import type { ControlPlane } from "./controlplane.ts";
 import type { Kubectl } from "./kubectl.ts";
@@ -14,6 +15,11 @@ import type { Manifest } from "./rendered.ts";
 const exec = promisify(execFile);
 
 export const chart = join(repoRoot, "charts/gitops-reverser");
+
+/** The operator's image at the chart's appVersion: what every install pins, config/ as the chart. */
+export const releasedImage = `ghcr.io/configbutler/gitops-reverser-ts:${
+  (parse(readFileSync(join(chart, "Chart.yaml"), "utf8")) as { appVersion: string }).appVersion
+}`;
 
 /** Runs the pinned helm against the plane; a failure is returned, not thrown. */
 export async function helm(plane: ControlPlane, ...args: string[]): Promise<Kubectl> {

@@ -15,6 +15,17 @@ import { eventually } from "../../support/wait.ts";
 
 const namespace = "gitops-reverser";
 
+/** The parts of the operator's pod template these tests read. */
+interface PodTemplate {
+  metadata: { labels: Record<string, string> };
+  spec: {
+    containers: { image: string; args: string[]; env: { name: string; value?: string }[] }[];
+    priorityClassName?: string;
+    volumes: { name: string; emptyDir?: { sizeLimit?: string } }[];
+    topologySpreadConstraints?: unknown[];
+  };
+}
+
 describe("the Helm chart", () => {
   let plane: ControlPlane;
   let kc: KubeConfig;
@@ -113,6 +124,48 @@ describe("the Helm chart", () => {
     );
   });
 
+  it("takes the values people expect: extra flags and environment, a priority class, the /tmp size, pod labels, a spread of its own, and an image by digest", async (t) => {
+    const digest = `sha256:${"0123456789abcdef".repeat(4)}`;
+    const spread = [
+      { maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "DoNotSchedule" },
+    ];
+    const { text, objects } = await template(
+      "--set",
+      `image.digest=${digest}`,
+      "--set-json",
+      'extraArgs=["--log-level=debug","--git-refresh-interval=2m"]',
+      "--set-json",
+      'extraEnv=[{"name":"NODE_OPTIONS","value":"--max-semi-space-size=8"}]',
+      "--set",
+      "priorityClassName=system-cluster-critical",
+      "--set",
+      "tmpSizeLimit=4Gi",
+      "--set",
+      "podLabels.team=platform",
+      "--set-json",
+      `topologySpreadConstraints=${JSON.stringify(spread)}`,
+    );
+    const file = join(plane.dir, "chart-values.yaml");
+    await writeFile(file, text);
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: namespace } } })
+      .catch(() => undefined);
+    await assertDryRunAccepts(t, plane, file, objects);
+    const pod = (find(objects, "Deployment", "gitops-reverser").spec as { template: PodTemplate }).template;
+    const [container] = pod.spec.containers;
+    assert.equal(container!.image, `ghcr.io/configbutler/gitops-reverser-ts@${digest}`);
+    // The extra flags come last, so each wins over the chart's own; the operator accepts them.
+    assert.deepEqual(container!.args.slice(-2), ["--log-level=debug", "--git-refresh-interval=2m"]);
+    const options = parseFlags(container!.args, flagParser().exitOverride());
+    assert.equal(options.logLevel, "debug");
+    assert.ok(container!.env.some((e) => e.name === "NODE_OPTIONS" && e.value === "--max-semi-space-size=8"));
+    assert.equal(pod.spec.priorityClassName, "system-cluster-critical");
+    assert.equal(pod.spec.volumes.find((v) => v.name === "tmp")?.emptyDir?.sizeLimit, "4Gi");
+    assert.equal(pod.metadata.labels.team, "platform");
+    assert.deepEqual(pod.spec.topologySpreadConstraints, spread);
+  });
+
   it("values.schema.json refuses a bad value", async () => {
     const refused = async (set: string, says: RegExp) => {
       const result = await run("template", "gitops-reverser", chart, "--set", set);
@@ -124,6 +177,9 @@ describe("the Helm chart", () => {
     await refused("gitRefreshInterval=ten minutes", /gitRefreshInterval/);
     await refused("inClusterKubeProviders={in-cluster}", /inClusterKubeProviders/);
     await refused("unknownValue=1", /unknownValue/);
+    await refused("image.digest=latest", /digest/);
+    await refused("extraArgs={verbose}", /extraArgs/);
+    await refused("tmpSizeLimit=big", /tmpSizeLimit/);
     // And what the schema cannot say, the templates say: attribution needs Redis or memory, and a certificate.
     await refused("attribution.enabled=true", /redis\.address|certificate/);
     // More than one replica needs leader election and Redis.

@@ -35,6 +35,7 @@ import {
   type Manifest,
 } from "../../support/rendered.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
+import { releasedImage } from "../../support/helm.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { eventually } from "../../support/wait.ts";
 import { scrapeAsBoundReader } from "../../support/scrape.ts";
@@ -227,7 +228,8 @@ describe("the install manifests in config/default", () => {
     assert.equal(pod.serviceAccountName, "gitops-reverser");
     assert.equal(pod.containers.length, 1);
     const [container] = pod.containers as [Container];
-    assert.equal(container.image, "ghcr.io/configbutler/gitops-reverser-ts:latest");
+    // Pinned at the chart's appVersion, never :latest.
+    assert.equal(container.image, releasedImage);
 
     // Parsed as the process parses them: the container's args, and its plain environment values.
     const plain = container.env.filter((e): e is { name: string; value: string } => "value" in e);

@@ -14,7 +14,7 @@ import { flagParser, parseFlags } from "../../../cmd/flags.ts";
 import { parseQuantity } from "../../../internal/types/units.ts";
 import { repoRoot, testenvBinaries } from "../../support/binaries.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
-import { helmTemplate } from "../../support/helm.ts";
+import { helmTemplate, releasedImage } from "../../support/helm.ts";
 import { kubectlOk } from "../../support/kubectl.ts";
 import { installCrdFiles } from "../../support/manifests.ts";
 import {
@@ -272,7 +272,8 @@ describe("the kustomize overlays in config/overlays", () => {
       imageOf((await render("production", "registry.example:5000/gr:v2")).stdout),
       "registry.example:5000/gr:v2",
     );
-    assert.equal(imageOf((await render("default")).stdout), "ghcr.io/configbutler/gitops-reverser-ts:latest");
+    // config/default pins the chart's appVersion, never :latest.
+    assert.equal(imageOf((await render("default")).stdout), releasedImage);
     await assert.rejects(
       render("production"),
       (err: { code: number; stderr: string }) =>
