@@ -213,7 +213,12 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     },
     renderHoldMs: settings.renderHoldMs,
     logger: manager.logger,
-    ...(shards ? { holds: (branchKey: string) => manager.owns(shards.branchKey(branchKey)) } : {}),
+    ...(shards
+      ? {
+          holds: (branchKey: string) => manager.owns(shards.branchKey(branchKey)),
+          mayPush: (branchKey: string) => manager.mayPush(shards.branchKey(branchKey)),
+        }
+      : {}),
   });
   manager.addRunnable(workers);
   setupScrapeGauges(manager, sourceContexts, workers);

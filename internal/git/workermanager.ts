@@ -55,7 +55,15 @@ export interface WorkerSpec {
 
 export interface WorkerManagerOptions extends Omit<
   BranchWorkerOptions,
-  "clone" | "committer" | "materialize" | "folders" | "onWindowClosed" | "onGit" | "applies" | "queue"
+  | "clone"
+  | "committer"
+  | "materialize"
+  | "folders"
+  | "onWindowClosed"
+  | "onGit"
+  | "applies"
+  | "queue"
+  | "mayPush"
 > {
   /** --worker-root: where the clones live, one directory per GitBranch uid. */
   root: string;
@@ -98,6 +106,11 @@ export interface WorkerManagerOptions extends Omit<
    * beside the replica that took the branch.
    */
   holds?: (branchKey: string) => boolean;
+  /**
+   * With more than one replica: why this replica may not push to a GitBranch's repository branch
+   * now (its Lease is not safely held), asked right before every push; undefined: it may.
+   */
+  mayPush?: (branchKey: string) => string | undefined;
 }
 
 /** What the process provides every worker for applying (internal/git/worker/applies.ts). */
@@ -289,6 +302,7 @@ export class WorkerManager implements Runnable {
       applies,
       writeLog,
       onQueue,
+      mayPush,
       ...workerOptions
     } = this.options;
     const worker = new BranchWorker({
@@ -335,6 +349,7 @@ export class WorkerManager implements Runnable {
       onSave: (id) => this.saves.reported(id),
       onWindowClosed: (reason) => onWindowClosed?.(spec.key, reason),
       onGit: (event) => onGit?.(spec.key, event),
+      ...(mayPush ? { mayPush: () => mayPush(spec.key) } : {}),
       ...(writeLog
         ? {
             queue: {

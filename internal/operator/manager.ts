@@ -109,6 +109,17 @@ export class Manager implements Ownership {
     this.shards.onChanged((shards) => this.ownershipChanged(shards));
   }
 
+  /**
+   * Why this process may not push to a shard's branch now (a fence: see ShardLeases.safelyHeld),
+   * or undefined when it may; a process that does not share its work out owns every branch.
+   */
+  mayPush(shard: string | undefined): string | undefined {
+    if (!this.sharded) return undefined;
+    if (shard === undefined) return "the branch's repository is not known, so neither is its Lease";
+    if (!this.shards) return "the shard Leases are not running";
+    return this.shards.safelyHeld(shard);
+  }
+
   owns(shard: string | undefined): boolean {
     if (!this.sharded) return true;
     if (shard === undefined) return this.isLeader;

@@ -9,7 +9,10 @@
 // Holding changes only with a notice to the listeners (a take, a handover, a loss), never by a
 // clock passing unnoticed: a controller that asked while a renewal was slow would otherwise let
 // go of a branch nobody gave it back. A second's timer enforces the deadline, however long a
-// round takes on a busy API server.
+// round takes on a busy API server. Every duration here is measured on the monotonic clock: the
+// wall clock jumps, and a process frozen past its Lease must find on waking that it is past it.
+// A push asks `safelyHeld` right before it goes (the fence): a branch last renewed past the renew
+// deadline is pushed to by nobody here, whatever the timers have noticed yet.
 import { createHash } from "node:crypto";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "../telemetry/logger.ts";
@@ -46,6 +49,8 @@ export interface ShardWork {
 type Holding = { state: "held" | "handingOver"; takenAt: number; renewedAt: number; lease: V1Lease };
 
 const hashOf = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 20);
+/** Milliseconds on the monotonic clock, which never jumps. */
+const monotonic = () => performance.now();
 
 export class ShardLeases {
   private readonly api: CoordinationV1Api;
@@ -70,6 +75,19 @@ export class ShardLeases {
   /** Whether this replica holds a shard now: taken, not handed over, not lost to the deadline. */
   holds(shard: string): boolean {
     return this.holdings.get(shard)?.state === "held";
+  }
+
+  /**
+   * Why this replica may not push to a shard's branch now, or undefined when it may: it holds the
+   * Lease (held, or handing over) and last renewed it within the renew deadline, so nobody can
+   * take it before a push sent now lands (the lease duration's rest is the push's margin).
+   */
+  safelyHeld(shard: string): string | undefined {
+    const holding = this.holdings.get(shard);
+    if (!holding) return "this replica does not hold the branch's Lease";
+    const since = monotonic() - holding.renewedAt;
+    if (since < this.config.renewDeadlineMs) return undefined;
+    return `the branch's Lease was last renewed ${(since / 1000).toFixed(1)} s ago, past the ${this.config.renewDeadlineMs / 1000} s renew deadline: another replica may take it`;
   }
 
   /** The shards held here now. */
@@ -130,7 +148,7 @@ export class ShardLeases {
       namespace,
       labelSelector: `${leaseKindLabel} in (replica,shard)`,
     });
-    const now = Date.now();
+    const now = monotonic();
     const live: string[] = [];
     const views = new Map<string, ShardView>();
     const current = new Map<string, V1Lease>();
@@ -217,7 +235,7 @@ export class ShardLeases {
       if (now - holding.renewedAt < this.config.leaseDurationMs / 3) return;
       lease.spec = { ...lease.spec, renewTime: new V1MicroTime() };
       // Counted from when it was sent: the others' clocks start when they see it.
-      const sentAt = Date.now();
+      const sentAt = monotonic();
       try {
         holding.lease = await this.api.replaceNamespacedLease({
           namespace: this.config.namespace,
@@ -238,7 +256,7 @@ export class ShardLeases {
   private async take(shard: string, lease: V1Lease | undefined): Promise<boolean> {
     const { namespace } = this.config;
     const spec = { ...this.spec(), acquireTime: new V1MicroTime() };
-    const sentAt = Date.now();
+    const sentAt = monotonic();
     try {
       const written = lease
         ? await this.api.replaceNamespacedLease({
@@ -278,10 +296,10 @@ export class ShardLeases {
     holding.state = "handingOver";
     this.changed([shard]);
     this.logger.info("handing a shard over", { shard });
-    const startedAt = Date.now();
+    const startedAt = monotonic();
     const done = this.work
       .handOver(shard)
-      .then(() => this.logger.info("handed a shard over", { shard, ms: Date.now() - startedAt }))
+      .then(() => this.logger.info("handed a shard over", { shard, ms: Math.round(monotonic() - startedAt) }))
       .catch((err: unknown) => this.logger.error("shard handover failed", { shard, error: String(err) }))
       .then(() => this.release(shard, !wanted))
       .finally(() => this.handovers.delete(done));
@@ -304,7 +322,7 @@ export class ShardLeases {
       if (lease.spec?.holderIdentity !== this.config.identity) return;
       lease.spec = { ...lease.spec, holderIdentity: "", renewTime: new V1MicroTime() };
       await this.api.replaceNamespacedLease({ namespace, name, body: lease });
-      this.givenBack.set(shard, Date.now());
+      this.givenBack.set(shard, monotonic());
     } catch (err) {
       this.logger.error("could not release a shard", { shard, error: String(err) });
     }
@@ -312,7 +330,7 @@ export class ShardLeases {
 
   /** A shard held here whose renewals failed past the deadline is not held any more. */
   private dropLate(): void {
-    const now = Date.now();
+    const now = monotonic();
     for (const [shard, holding] of this.holdings)
       if (now - holding.renewedAt >= this.config.renewDeadlineMs) this.lose(shard, "its renewals failed");
   }

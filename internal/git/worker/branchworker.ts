@@ -47,6 +47,8 @@ export interface BranchWorkerOptions {
   pushCooldownMs?: number;
   /** Attempts of one publication when the remote keeps moving. */
   pushAttempts?: number;
+  /** Why this replica may not push to the branch now (the fence, asked right before each push); undefined: it may. */
+  mayPush?: () => string | undefined;
   /** How long an idle branch waits before it proves where its remote is again: 10 minutes. */
   refreshIntervalMs?: number;
   /** How long shutdown's one publication may take, inside the pod's termination grace: 20 s. */
@@ -166,6 +168,7 @@ export class BranchWorker {
       folders: this.folders,
       logger: options.logger,
       attempts: options.pushAttempts,
+      ...(options.mayPush ? { mayPush: options.mayPush } : {}),
       onFetched: (tip) => applies?.fetched(tip),
       ...(options.onGit ? { onGit: options.onGit } : {}),
     });

@@ -41,12 +41,24 @@ export interface PublicationOptions {
   onFetched?: (tip: string | undefined) => void;
   /** Each fetch, push and failed cycle, for the git_* metrics. */
   onGit?: (event: GitEvent) => void;
+  /**
+   * Why this replica may not push now, asked right before each push; undefined: it may. A
+   * replica whose branch Lease is not safely held pushes nothing: the writes it retained stay in
+   * the durable queue for the replica that holds the branch next, never replayed from here onto
+   * that replica's tip.
+   */
+  mayPush?: () => string | undefined;
+}
+
+/** A push this replica may not make: its branch Lease is not safely held (Publication's mayPush). */
+export class FencedError extends Error {
+  override name = "FencedError";
 }
 
 /** What a publication did with the remote, and how each call ended. */
 export type GitEvent =
   | { operation: "fetch"; outcome: "ok" | "failed" }
-  | { operation: "push"; outcome: "landed" | "rejected" | "failed" }
+  | { operation: "push"; outcome: "landed" | "rejected" | "failed" | "fenced" }
   /** A cycle that kept every write: why. */
   | { operation: "cycle"; outcome: "remote" | "local" | "parent_missing" | "contended" };
 
@@ -313,6 +325,12 @@ export class Publication {
 
   /** One push, reported: landed, rejected (the remote moved), or failed. */
   private async push(root: Root): Promise<string> {
+    // Asked with nothing awaited before the push starts: the Lease's margin covers the push.
+    const fenced = this.options.mayPush?.();
+    if (fenced) {
+      this.options.onGit?.({ operation: "push", outcome: "fenced" });
+      throw new FencedError(`this replica may not push: ${fenced}`);
+    }
     try {
       const commit = await this.options.repository.push(root);
       this.options.onGit?.({ operation: "push", outcome: "landed" });

@@ -3,8 +3,9 @@
 // share to hold, serves the push receiver and takes the branch (and the leader Lease) over when
 // the first dies, replaying the durable write queue. shards.test.ts shares thirty branches out.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { gitBranches } from "../../../generated/v1alpha3/index.ts";
+import { gitBranches, gitTargets } from "../../../generated/v1alpha3/index.ts";
 import { findCondition } from "../../../internal/operator/conditions.ts";
 import { RedisServer } from "../../support/redis.ts";
 import {
@@ -168,5 +169,83 @@ describe("two replicas, one branch: the other takes it over and hears every push
     } finally {
       r.redis = await RedisServer.start(port);
     }
+  });
+
+  it("a holder frozen past its Lease pushes nothing after it wakes: no value in Git goes back, nothing is lost", async () => {
+    const holding = await eventually(
+      async () => {
+        const identity = await heldBy();
+        return r.replicas.find((p) => p.process.running && p.identity() === identity);
+      },
+      { timeoutMs: 30_000, description: "the replica holding the branch" },
+    );
+    // A replica to take the branch over (there may be another already).
+    await r.startReplica({ replicas: 2, receiver: true, audited: false, workers: "workers-f" });
+    // Windows close 15 s after their last write, whoever the authors are: the frozen holder's is
+    // still open when it stops, and the new holder's closes soon after.
+    const target = (await gitTargets(r.kc).get(namespace, "configs"))!;
+    await gitTargets(r.kc).jsonPatch(target, [
+      { op: "replace", path: "/spec/commit/window/idleTimeout", value: "15s" },
+    ]);
+    await eventually(
+      async () => {
+        const t = await gitTargets(r.kc).get(namespace, "configs");
+        return t?.status?.observedGeneration === t?.metadata.generation;
+      },
+      { timeoutMs: 30_000, description: "the GitTarget observed its new window" },
+    );
+    const file = r.fileOf("frozen");
+    const valueInGit = async () => /k: (\S+)/.exec((await r.showAll([{ path: file }]))[0] ?? "")?.[1];
+    // The holder takes alice's first value into its open window.
+    await r.write(r.alice, "frozen", "f1");
+    await eventually(async () => (await r.queued()).get("frozen")?.includes("f1") === true, {
+      timeoutMs: 30_000,
+      description: "f1 in the holder's durable queue",
+    });
+    process.kill(holding.process.pid, "SIGSTOP");
+    try {
+      await eventually(
+        async () => {
+          const identity = await heldBy();
+          return identity !== undefined && identity !== holding.identity();
+        },
+        {
+          timeoutMs: takeoverDeadlineMs + 15_000,
+          description: () => `another replica to take the branch; last lines:\n${r.logTails()}`,
+        },
+      );
+      // The new holder replays f1 from the durable queue, then pushes alice's newer value.
+      await r.write(r.alice, "frozen", "f2");
+      await eventually(async () => (await valueInGit()) === "f2", {
+        timeoutMs: 60_000,
+        description: () => `f2 in Git; last lines:\n${r.logTails()}`,
+      });
+    } finally {
+      process.kill(holding.process.pid, "SIGCONT");
+    }
+    // Awake, the old holder finds its Lease long unrenewed: it publishes nothing, and says so
+    // (without the fence it replays f1 onto the new tip and pushes it: Git goes back).
+    await eventually(
+      async () =>
+        readFileSync(holding.logFile, "utf8").includes("this replica may not push") ||
+        (await valueInGit()) === "f1",
+      {
+        timeoutMs: 60_000,
+        description: () => `the woken replica's last lines:\n${holding.process.logTail()}`,
+      },
+    );
+    assert.equal(await valueInGit(), "f2", "no value in Git goes back");
+    // f1 may have been committed before f2 (the durable queue replayed), never after it.
+    const history = (await r.valuesOf(file)).map((h) => h.value);
+    assert.equal(history.at(-1), "f2", JSON.stringify(history));
+    assert.deepEqual(
+      history.filter((v) => v === "f2"),
+      ["f2"],
+      `f2 committed once: ${JSON.stringify(history)}`,
+    );
+    assert.ok(
+      history.lastIndexOf("f1") < history.indexOf("f2"),
+      `no f1 after f2: ${JSON.stringify(history)}`,
+    );
   });
 });

@@ -36,6 +36,7 @@ function setup(
   onPlaced: TargetFolderCallbacks["onPlaced"] = () => undefined,
   commitBudgetMs?: number,
   onGit?: (event: GitEvent) => void,
+  mayPush?: () => string | undefined,
 ) {
   const remote = new FakeRemote();
   remote.pushForeign((files) => files.set("f/README.md", "# folder\n"));
@@ -57,6 +58,7 @@ function setup(
     random: () => 0,
     commitBudgetMs,
     ...(onGit ? { onGit } : {}),
+    ...(mayPush ? { mayPush } : {}),
     materialize: {
       committer: { name: "a", email: "b" },
       additionalSensitive: [],
@@ -212,6 +214,25 @@ describe("the publication cycle's base trust", () => {
     remote.pushForeign((files) => files.set("f/hand.yaml", document("hand", "again")));
     assert.equal((await cycle(live(upsert("c", "one")))).kind, "failed");
     assert.deepEqual(events.splice(0), ["push:failed", "cycle:remote"]);
+  });
+
+  it("a replica whose branch Lease is not safely held pushes nothing: the push is fenced, every write kept", async () => {
+    const events: string[] = [];
+    let fence: string | undefined = "the branch's Lease was last renewed 12.0 s ago";
+    const { remote, cycle } = setup(
+      undefined,
+      undefined,
+      (e) => events.push(`${e.operation}:${e.outcome}`),
+      () => fence,
+    );
+    const before = remote.tip;
+    const fenced = await cycle(live(upsert("a", "one")));
+    assert.equal(fenced.kind, "failed");
+    assert.match("error" in fenced ? fenced.error : "", /may not push: the branch's Lease/);
+    assert.equal(remote.tip, before, "nothing reached the remote");
+    assert.deepEqual(events.splice(0), ["fetch:ok", "push:fenced", "cycle:remote"]);
+    fence = undefined;
+    assert.equal((await cycle(live(upsert("a", "one")))).kind, "pushed");
   });
 
   it("a write whose actions change nothing on the current tip settles without a push", async () => {
