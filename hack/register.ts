@@ -1,12 +1,13 @@
 // Runs this repository's TypeScript in Node (`node --import ./hack/register.ts file.ts`): what
 // `make test`, the tools under hack/ and the operator processes the tests start use. Node 24 strips
-// types itself but cannot run parameter properties, so each .ts file is transformed by esbuild,
-// with tsconfig.json's options, as hack/bundle.ts builds the image, and the output is kept on disk
-// by the content's hash: a process that imports the operator reads every file back instead of
-// transforming it again. Measured on 2 cores, importing test/support/mirrorenv.ts: 0.8–1.0 CPU-s
-// a process, against 1.5–1.8 with tsx, whose resolver and hooks cost the rest; `make test` starts
-// some 250 such processes. Stack traces point at the .ts lines (inline source maps). Node runs this
-// file as it is, its types stripped.
+// types itself but cannot run parameter properties, so a file of erasable syntax is stripped where
+// it stands and any other is transformed by esbuild with tsconfig.json's options, as hack/bundle.ts
+// builds the image; the output is kept on disk by the content's hash, so a process that imports
+// the operator reads every file back instead of transforming it again. Measured on a quiet 2-core
+// machine, importing test/support/mirrorenv.ts: 1.1 CPU-s a process, against 1.7–2.2 with tsx,
+// whose resolver and hooks cost the rest; `make test` starts some 250 such processes. Stack traces
+// point at the .ts lines (stripped files keep them; transformed ones carry inline source maps).
+// Node runs this file as it is, its types stripped.
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createRequire, registerHooks, stripTypeScriptTypes } from "node:module";

@@ -19,6 +19,11 @@ export interface Collection {
   selector?: LabelSelector;
 }
 
+/** A collection's type as group/resource ("/configmaps" for the core group), whatever its slice. */
+export function groupResourceOf(c: Pick<Collection, "group" | "resource">): string {
+  return `${c.group}/${c.resource}`;
+}
+
 /**
  * The API path of a collection's objects; in `namespace` when given, as a cluster-wide
  * collection of a namespaced type reads one object in its own namespace.

@@ -11,7 +11,7 @@ import type { Logger } from "../telemetry/logger.ts";
 import { dryRunBody, proofKey, provenDefaults, verdictOf } from "../sanitize/proof.ts";
 import { settle, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import { defaultsProofs } from "../telemetry/instruments.ts";
-import { pathOf, type Collection } from "../stream/collection.ts";
+import { groupResourceOf, pathOf, type Collection } from "../stream/collection.ts";
 
 export interface DefaultsProverOptions {
   /** Dry-runs in flight at once. */
@@ -54,7 +54,7 @@ export class DefaultsProver {
    */
   project(collection: Collection, pending: Unsettled): Projection | Promise<Projection> {
     if (!pending.unowned) return settle(pending);
-    const kind = `${collection.group}/${collection.resource}`;
+    const kind = groupResourceOf(collection);
     if ((this.forbidden.get(kind) ?? 0) > Date.now()) return settle(pending);
     const key = proofKey(pending);
     const cached = this.proofs.get(key);

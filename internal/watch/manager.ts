@@ -15,7 +15,7 @@ import { Cursor, MemoryCursorStore, type CursorStore } from "./cursor.ts";
 import { discover } from "./discovery.ts";
 import { GitTargetEventStream } from "../stream/stream.ts";
 import { planCollections, type WatchPlan } from "./watchedtypes.ts";
-import type { Collection } from "../stream/collection.ts";
+import { groupResourceOf, type Collection } from "../stream/collection.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import { keyOf as targetKey } from "../types/names.ts";
@@ -90,7 +90,7 @@ export class WatchManager implements Runnable {
     this.defaults = new DefaultsProver(kubeConfig, logger, {
       onForbiddenChanged: (kind) => {
         for (const target of this.served.values())
-          if (this.follows(target, kind)) for (const listener of this.streamListeners) listener(target);
+          if (this.kindsOf(target).has(kind)) for (const listener of this.streamListeners) listener(target);
       },
     });
     rules.onChange((targets) => {
@@ -196,19 +196,13 @@ export class WatchManager implements Runnable {
    * the credential may not make their dry-run create; sorted.
    */
   unprovenKinds(target: TargetRef): string[] {
-    const kinds = new Set<string>();
-    for (const watch of this.watches.get(targetKey(target))?.values() ?? []) {
-      const kind = `${watch.collection.group}/${watch.collection.resource}`;
-      if (this.defaults.refuses(kind)) kinds.add(kind);
-    }
-    return [...kinds].sort();
+    return [...this.kindsOf(target)].filter((kind) => this.defaults.refuses(kind)).sort();
   }
 
-  /** Whether a target follows a kind (group/resource). */
-  private follows(target: TargetRef, kind: string): boolean {
-    for (const watch of this.watches.get(targetKey(target))?.values() ?? [])
-      if (`${watch.collection.group}/${watch.collection.resource}` === kind) return true;
-    return false;
+  /** The kinds (group/resource) a target follows. */
+  private kindsOf(target: TargetRef): Set<string> {
+    const watches = this.watches.get(targetKey(target))?.values() ?? [];
+    return new Set([...watches].map((watch) => groupResourceOf(watch.collection)));
   }
 
   /**
