@@ -44,14 +44,15 @@ export async function measureFailover(h: Harness, size: number, namespace: strin
   const start = async (name: string) => {
     const logDir = join(h.logDir, `failover-${name}`);
     await mkdir(logDir, { recursive: true });
-    const replica = await startOperatorProcess(
+    const replica = startOperatorProcess(
       h.kubeconfigPath,
       logDir,
       [
         `--in-cluster-kube-providers=${namespace}/self`,
         `--worker-root=${join(h.workerRoot, `failover-${namespace}-${name}`)}`,
         `--kustomize-path=${kustomizeBinary()}`,
-        "--log-level=error",
+        // info: the process says where it serves its probes (port 0, read back).
+        "--log-level=info",
         "--leader-elect=true",
         `--leader-election-namespace=${leaseNamespace}`,
         "--replica-count=2",
@@ -129,8 +130,9 @@ async function leaseHolder(h: Harness, repository: string): Promise<string | und
 /** Waits for the process's /readyz: its informers listed and Redis answered. */
 async function untilReady(replica: OperatorProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
+  const probePort = await replica.port("probes");
   while (Date.now() < deadline) {
-    const answer = await fetch(`http://127.0.0.1:${replica.probePort}/readyz`).catch(() => undefined);
+    const answer = await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined);
     if (answer?.status === 200) return;
     await sleep(200);
   }

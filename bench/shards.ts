@@ -173,7 +173,7 @@ async function measureRun(
       const logDir = join(h.logDir, `${repository}-${k}`);
       await mkdir(logDir, { recursive: true });
       processes.push(
-        await startOperatorProcess(
+        startOperatorProcess(
           h.kubeconfigPath,
           logDir,
           [

@@ -64,6 +64,10 @@ export class AuditIngress implements Runnable {
     const bound = this.server.address();
     this.address =
       typeof bound === "object" && bound ? { host: this.options.host, port: bound.port } : undefined;
+    this.options.logger.info("serving", {
+      server: "audit events",
+      address: `${this.options.host}:${this.address?.port}`,
+    });
     await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     // kube-apiserver keeps its connection open between batches: close it too, or close() waits on it.
     const closed = new Promise<void>((resolve) => this.server!.close(() => resolve()));

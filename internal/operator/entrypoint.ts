@@ -70,7 +70,7 @@ export async function serveTelemetry(
   const probeAddress = parseBindAddress(flags.healthProbeBindAddress);
   if (probeAddress) {
     const informers = () => (manager.ready ? undefined : "informers have not synced");
-    servers.push(await serveProbes({ informers, ...checks }, probeAddress));
+    servers.push(await serveProbes({ informers, ...checks }, probeAddress, manager.logger));
   }
   return servers;
 }

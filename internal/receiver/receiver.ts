@@ -75,6 +75,10 @@ export class PushReceiver implements Runnable {
     const bound = server.address();
     this.address =
       typeof bound === "object" && bound ? { host: this.options.host, port: bound.port } : undefined;
+    this.options.logger.info("serving", {
+      server: "push notices",
+      address: `${this.options.host}:${this.address?.port}`,
+    });
     await untilAborted(signal);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();

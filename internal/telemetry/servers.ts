@@ -15,12 +15,29 @@ export function parseBindAddress(address: string): { host: string; port: number 
   return { host: match[1] || "0.0.0.0", port: Number(match[2]) };
 }
 
-async function listen(server: Server, address: { host: string; port: number }): Promise<Server> {
+/**
+ * Listens on `address` and says where it listens: port 0 takes the kernel's pick, which only
+ * this line tells (a test starts the process on port 0 and reads it back, never choosing a port
+ * another process could take first).
+ */
+async function listen(
+  server: Server,
+  address: { host: string; port: number },
+  what: string,
+  logger: Logger,
+): Promise<Server> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(address.port, address.host, resolve);
   });
+  logger.info("serving", { server: what, address: boundAddress(server, address.host) });
   return server;
+}
+
+/** `host:port` as bound (the port read back, for a server asked for port 0). */
+function boundAddress(server: { address(): ReturnType<Server["address"]> }, host: string): string {
+  const bound = server.address();
+  return typeof bound === "object" && bound ? `${host}:${bound.port}` : String(bound);
 }
 
 /** How /metrics is served: plain HTTP, or HTTPS with a certificate and a verdict on each scrape. */
@@ -52,6 +69,8 @@ export async function serveMetrics(
     return listen(
       createServer((req, res) => (req.url === "/metrics" ? void respond(res) : res.writeHead(404).end())),
       address,
+      "metrics",
+      logger,
     );
   }
   const handler = async (req: IncomingMessage, res: ServerResponse) => {
@@ -80,7 +99,7 @@ export async function serveMetrics(
     );
     server.on("close", () => watcher.close());
   }
-  return listen(server, address);
+  return listen(server, address, "metrics", logger);
 }
 
 /** A named readiness check: it returns undefined when ready, or why not. */
@@ -90,6 +109,7 @@ export type Check = () => string | undefined;
 export function serveProbes(
   readyChecks: Record<string, Check>,
   address: { host: string; port: number },
+  logger: Logger,
 ): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.url === "/healthz") {
@@ -106,5 +126,5 @@ export function serveProbes(
     }
     res.writeHead(404).end();
   });
-  return listen(server, address);
+  return listen(server, address, "probes", logger);
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { setupOperator, type Operator, type OperatorSettings } from "../../controllers/setup.ts";
@@ -5,9 +6,9 @@ import { Manager } from "../../internal/operator/manager.ts";
 import type { Logger } from "../../internal/telemetry/logger.ts";
 import { kustomizeBinary, repoRoot, typeScript } from "./binaries.ts";
 import { keepLines } from "./keeplogs.ts";
-import { freePort } from "./ports.ts";
 import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
+import { eventually } from "./wait.ts";
 
 export interface RunningOperator extends Operator {
   manager: Manager;
@@ -82,25 +83,29 @@ export function startOwnedOperator(
 
 export interface OperatorProcess {
   process: ManagedProcess;
-  metricsPort: number;
-  probePort: number;
   logFile: string;
+  /**
+   * The port the process serves `server` on ("metrics", "probes", "push notices", "audit
+   * events"), read back from its "serving" line: the process binds port 0, so no port is chosen
+   * here that a process beside it could take first. The line is written at info level.
+   */
+  port: (server: string) => Promise<number>;
 }
 
 /**
- * The operator as its own process, `cmd/operator.ts` with `args`, serving metrics and
- * probes on free loopback ports, for tests of what only a whole process shows: flags, probes,
- * signals, and the identity it runs as. `entry` runs a built JavaScript file instead, such as
- * `dist/operator.mjs`, the bundle the image runs (`make build`), for what the benchmark measures.
+ * The operator as its own process, `cmd/operator.ts` with `args`, serving metrics and probes on
+ * ports the kernel picks on loopback (`port` reads them back), for tests of what only a whole
+ * process shows: flags, probes, signals, and the identity it runs as. `entry` runs a built
+ * JavaScript file instead, such as `dist/operator.mjs`, the bundle the image runs (`make
+ * build`), for what the benchmark measures.
  */
-export async function startOperatorProcess(
+export function startOperatorProcess(
   kubeconfigPath: string,
   logDir: string,
   args: string[],
   env: NodeJS.ProcessEnv = {},
   entry?: string,
-): Promise<OperatorProcess> {
-  const [metricsPort, probePort] = [await freePort(), await freePort()];
+): OperatorProcess {
   const logFile = join(logDir, "operator.log");
   const started = ManagedProcess.start({
     name: "gitops-reverser",
@@ -109,13 +114,45 @@ export async function startOperatorProcess(
       ...(entry ? [entry] : [...typeScript, join(repoRoot, "cmd/operator.ts")]),
       // Configured-author unless the test asks for attribution (a later flag wins).
       "--author-attribution=false",
+      "--metrics-bind-address=127.0.0.1:0",
+      "--health-probe-bind-address=127.0.0.1:0",
       ...args,
-      `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-      `--health-probe-bind-address=127.0.0.1:${probePort}`,
     ],
     env: { ...process.env, ...env, KUBECONFIG: kubeconfigPath },
     cwd: repoRoot,
     logFile,
   });
-  return { process: started, metricsPort, probePort, logFile };
+  return { process: started, logFile, port: (server) => servedPort(started, logFile, server) };
+}
+
+/**
+ * The port a process of ours (the operator, the Kargo observer) serves `server` on, read back
+ * from the "serving" line it writes at info level once bound; throws if it exits first.
+ */
+export function servedPort(started: ManagedProcess, logFile: string, server: string): Promise<number> {
+  return eventually(
+    () => {
+      const bound = servingPort(logFile, server);
+      if (bound === undefined) started.assertRunning();
+      return bound;
+    },
+    { timeoutMs: 60_000, description: () => `the process to serve ${server}:\n${started.logTail()}` },
+  );
+}
+
+/** The port of `server` in the process's "serving" line, once written. */
+function servingPort(logFile: string, server: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(logFile, "utf8");
+  } catch {
+    return undefined;
+  }
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{") || !line.includes('"serving"')) continue;
+    const entry = JSON.parse(line) as { message?: string; server?: string; address?: string };
+    if (entry.message === "serving" && entry.server === server && entry.address)
+      return Number(entry.address.slice(entry.address.lastIndexOf(":") + 1));
+  }
+  return undefined;
 }

@@ -1,9 +1,12 @@
-// A free TCP port for a server another process binds (an operator's audit ingress, a receiver, a
-// Flux controller), where the port must be known before that process starts. The kernel's own
-// pick (listen on port 0) comes from the ephemeral range, which every outgoing connection on the
+// A free TCP port for a daemon that cannot be told port 0 and read back (kube-apiserver and
+// etcd, Redis, sshd, Flux's controllers, the audit ingress kube-apiserver posts to): the port
+// must be known before that process starts. Our own processes and servers bind port 0 and say
+// where they listen (test/support/operator.ts reads the operator's "serving" line). The
+// kernel's own pick comes from the ephemeral range, which every outgoing connection on the
 // machine also draws its local port from: between the pick and the bind, a test's client
 // connection could take it (EADDRINUSE). So the port is picked below that range, at random, and
-// checked bindable; only a machine with no room there falls back to the kernel's pick.
+// checked bindable; only a machine with no room there falls back to the kernel's pick. A start
+// that still loses its port is started again on another (startOnChosenPorts).
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 

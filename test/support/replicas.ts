@@ -25,7 +25,6 @@ import { installCrds } from "./manifests.ts";
 import { applyMirror, grantAllSourceNamespaces, mirrorFieldManager, mirrorGitTarget } from "./mirror.ts";
 import { operatorNamespace, shippedOperatorIdentity } from "./shippedrbac.ts";
 import { startOperatorProcess, type OperatorProcess } from "./operator.ts";
-import { freePort } from "./ports.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { RedisServer } from "./redis.ts";
 import { eventually } from "./wait.ts";
@@ -128,9 +127,9 @@ export class ReplicaEnvironment {
     const { replicas = 1, audited = true, receiver = false, workers = "workers" } = options;
     const logDir = join(this.dir, `replica-${this.replicas.length}`);
     mkdirSync(logDir);
-    const auditPort = audited ? this.env.port : await freePort();
-    const receiverPort = receiver ? await freePort() : undefined;
-    const started = await startOperatorProcess(this.operatorKubeconfigPath, logDir, [
+    // The audited replica serves the port kube-apiserver posts to; any other binds port 0.
+    const auditPort = audited ? this.env.port : 0;
+    const started = startOperatorProcess(this.operatorKubeconfigPath, logDir, [
       "--author-attribution=true",
       "--author-attribution-transport=redis",
       "--author-attribution-grace=10s",
@@ -147,8 +146,10 @@ export class ReplicaEnvironment {
             `--replica-count=${replicas}`,
           ]
         : []),
-      ...(receiverPort ? [`--receiver-bind-address=127.0.0.1:${receiverPort}`] : []),
+      ...(receiver ? ["--receiver-bind-address=127.0.0.1:0"] : []),
     ]);
+    const receiverPort = receiver ? await started.port("push notices") : undefined;
+    const probePort = await started.port("probes");
     const replica: Replica = {
       ...started,
       ...(receiverPort ? { receiverPort } : {}),
@@ -160,7 +161,7 @@ export class ReplicaEnvironment {
     await eventually(
       async () => {
         started.process.assertRunning();
-        const answer = await fetch(`http://127.0.0.1:${started.probePort}/readyz`).catch(() => undefined);
+        const answer = await fetch(`http://127.0.0.1:${probePort}/readyz`).catch(() => undefined);
         return answer?.status === 200;
       },
       {

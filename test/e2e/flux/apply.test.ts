@@ -586,7 +586,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     const workerRoot = makeOwnedTempDir("apply-kill");
     const logs = makeOwnedTempDir("apply-kill-log");
     // The operator as its own process, so it can be killed: it sees a pushed commit by its refresh.
-    const { process: killed } = await startOperatorProcess(env.plane.kubeconfigPath, logs, [
+    const { process: killed } = startOperatorProcess(env.plane.kubeconfigPath, logs, [
       `--in-cluster-kube-providers=${namespace}/self`,
       `--worker-root=${workerRoot}`,
       `--kustomize-path=${kustomizeBinary()}`,

@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { repoRoot, typeScript } from "../../support/binaries.ts";
 import { kubectlOk } from "../../support/kubectl.ts";
-import { freePort } from "../../support/ports.ts";
+import { servedPort } from "../../support/operator.ts";
 import { ManagedProcess } from "../../support/process.ts";
 import { scrape, scrapeAsBoundReader } from "../../support/scrape.ts";
 import { eventually } from "../../support/wait.ts";
@@ -79,21 +79,22 @@ describe("the Kargo observer's install manifests in config/kargo-observer", () =
     await kubectlOk(plane, "apply", "--server-side", "-f", file());
     const namespace = "kargo-argocd-observer";
     const identity = await plane.serviceAccountToken(namespace, "kargo-argocd-observer");
-    const [metricsPort, probePort] = [await freePort(), await freePort()];
+    const logFile = join(plane.dir, "kargo-observer.log");
     const observer = ManagedProcess.start({
       name: "kargo-argocd-observer",
       command: process.execPath,
       args: [
         ...typeScript,
         join(repoRoot, "cmd/kargo-observer.ts"),
-        `--metrics-bind-address=127.0.0.1:${metricsPort}`,
-        `--health-probe-bind-address=127.0.0.1:${probePort}`,
+        "--metrics-bind-address=127.0.0.1:0",
+        "--health-probe-bind-address=127.0.0.1:0",
       ],
       env: { ...process.env, KUBECONFIG: identity.kubeconfigPath, POD_NAMESPACE: namespace },
       cwd: repoRoot,
-      logFile: join(plane.dir, "kargo-observer.log"),
+      logFile,
     });
     try {
+      const metricsPort = await servedPort(observer, logFile, "metrics");
       const url = `https://127.0.0.1:${metricsPort}/metrics`;
       await eventually(
         async () => {

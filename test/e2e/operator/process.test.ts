@@ -35,13 +35,11 @@ describe("the operator process", () => {
   type Line = Record<string, unknown>;
 
   /** The JSON lines the process at `level` wrote by the time `done` holds; then it is stopped. */
-  async function linesAt(level: string, done: (lines: Line[], probePort: number) => Promise<boolean>) {
+  async function linesAt(level: string, done: (lines: Line[]) => Promise<boolean>) {
     const logDir = makeOwnedTempDir("log-level");
-    const {
-      process: operator,
-      logFile,
-      probePort,
-    } = await startOperatorProcess(plane.kubeconfigPath, logDir, [`--log-level=${level}`]);
+    const { process: operator, logFile } = startOperatorProcess(plane.kubeconfigPath, logDir, [
+      `--log-level=${level}`,
+    ]);
     const read = () =>
       readFileSync(logFile, "utf8")
         .split("\n")
@@ -51,7 +49,7 @@ describe("the operator process", () => {
       await eventually(
         () => {
           operator.assertRunning();
-          return done(read(), probePort);
+          return done(read());
         },
         {
           timeoutMs: 60_000,
@@ -66,16 +64,21 @@ describe("the operator process", () => {
     }
   }
 
-  it("--log-level=debug logs reconcile ids: each reconcile logs its controller, object and reconcile id; at warn no info line is written", async () => {
-    await gitBranches(plane.kubeConfig()).apply(
+  /** A GitBranch naming a GitProvider that does not exist, which a running process refuses in its status. */
+  function branchWithoutProvider(name: string) {
+    return gitBranches(plane.kubeConfig()).apply(
       {
         apiVersion: "configbutler.ai/v1alpha3",
         kind: "GitBranch",
-        metadata: { name: "logged", namespace: "default" },
+        metadata: { name, namespace: "default" },
         spec: { gitProviderRef: { name: "missing" }, branch: "main" },
       },
       "test",
     );
+  }
+
+  it("--log-level=debug logs reconcile ids: each reconcile logs its controller, object and reconcile id; at warn no info line is written", async () => {
+    await branchWithoutProvider("logged");
     const reconciling = (l: Line) =>
       l.message === "reconciling" &&
       l.controller === "gitbranch" &&
@@ -85,10 +88,14 @@ describe("the operator process", () => {
     assert.equal(debug.find(reconciling)!.level, "debug");
     assert.ok(debug.some((l) => l.level === "info" && l.message === "starting"));
 
-    // Ready means it started, which it says at info: at warn that line, and every debug line, is dropped.
-    const ready = async (_lines: Line[], probePort: number) =>
-      (await fetch(`http://127.0.0.1:${probePort}/readyz`)).status === 200;
-    const warn = await linesAt("warn", ready);
+    // At warn the process works (it refuses a new GitBranch in its status) and writes no info
+    // or debug line doing so.
+    await branchWithoutProvider("logged-at-warn");
+    const refused = async () => {
+      const branch = await gitBranches(plane.kubeConfig()).get("default", "logged-at-warn");
+      return branch?.status?.conditions?.some((c) => c.reason === "GitProviderNotFound") ?? false;
+    };
+    const warn = await linesAt("warn", refused);
     assert.deepEqual(
       warn.filter((l) => l.level === "info" || l.level === "debug"),
       [],
@@ -131,11 +138,7 @@ describe("the operator process", () => {
     flags: string[],
     scrapeMetrics: (port: number) => Promise<{ status: number; body: string }>,
   ) {
-    const {
-      process: operator,
-      metricsPort,
-      probePort,
-    } = await startOperatorProcess(
+    const { process: operator, port } = startOperatorProcess(
       plane.kubeconfigPath,
       plane.dir,
       ["--leader-elect", "--leader-election-namespace=default", ...flags],
@@ -143,6 +146,7 @@ describe("the operator process", () => {
       entry,
     );
     try {
+      const [probePort, metricsPort] = [await port("probes"), await port("metrics")];
       await eventually(
         async () => {
           operator.assertRunning();

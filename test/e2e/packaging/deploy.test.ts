@@ -350,13 +350,13 @@ describe("the install manifests in config/default", () => {
     const identity = await plane.serviceAccountToken(systemNamespace, "gitops-reverser");
     const {
       process: operator,
-      probePort,
-      metricsPort,
+      port,
       logFile,
-    } = await startOperatorProcess(identity.kubeconfigPath, plane.dir, ["--leader-elect=true"], {
+    } = startOperatorProcess(identity.kubeconfigPath, plane.dir, ["--leader-elect=true"], {
       POD_NAMESPACE: systemNamespace,
     });
     try {
+      const [probePort, metricsPort] = [await port("probes"), await port("metrics")];
       // Ready means every informer listed and watched its collection.
       await eventually(
         async () => {

@@ -2,7 +2,7 @@
 // until it answers: a context is never left dead by a failed first discovery. The source is a
 // real kube-apiserver reached through a TCP relay the test opens once discovery has failed.
 import assert from "node:assert/strict";
-import { connect, createServer, type Server, type Socket } from "node:net";
+import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { compileWatchRule } from "../../../internal/rulestore/compile.ts";
@@ -10,7 +10,6 @@ import { RuleStore } from "../../../internal/rulestore/store.ts";
 import { WatchManager } from "../../../internal/watch/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { recordingLogger } from "../../support/logger.ts";
-import { freePort } from "../../support/ports.ts";
 import { nextItem } from "../../support/streams.ts";
 import { eventually } from "../../support/wait.ts";
 
@@ -28,8 +27,8 @@ async function relay(target: URL): Promise<{ server: Server; port: number; open:
     }
     client.pipe(upstream).pipe(client);
   });
-  const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
   server.on("close", () => sockets.forEach((s) => s.destroy()));
   return { server, port, open: () => void (open = true) };
 }

@@ -4,6 +4,7 @@ import { createPrivateKey, X509Certificate } from "node:crypto";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { Registry } from "prom-client";
 import {
@@ -13,7 +14,6 @@ import {
 } from "../../../internal/telemetry/servingcert.ts";
 import { serveMetrics } from "../../../internal/telemetry/servers.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
-import { freePort } from "../../support/ports.ts";
 import { scrape } from "../../support/scrape.ts";
 import { eventually } from "../../support/wait.ts";
 
@@ -77,10 +77,9 @@ describe("the metrics serving certificate", () => {
     await writeFile(join(certDir, "tls.crt"), first.cert);
     await writeFile(join(certDir, "tls.key"), first.key);
     const errors: string[] = [];
-    const port = await freePort();
     const server: Server = await serveMetrics(
       new Registry(),
-      { host: "127.0.0.1", port },
+      { host: "127.0.0.1", port: 0 },
       {
         secure: true,
         certificate: first,
@@ -97,6 +96,7 @@ describe("the metrics serving certificate", () => {
       { ...quiet, error: (message: string) => void errors.push(message) },
     );
     try {
+      const { port } = server.address() as AddressInfo;
       const url = `https://127.0.0.1:${port}/metrics`;
       const served = await scrape(url, "ok");
       assert.equal(served.status, 200);
