@@ -175,7 +175,7 @@ test: node_modules prerequisites ## Run every test CI runs, unit and end-to-end,
 	$(NODE_TEST) $(TEST_FILES)
 
 .PHONY: soak
-soak: node_modules testenv flux ## Run the apply-echo scenario for fifty rounds (SOAK_ROUNDS), the SIGKILL of a replica among 1,020 edits and ten same-second ties of a live edit with an apply, not the few make test runs.
+soak: node_modules testenv flux ## Run the apply-echo scenario for fifty rounds (SOAK_ROUNDS), thirty-one branches shared by three replicas with the SIGKILL of one among 1,020 edits, and ten same-second ties of a live edit with an apply, not the few make test runs.
 	SOAK=1 SOAK_ROUNDS=$${SOAK_ROUNDS:-50} $(NODE_TEST) test/e2e/flux/echoes.test.ts test/e2e/operator/shards.test.ts test/e2e/flux/nothinglost.test.ts
 
 .PHONY: test-unit

@@ -131,6 +131,8 @@ export class GitServer {
     await git(["config", "receive.denyNonFastForwards", "true"], { cwd: path });
     // Partial clones, as the Git hosts serve them.
     await git(["config", "uploadpack.allowFilter", "true"], { cwd: path });
+    // No gc after each push: a test's repository stays small, and each one is another process.
+    await git(["config", "receive.autogc", "false"], { cwd: path });
     return this.repositoryUrl(name);
   }
 

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { setupOperator, type Operator, type OperatorSettings } from "../../controllers/setup.ts";
@@ -107,6 +107,8 @@ export function startOperatorProcess(
   entry?: string,
 ): OperatorProcess {
   const logFile = join(logDir, "operator.log");
+  // The log is appended to: a process started before on the same folder said where it served.
+  const from = existsSync(logFile) ? statSync(logFile).size : 0;
   const started = ManagedProcess.start({
     name: "gitops-reverser",
     command: process.execPath,
@@ -122,17 +124,23 @@ export function startOperatorProcess(
     cwd: repoRoot,
     logFile,
   });
-  return { process: started, logFile, port: (server) => servedPort(started, logFile, server) };
+  return { process: started, logFile, port: (server) => servedPort(started, logFile, server, from) };
 }
 
 /**
  * The port a process of ours (the operator, the Kargo observer) serves `server` on, read back
- * from the "serving" line it writes at info level once bound; throws if it exits first.
+ * from the "serving" line it writes at info level once bound, in its log from byte `from` on;
+ * throws if it exits first.
  */
-export function servedPort(started: ManagedProcess, logFile: string, server: string): Promise<number> {
+export function servedPort(
+  started: ManagedProcess,
+  logFile: string,
+  server: string,
+  from = 0,
+): Promise<number> {
   return eventually(
     () => {
-      const bound = servingPort(logFile, server);
+      const bound = servingPort(logFile, server, from);
       if (bound === undefined) started.assertRunning();
       return bound;
     },
@@ -141,10 +149,10 @@ export function servedPort(started: ManagedProcess, logFile: string, server: str
 }
 
 /** The port of `server` in the process's "serving" line, once written. */
-function servingPort(logFile: string, server: string): number | undefined {
+function servingPort(logFile: string, server: string, from: number): number | undefined {
   let text: string;
   try {
-    text = readFileSync(logFile, "utf8");
+    text = readFileSync(logFile).subarray(from).toString("utf8");
   } catch {
     return undefined;
   }

@@ -68,10 +68,23 @@ export interface Repository {
 const importsPerHousekeeping = 25;
 
 /**
+ * The maintenance git starts by itself after every fetch, another process each time (the lazy
+ * fetches a partial clone makes for the blobs it checks out included, which inherit `-c`), is
+ * off: the clone's own `gc --auto`, every importsPerHousekeeping streams, is its housekeeping.
+ */
+const noAutoMaintenance = ["-c", "maintenance.auto=false"];
+
+/**
  * Git's housekeeping runs in the foreground, when the clone asks: a detached gc would outlive
  * the call and could repack under a running importer.
  */
-const foregroundHousekeeping = ["-c", "gc.autoDetach=false", "-c", "maintenance.autoDetach=false"];
+const foregroundHousekeeping = [
+  "-c",
+  "gc.autoDetach=false",
+  "-c",
+  "maintenance.autoDetach=false",
+  ...noAutoMaintenance,
+];
 
 export class Clone implements Repository {
   /** The commit the worktree is at: the root, or the last local commit on top of it. */
@@ -151,7 +164,7 @@ export class Clone implements Repository {
    */
   private async lazy(args: string[]) {
     await this.endImport();
-    return this.remote(args, this.dir);
+    return this.remote([...noAutoMaintenance, ...args], this.dir);
   }
 
   /** A git call that talks to the remote: with the transport, bounded by its deadlines. */

@@ -1,5 +1,5 @@
-// Three replicas share thirty-one repository branches out (the team's main and thirty more, each
-// with a GitTarget of its own): each holds its share on Leases, runs those branches' workers and
+// Three replicas share the repository's branches out (the team's main and twelve more, each with
+// a GitTarget of its own; thirty more in `make soak`): each holds its share on Leases, runs those branches' workers and
 // watches, and takes over a dead replica's branches, replaying their durable write queues. Three
 // operator processes on one control plane, one Redis and one Git server.
 import assert from "node:assert/strict";
@@ -20,7 +20,15 @@ import { operatorNamespace } from "../../support/shippedrbac.ts";
 import { eventually } from "../../support/wait.ts";
 import { genericPush } from "../receiver/payloads.ts";
 
-const branchCount = 30;
+/**
+ * The branches beside the team's main: enough that every replica holds several and a takeover
+ * moves several at once. `make soak` (SOAK=1) runs thirty, where `make test` runs twelve: on a
+ * loaded 2-core machine thirty branches on three processes beside three other test files made
+ * the rolling restart run past its five-minute timeout.
+ */
+const branchCount = process.env.SOAK ? 30 : 12;
+/** The share each of three replicas holds once settled: within one of a third of every branch. */
+const shareRange = [Math.floor((branchCount + 1) / 3) - 1, Math.ceil((branchCount + 1) / 3)] as const;
 /** The ConfigMap each user edits in every branch's namespace. */
 const editors = [
   ["from-alice", "alice"],
@@ -37,7 +45,7 @@ const killRounds = process.env.SOAK ? 17 : 5;
 /** The committer, and the author of what no person wrote (a snapshot). */
 const operatorName = "GitOps Reverser";
 
-describe("three replicas share thirty branches out", () => {
+describe(`three replicas share ${branchCount + 1} branches out`, () => {
   let r: ReplicaEnvironment;
 
   /** The holder of every repository branch's Lease, by GitBranch name. */
@@ -167,21 +175,27 @@ describe("three replicas share thirty branches out", () => {
     await r?.stop();
   });
 
-  it("thirty branches are shared out by three replicas (each holds 9–11; the Leases and GitBranch status say which)", async () => {
+  it(`${branchCount + 1} branches are shared out by three replicas (each holds ${shareRange.join("–")}; the Leases and GitBranch status say which)`, async () => {
     let last: number[] = [];
     await eventually(
       async () => {
         last = await shares(r.replicas);
-        return last.reduce((a, b) => a + b, 0) === branchCount + 1 && last.every((n) => n >= 9 && n <= 11);
+        return (
+          last.reduce((a, b) => a + b, 0) === branchCount + 1 &&
+          last.every((n) => n >= shareRange[0] && n <= shareRange[1])
+        );
       },
-      { timeoutMs: 90_000, description: () => `shares of 9–11, held ${last.join("/")}:\n${r.logTails()}` },
+      {
+        timeoutMs: 90_000,
+        description: () => `shares of ${shareRange.join("–")}, held ${last.join("/")}:\n${r.logTails()}`,
+      },
     );
     await eventually(targetsReady, {
       timeoutMs: 120_000,
       description: () => `every GitTarget Ready; last lines:\n${r.logTails()}`,
     });
     // Against the Leases as they are at each look: a shard may still move once the shares are
-    // within 9–11 (one at 9 is under the floor of 10, and one over it gives a shard back).
+    // within range (one at the range's low end is under the floor, and one over it gives a shard back).
     await eventually(
       async () => {
         const byBranch = await holders();
@@ -233,7 +247,7 @@ describe("three replicas share thirty branches out", () => {
     const victim = r.replicas[1]!;
     const survivors = r.replicas.filter((p) => p !== victim);
     const victims = [...(await holders())].filter(([, h]) => h === victim.identity()).map(([name]) => name);
-    assert.ok(victims.length >= 9, `the victim holds its share (${victims.length})`);
+    assert.ok(victims.length >= shareRange[0], `the victim holds its share (${victims.length})`);
     let killedAt = 0;
     // Its branches are taken over within the lease duration (plus a busy machine), watched from
     // the kill on, while the rounds after it are written: the takeover's time, not the writes'.

@@ -256,19 +256,17 @@ describe("GitReceiver: a push delivery wakes the branch workers of the repositor
     // Nothing moved: each look is one ref advertisement and costs no fetch, so they are counted alone.
     const since = git.requests.length;
     const delivery = genericPush("token-burst", git.repositoryUrl("state-burst"), "main");
-    const started = Date.now();
     const answers = await Promise.all(
       Array.from({ length: 100 }, () => deliver(paths.get("burst")!, delivery)),
     );
     assert.ok(answers.every((a) => a.status === 202));
-    assert.ok(Date.now() - started < 5_000, "all answered at once");
     await eventually(() => fetchesOf(git, "state-burst", since, true) > 0, {
       timeoutMs: 15_000,
       description: "the burst's look",
     });
-    // A write after the burst is committed as promptly as any other (a second of silence closes
-    // its window): looks queued one per delivery would hold it behind a hundred advertisements.
-    const edited = Date.now();
+    // A write after the burst is committed behind at most those looks: looks queued one per
+    // delivery would hold it behind a hundred advertisements, which the count below would show
+    // (counted, not timed: a loaded machine makes any time bound a flake).
     await kc.makeApiClient(CoreV1Api).patchNamespacedConfigMap({
       namespace: "burst",
       name: "seed",
@@ -281,10 +279,8 @@ describe("GitReceiver: a push delivery wakes the branch workers of the repositor
         ),
       { timeoutMs: 15_000, description: "the edit after the burst in Git" },
     );
-    const took = Date.now() - edited;
     const advertisements = fetchesOf(git, "state-burst", since, true);
     assert.ok(advertisements <= 2, `${advertisements} upload-pack advertisements`);
-    assert.ok(took < 5_000, `the edit took ${took} ms`);
   });
 });
 
