@@ -175,8 +175,8 @@ test: node_modules prerequisites ## Run every test CI runs, unit and end-to-end,
 	$(NODE_TEST) $(TEST_FILES)
 
 .PHONY: soak
-soak: node_modules testenv flux ## Run the apply-echo scenario for fifty rounds (SOAK_ROUNDS), thirty-one branches shared by three replicas with the SIGKILL of one among 1,020 edits, and ten same-second ties of a live edit with an apply, not the few make test runs.
-	SOAK=1 SOAK_ROUNDS=$${SOAK_ROUNDS:-50} $(NODE_TEST) test/e2e/flux/echoes.test.ts test/e2e/operator/shards.test.ts test/e2e/flux/nothinglost.test.ts
+soak: node_modules testenv flux ## Run the scale scenarios at full size, not the few make test runs: the apply-echo scenario for fifty rounds (SOAK_ROUNDS), thirty-one branches shared by three replicas with the SIGKILL of one among 1,020 edits, 1,000 edits around the durable queue's SIGKILL, 500 during a Git outage, and ten same-second ties of a live edit with an apply.
+	SOAK=1 SOAK_ROUNDS=$${SOAK_ROUNDS:-50} $(NODE_TEST) test/e2e/flux/echoes.test.ts test/e2e/operator/shards.test.ts test/e2e/flux/nothinglost.test.ts test/e2e/operator/durablequeue.test.ts test/e2e/git/robustness.test.ts
 
 .PHONY: test-unit
 test-unit: node_modules ## Run the unit tests.

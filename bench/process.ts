@@ -81,7 +81,7 @@ export async function measureProcess(
     );
 
   const started = Date.now();
-  let operator = await start();
+  let operator = start();
   const snapshot = await waitForSnapshot({
     git,
     repository,
@@ -120,7 +120,7 @@ export async function measureProcess(
       folder,
       log,
       timeoutMs: config.snapshotTimeoutMs,
-      start: async () => (operator = await start()),
+      start: () => (operator = start()),
     });
     return {
       snapshotMs: snapshot.ms,

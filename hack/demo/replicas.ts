@@ -55,7 +55,7 @@ export async function demoReplicas(
     const dir = join(demo.dir, `replica-${i}`);
     mkdirSync(dir, { recursive: true });
     replicas.push(
-      await startOperatorProcess(demo.plane.kubeconfigPath, dir, [
+      startOperatorProcess(demo.plane.kubeconfigPath, dir, [
         "--leader-elect=true",
         "--leader-election-namespace=default",
         `--replica-count=${replicaCount}`,

@@ -48,6 +48,8 @@ export type StreamItem =
       writers?: FieldsEntry[];
       /** The manager that made this write, where the watch's order proved it (watch/lastwriter.ts). */
       writer?: string;
+      /** The event's resourceVersion: a watch resumed from a cursor delivers an event again. */
+      resourceVersion?: string;
     } & DesiredObject)
   | {
       type: "delete";
@@ -56,6 +58,8 @@ export type StreamItem =
       exited?: SelectorExit;
       author?: Author;
       appliedBy?: AppliedBy;
+      /** The event's resourceVersion: a watch resumed from a cursor delivers an event again. */
+      resourceVersion?: string;
     };
 
 /**

@@ -550,7 +550,7 @@ export class CollectionWatch {
           : ({ type: "delete", collection: this.collection, identity } as const);
       this.send(
         this.meter.handled(
-          withAuthor(this.options.attributor, stampDelete(item, object), object, true),
+          withAuthor(this.options.attributor, stampDelete(withVersion(item, object), object), object, true),
           arrived,
         ),
         object.metadata?.resourceVersion,
@@ -583,6 +583,7 @@ export class CollectionWatch {
       ...digestOf(pending, digest),
       ...appliedByOf(object),
       ...writersOf(object, writer),
+      ...eventVersion(object),
     });
     // The author is asked now, whether or not the projection waits for its proof.
     const projection = this.project(pending);
@@ -635,4 +636,21 @@ class Quiet {
     this.cancel();
     this.done();
   }
+}
+
+/** The event's resourceVersion, which a live item carries so a replayed one is told apart. */
+function eventVersion(object: KubernetesObject): { resourceVersion?: string } {
+  const version = object.metadata?.resourceVersion;
+  return version ? { resourceVersion: version } : {};
+}
+
+/** A delete item with the event's resourceVersion. */
+function withVersion(
+  item: StreamItem | Promise<StreamItem>,
+  object: KubernetesObject,
+): StreamItem | Promise<StreamItem> {
+  const stamp = eventVersion(object);
+  if (!stamp.resourceVersion) return item;
+  const stamped = (i: StreamItem): StreamItem => (i.type === "delete" ? { ...i, ...stamp } : i);
+  return item instanceof Promise ? item.then(stamped) : stamped(item);
 }

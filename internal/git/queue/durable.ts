@@ -15,7 +15,14 @@
 import type { Logger } from "../../telemetry/logger.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import { Backlog } from "./backlog.ts";
-import { decodeEntry, durableItem, encodeEntry, replayedValues, type QueueEntry } from "./entries.ts";
+import {
+  decodeEntry,
+  durableItem,
+  encodeEntry,
+  eventKey,
+  replayedValues,
+  type QueueEntry,
+} from "./entries.ts";
 import type { Replayed } from "../folder/writes.ts";
 import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
 import type { WriteLog } from "./writelog.ts";
@@ -62,6 +69,12 @@ export class DurableWrites {
   /** An idle trim came too soon after the last one: it is due once the interval is over. */
   private settleSkipped = false;
   private state: QueueState | undefined;
+  /**
+   * The events of the entries replayed: the cursor a crashed process left is stored behind the
+   * events it had taken into this queue (up to its save delay), so the watch resumed from it
+   * delivers them again. Each is taken once, by the replay; its live delivery is dropped.
+   */
+  private readonly replayedEvents = new Set<string>();
 
   constructor(
     private readonly log: WriteLog,
@@ -82,6 +95,10 @@ export class DurableWrites {
     const taken = (await this.load(now)).take(target);
     const replayed = replayedValues(taken);
     const entries = taken.map((entry) => ({ ...entry, replayed: replayed.get(entry.id)! }));
+    for (const { item } of taken) {
+      const key = eventKey(target, item);
+      if (key) this.replayedEvents.add(key);
+    }
     if (entries.length > 0) {
       this.options.onReplayed?.(entries.length);
       this.options.logger.info("replaying accepted writes from the durable queue", {
@@ -91,6 +108,16 @@ export class DurableWrites {
       });
     }
     return entries;
+  }
+
+  /**
+   * Whether a live item is an event a replayed entry already holds, delivered again by a watch
+   * resumed from a cursor stored behind it: written twice, an older value would be committed over
+   * the newer one the replay put in Git, and the newer one again after it. Once only.
+   */
+  redelivered(target: string, item: StreamItem): boolean {
+    const key = eventKey(target, item);
+    return key !== undefined && this.replayedEvents.delete(key);
   }
 
   /** Appends a live write before the worker takes it; a marker, a snapshot or a Secret's value is not kept. */

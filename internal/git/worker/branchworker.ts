@@ -240,9 +240,20 @@ export class BranchWorker {
 
   /**
    * Takes a stream's item as `enqueue` does, once the durable queue keeps it: the watch side
-   * reads its next item only after this resolves. Redis away, the item goes on from memory.
+   * reads its next item only after this resolves. Redis away, the item goes on from memory. An
+   * event the replay already took, delivered again by the resumed watch, is dropped.
    */
   async accept(target: TargetSettings, item: StreamItem): Promise<void> {
+    if (this.durable?.redelivered(target.key, item)) {
+      this.options.logger.debug(
+        "an event the durable queue replayed, delivered again by the resumed watch: taken once",
+        {
+          target: target.key,
+          object: "identity" in item ? identityKeyOf(item.identity) : undefined,
+        },
+      );
+      return;
+    }
     const appended = this.durable && !this.stopped ? await this.durable.append(target.key, item) : undefined;
     const entry = appended && "id" in appended ? { entry: appended.id } : {};
     this.events.items([{ target, item, bytes: bytesOf(item), ...entry }], "back");

@@ -434,6 +434,25 @@ describe("a branch worker's durable writes", () => {
     assert.deepEqual(replayed, [2], "an empty replay is not counted");
   });
 
+  it("an event a replayed entry holds, delivered again by a watch resumed behind it, is taken once: by the replay", async () => {
+    const log = new MemoryLog();
+    const v9 = { ...upsert("a", "9"), resourceVersion: "109" };
+    const v10 = { ...upsert("a", "10"), resourceVersion: "110" };
+    const gone = { ...remove("b"), resourceVersion: "111" };
+    for (const item of [v9, v10, gone]) log.put(encodeEntry("apps/t", item));
+    const writes = durable(log);
+    assert.equal((await writes.replay("apps/t", 1_000)).length, 3);
+    for (const item of [v9, v10, gone])
+      assert.ok(writes.redelivered("apps/t", { ...item }), `${item.resourceVersion} delivered again`);
+    assert.ok(!writes.redelivered("apps/t", v9), "once only");
+    assert.ok(
+      !writes.redelivered("apps/t", { ...upsert("a", "11"), resourceVersion: "112" }),
+      "a later event",
+    );
+    assert.ok(!writes.redelivered("apps/u", v10), "another target's");
+    assert.ok(!writes.redelivered("apps/t", upsert("a", "9")), "an item naming no event");
+  });
+
   it("a target's entries nobody replayed keep the log from being trimmed past them until the hold is over", async () => {
     const log = new MemoryLog();
     log.put(encodeEntry("apps/t", upsert("a")));
