@@ -1,6 +1,7 @@
 // The watch side stamps which applier applied an object on its live events and snapshot
 // entries, read from the raw object, because sanitize strips the marks that say it. The branch
 // worker keeps another applier's objects out of a folder a claim applies (git/coordinated.ts).
+// A live item carries its event's resourceVersion too, which sanitize strips from the object.
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { appliedBy, type AppliedBy } from "../applier/owner.ts";
 import type { FieldsEntry } from "../applier/window.ts";
@@ -13,15 +14,27 @@ export function appliedByOf(object: KubernetesObject): { appliedBy?: AppliedBy }
   return owner ? { appliedBy: owner } : {};
 }
 
-/** A delete item, stamped with who applied the object it removes. */
+/**
+ * A delete item, stamped with what the raw object says of it and sanitize strips: who applied
+ * the object it removes, and the event's resourceVersion.
+ */
 export function stampDelete(
   item: StreamItem | Promise<StreamItem>,
   object: KubernetesObject,
 ): StreamItem | Promise<StreamItem> {
-  const stamp = appliedByOf(object);
-  if (!stamp.appliedBy) return item;
+  const stamp = { ...appliedByOf(object), ...eventVersion(object) };
+  if (!stamp.appliedBy && !stamp.resourceVersion) return item;
   const stamped = (i: StreamItem): StreamItem => (i.type === "delete" ? { ...i, ...stamp } : i);
   return item instanceof Promise ? item.then(stamped) : stamped(item);
+}
+
+/**
+ * `{ resourceVersion }` of the event a live item comes from: a watch resumed from a cursor
+ * delivers an event again, which the durable queue's replay tells apart by it.
+ */
+export function eventVersion(object: KubernetesObject): { resourceVersion?: string } {
+  const version = object.metadata?.resourceVersion;
+  return version ? { resourceVersion: version } : {};
 }
 
 /**

@@ -38,7 +38,7 @@ import { pathOf, type Collection } from "../stream/collection.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
-import { appliedByOf, stampDelete, writersOf } from "./appliedby.ts";
+import { appliedByOf, eventVersion, stampDelete, writersOf } from "./appliedby.ts";
 import { laterRevision, LastWrites } from "./lastwriter.ts";
 import { WatchMeter, type SessionEnd } from "./meter.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
@@ -550,7 +550,7 @@ export class CollectionWatch {
           : ({ type: "delete", collection: this.collection, identity } as const);
       this.send(
         this.meter.handled(
-          withAuthor(this.options.attributor, stampDelete(withVersion(item, object), object), object, true),
+          withAuthor(this.options.attributor, stampDelete(item, object), object, true),
           arrived,
         ),
         object.metadata?.resourceVersion,
@@ -636,21 +636,4 @@ class Quiet {
     this.cancel();
     this.done();
   }
-}
-
-/** The event's resourceVersion, which a live item carries so a replayed one is told apart. */
-function eventVersion(object: KubernetesObject): { resourceVersion?: string } {
-  const version = object.metadata?.resourceVersion;
-  return version ? { resourceVersion: version } : {};
-}
-
-/** A delete item with the event's resourceVersion. */
-function withVersion(
-  item: StreamItem | Promise<StreamItem>,
-  object: KubernetesObject,
-): StreamItem | Promise<StreamItem> {
-  const stamp = eventVersion(object);
-  if (!stamp.resourceVersion) return item;
-  const stamped = (i: StreamItem): StreamItem => (i.type === "delete" ? { ...i, ...stamp } : i);
-  return item instanceof Promise ? item.then(stamped) : stamped(item);
 }
