@@ -16,6 +16,7 @@ import {
 } from "../../../generated/v1alpha3/index.ts";
 import { operationFieldManager, repairFieldManager } from "../../../controllers/applies.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
+import { holdsApplier } from "../../../internal/applier/fluxclaim.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
 import {
   fluxClaim,
@@ -429,11 +430,25 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
     // The claim reads the GitRepository on each pass (a minute apart once settled, a second
     // apart while an operation settles): one that read the other branch first would stop holding
     // the Kustomization (SourceMismatch), and the worker would ask nothing to reject. So the
-    // source changes just after a settled pass, and the worker is asked at once.
-    await eventually(() => claimSettled(env.operator.logs), {
-      timeoutMs: 60_000,
-      description: "the claim's last pass settled (next one a minute later)",
-    });
+    // source changes just after a settled pass that left the claim holding the Kustomization
+    // (a pass settles whether or not it holds), and the worker is asked at once. The pass is one
+    // made since this test began: the last settled one may be a minute old, and its successor
+    // due as the source changes (seen on a loaded machine: the pass read "release" first).
+    const since = env.operator.logs.length;
+    let inControl: string | undefined;
+    await eventually(
+      async () => {
+        const claim = await fluxClaims(env.kc).get(namespace, "apps");
+        inControl = claim?.status?.conditions?.find((c) => c.type === "InControl")?.reason;
+        return claimSettled(env.operator.logs.slice(since)) && claim !== undefined && holdsApplier(claim);
+      },
+      {
+        // The next pass is at most a minute out.
+        timeoutMs: 90_000,
+        description: () =>
+          `the claim's last pass settled (next one a minute later), holding (InControl ${inControl})`,
+      },
+    );
     // Somebody points the GitRepository at another branch, then pushes to the one mirrored.
     await repositories.apply(source("release"), "kubectl");
     try {
