@@ -12,6 +12,7 @@ import {
 import { createServer as createHttpsServer } from "node:https";
 import type { Runnable } from "../operator/manager.ts";
 import type { Logger } from "../telemetry/logger.ts";
+import { listen } from "../telemetry/servers.ts";
 import { factsByType, type AuditEvent, type Fact } from "./fact.ts";
 import { auditAppends, auditFacts, auditRequests } from "../telemetry/instruments.ts";
 import { readBody } from "../webhook/body.ts";
@@ -57,17 +58,7 @@ export class AuditIngress implements Runnable {
       ? createHttpsServer({ ...tls, requestCert: true, rejectUnauthorized: true }, handler)
       : createHttpServer(handler);
     this.server.on("tlsClientError", () => auditRequests.inc({ code: "tls" }));
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once("error", reject);
-      this.server!.listen(this.options.port, this.options.host, resolve);
-    });
-    const bound = this.server.address();
-    this.address =
-      typeof bound === "object" && bound ? { host: this.options.host, port: bound.port } : undefined;
-    this.options.logger.info("serving", {
-      server: "audit events",
-      address: `${this.options.host}:${this.address?.port}`,
-    });
+    this.address = await listen(this.server, this.options, "audit events", this.options.logger);
     await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     // kube-apiserver keeps its connection open between batches: close it too, or close() waits on it.
     const closed = new Promise<void>((resolve) => this.server!.close(() => resolve()));

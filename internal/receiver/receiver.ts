@@ -6,6 +6,7 @@
 // tracks the repository. An unknown path is a 404 that says nothing.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Logger } from "../telemetry/logger.ts";
+import { listen } from "../telemetry/servers.ts";
 import type { Runnable } from "../operator/manager.ts";
 import { receiverDeliveries } from "../telemetry/instruments.ts";
 import type { NamespacedName } from "../types/names.ts";
@@ -68,17 +69,7 @@ export class PushReceiver implements Runnable {
     // Judged before the client is told to send its body.
     server.on("checkContinue", (req, res) => void this.handle(req, res, true));
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(this.options.port, this.options.host, resolve);
-    });
-    const bound = server.address();
-    this.address =
-      typeof bound === "object" && bound ? { host: this.options.host, port: bound.port } : undefined;
-    this.options.logger.info("serving", {
-      server: "push notices",
-      address: `${this.options.host}:${this.address?.port}`,
-    });
+    this.address = await listen(server, this.options, "push notices", this.options.logger);
     await untilAborted(signal);
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeAllConnections();

@@ -5,7 +5,8 @@ import type { Logger } from "../telemetry/logger.ts";
 import { cursorKeyText, cursorTtlMs, type CursorKey, type CursorStore } from "../watch/cursor.ts";
 import type { RedisConnection } from "./connection.ts";
 
-const keyPrefix = "gitopsreverser:cursor:";
+/** Every cursor key starts with it (a test rewinds the cursors a killed process left). */
+export const cursorKeyPrefix = "gitopsreverser:cursor:";
 /** How long a save waits for the ones after it, so a burst of events is one write. */
 const flushDelayMs = 200;
 
@@ -20,7 +21,7 @@ export class RedisCursorStore implements CursorStore {
   ) {}
 
   async load(key: CursorKey): Promise<string | undefined> {
-    const text = keyPrefix + cursorKeyText(key);
+    const text = cursorKeyPrefix + cursorKeyText(key);
     // What this process saved last is what a reconnect resumes from: let it reach Redis first.
     if (this.pending.has(text)) await this.flush();
     try {
@@ -34,14 +35,14 @@ export class RedisCursorStore implements CursorStore {
   }
 
   save(key: CursorKey, resourceVersion: string): void {
-    this.pending.set(keyPrefix + cursorKeyText(key), resourceVersion);
+    this.pending.set(cursorKeyPrefix + cursorKeyText(key), resourceVersion);
     this.flushing ??= new Promise<void>((resolve) => setTimeout(resolve, flushDelayMs)).then(() =>
       this.flush(),
     );
   }
 
   forget(key: CursorKey): void {
-    const text = keyPrefix + cursorKeyText(key);
+    const text = cursorKeyPrefix + cursorKeyText(key);
     this.pending.delete(text);
     this.redis.client.del(text).catch(() => undefined);
   }

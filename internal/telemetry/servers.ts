@@ -18,26 +18,22 @@ export function parseBindAddress(address: string): { host: string; port: number 
 /**
  * Listens on `address` and says where it listens: port 0 takes the kernel's pick, which only
  * this line tells (a test starts the process on port 0 and reads it back, never choosing a port
- * another process could take first).
+ * another process could take first). Every server the process runs listens through here.
  */
-async function listen(
-  server: Server,
+export async function listen(
+  server: Pick<Server, "once" | "listen" | "address">,
   address: { host: string; port: number },
   what: string,
   logger: Logger,
-): Promise<Server> {
+): Promise<{ host: string; port: number }> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(address.port, address.host, resolve);
   });
-  logger.info("serving", { server: what, address: boundAddress(server, address.host) });
-  return server;
-}
-
-/** `host:port` as bound (the port read back, for a server asked for port 0). */
-function boundAddress(server: { address(): ReturnType<Server["address"]> }, host: string): string {
   const bound = server.address();
-  return typeof bound === "object" && bound ? `${host}:${bound.port}` : String(bound);
+  const port = typeof bound === "object" && bound ? bound.port : address.port;
+  logger.info("serving", { server: what, address: `${address.host}:${port}` });
+  return { host: address.host, port };
 }
 
 /** How /metrics is served: plain HTTP, or HTTPS with a certificate and a verdict on each scrape. */
@@ -66,12 +62,11 @@ export async function serveMetrics(
       (err: unknown) => res.writeHead(500).end(String(err)),
     );
   if (!serving.secure) {
-    return listen(
-      createServer((req, res) => (req.url === "/metrics" ? void respond(res) : res.writeHead(404).end())),
-      address,
-      "metrics",
-      logger,
+    const server = createServer((req, res) =>
+      req.url === "/metrics" ? void respond(res) : res.writeHead(404).end(),
     );
+    await listen(server, address, "metrics", logger);
+    return server;
   }
   const handler = async (req: IncomingMessage, res: ServerResponse) => {
     if (req.url !== "/metrics") return void res.writeHead(404).end();
@@ -99,14 +94,15 @@ export async function serveMetrics(
     );
     server.on("close", () => watcher.close());
   }
-  return listen(server, address, "metrics", logger);
+  await listen(server, address, "metrics", logger);
+  return server;
 }
 
 /** A named readiness check: it returns undefined when ready, or why not. */
 export type Check = () => string | undefined;
 
 /** Serves /healthz (the process answers) and /readyz (every check passes), as kubelet probes read them. */
-export function serveProbes(
+export async function serveProbes(
   readyChecks: Record<string, Check>,
   address: { host: string; port: number },
   logger: Logger,
@@ -126,5 +122,6 @@ export function serveProbes(
     }
     res.writeHead(404).end();
   });
-  return listen(server, address, "probes", logger);
+  await listen(server, address, "probes", logger);
+  return server;
 }

@@ -8,6 +8,7 @@ import { request } from "node:http";
 import { basename, join } from "node:path";
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { writeLogKey } from "../../internal/redis/writelog.ts";
+import { cursorKeyPrefix } from "../../internal/redis/cursors.ts";
 import {
   gitBranches,
   gitProviders,
@@ -263,8 +264,13 @@ export class ReplicaEnvironment {
     return values;
   }
 
-  /** Each entry of a GitBranch's durable queue: its ConfigMap, value and author's username. */
-  async queuedEntries(gitBranch = "main"): Promise<{ name: string; value: string; author?: string }[]> {
+  /**
+   * Each entry of a GitBranch's durable queue: its ConfigMap, value, author's username and the
+   * event's resourceVersion.
+   */
+  async queuedEntries(
+    gitBranch = "main",
+  ): Promise<{ name: string; value: string; author?: string; resourceVersion?: string }[]> {
     const key = writeLogKey(`${replicaNamespace}/${gitBranch}`);
     const entries = await this.connection.client.xrange(key, "-", "+");
     return entries.map(([, fields]) => {
@@ -273,14 +279,27 @@ export class ReplicaEnvironment {
           identity: { name: string };
           object?: { data?: { k?: string } };
           author?: { username?: string };
+          resourceVersion?: string;
         };
       };
       return {
         name: item.identity.name,
         value: item.object?.data?.k ?? "",
         ...(item.author?.username ? { author: item.author.username } : {}),
+        ...(item.resourceVersion ? { resourceVersion: item.resourceVersion } : {}),
       };
     });
+  }
+
+  /**
+   * Moves every stored resume cursor back to `resourceVersion`, as a process killed before its
+   * cursor saves (written behind) reached Redis leaves them: the next watch delivers again every
+   * event after it. Returns how many cursors it moved.
+   */
+  async rewindCursors(resourceVersion: string): Promise<number> {
+    const keys = await this.connection.client.keys(`${cursorKeyPrefix}*`);
+    for (const key of keys) await this.connection.client.set(key, resourceVersion, "KEEPTTL");
+    return keys.length;
   }
 
   /**

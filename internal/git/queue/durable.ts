@@ -113,9 +113,11 @@ export class DurableWrites {
   /**
    * Whether a live item is an event a replayed entry already holds, delivered again by a watch
    * resumed from a cursor stored behind it: written twice, an older value would be committed over
-   * the newer one the replay put in Git, and the newer one again after it. Once only.
+   * the newer one the replay put in Git, and the newer one again after it. Once only; a worker
+   * that replayed nothing builds no key.
    */
   redelivered(target: string, item: StreamItem): boolean {
+    if (this.replayedEvents.size === 0) return false;
     const key = eventKey(target, item);
     return key !== undefined && this.replayedEvents.delete(key);
   }

@@ -66,6 +66,51 @@ describe("the durable write queue: an operator process killed mid-window", () =>
     });
   });
 
+  it("a watch resumed from a cursor stored behind the queue's entries takes each queued event once: the replay's values are not committed again over it", async () => {
+    const running = r.replicas.find((replica) => replica.process.running) ?? (await r.startReplica());
+    await r.targetReady();
+    // Git away: every window is decided and none is pushed, so the queue holds all three edits,
+    // each a window of its own (the author changes).
+    await r.git.stop();
+    const name = "resumed";
+    const edits = [
+      [r.alice, "v1"],
+      [r.bob, "v2"],
+      [r.alice, "v3"],
+    ] as const;
+    for (const [who, value] of edits) await r.write(who, name, value);
+    let queued: Awaited<ReturnType<ReplicaEnvironment["queuedEntries"]>> = [];
+    await eventually(
+      async () => {
+        queued = (await r.queuedEntries()).filter((entry) => entry.name === name);
+        return queued.map((entry) => entry.value).join() === "v1,v2,v3";
+      },
+      { timeoutMs: 60_000, description: "the three edits in the durable queue" },
+    );
+    await running.process.kill();
+    // The cursors the process left, moved back before the first queued event: its cursor saves
+    // had not reached Redis when it died, so the next watch delivers all three again.
+    const first = Number(queued[0]!.resourceVersion);
+    assert.ok(first > 1, "a queued entry carries its event's resourceVersion");
+    assert.ok((await r.rewindCursors(String(first - 1))) > 0, "the process left resume cursors");
+    await r.git.start();
+    await r.startReplica();
+    await eventually(async () => (await r.show(r.fileOf(name)))?.includes("k: v3") === true, {
+      timeoutMs: 90_000,
+      description: () => `the last value in Git; last lines:\n${r.logTails()}`,
+    });
+    // Whatever else the next process commits (its snapshot finds nothing new), the three edits
+    // are in Git once each, in order, each its editor's.
+    await eventually(async () => (await r.queued()).size === 0, {
+      timeoutMs: 30_000,
+      description: "the durable queue trimmed after the push",
+    });
+    assert.deepEqual(
+      (await r.valuesOf(r.fileOf(name))).map(({ author, value }) => `${value} ${author}`),
+      ["v1 alice", "v2 bob", "v3 alice"],
+    );
+  });
+
   it(`${(objects * rounds * 2).toLocaleString("en")} edits by two users, the process killed with SIGKILL while they are queued: every last value reaches Git, every commit is its editor's, and no value is committed twice`, async () => {
     const running = r.replicas.find((replica) => replica.process.running) ?? (await r.startReplica());
     await r.targetReady();

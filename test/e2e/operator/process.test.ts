@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api, RbacAuthorizationV1Api } from "@kubernetes/client-node";
-import { gitBranches } from "../../../generated/v1alpha3/index.ts";
+import { GitBranchReason, gitBranches } from "../../../generated/v1alpha3/index.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { declaredMetrics, documentedMetrics } from "../../support/metricsdoc.ts";
 import { installCrds } from "../../support/manifests.ts";
@@ -93,7 +93,9 @@ describe("the operator process", () => {
     await branchWithoutProvider("logged-at-warn");
     const refused = async () => {
       const branch = await gitBranches(plane.kubeConfig()).get("default", "logged-at-warn");
-      return branch?.status?.conditions?.some((c) => c.reason === "GitProviderNotFound") ?? false;
+      return (
+        branch?.status?.conditions?.some((c) => c.reason === GitBranchReason.GitProviderNotFound) ?? false
+      );
     };
     const warn = await linesAt("warn", refused);
     assert.deepEqual(
