@@ -89,8 +89,13 @@ bundle-push: node_modules ## Push the bundle image BUNDLE_IMG.
 	$(CONTAINER_TOOL) push $(BUNDLE_IMG)
 
 .PHONY: docker-build
-docker-build: node_modules ## Build the operator's image IMG from the Dockerfile (needs a container engine: CONTAINER_TOOL).
+docker-build: node_modules ## Build the operator's image IMG from the Dockerfile (needs a container engine: CONTAINER_TOOL; without one, make image).
+	@command -v $(CONTAINER_TOOL) >/dev/null || { echo "docker-build: no $(CONTAINER_TOOL) here; make image builds the same final stage as a root filesystem (hack/image)" >&2; exit 1; }
 	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: image
+image: node_modules prerequisites ## Build the Dockerfile's final stage as a root filesystem, without a container engine or a registry (hack/image; as root): what the image test runs.
+	node --import ./hack/register.ts hack/image/rootfs.ts
 
 .PHONY: docker-push
 docker-push: node_modules ## Push the operator's image IMG.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the tests and the demo need from the machine itself: Debian's packages (git with its
 # http-backend, openssl, redis-server, util-linux, procps, iproute2, make, npm, OpenSSH's
-# client and server for the SSH transport, and age, whose identities read back what the
-# operator encrypts) and an address
+# client and server for the SSH transport, age, whose identities read back what the
+# operator encrypts, and mmdebstrap, which builds the operator's image without a container
+# engine) and an address
 # kube-apiserver can advertise. As root it installs what is missing; otherwise it stops and
 # prints the one command to run. Every make target that starts a test environment runs it
 # first, so a fresh machine needs nothing typed beforehand.
@@ -12,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 declare -A wanted=(
   [git]=git [openssl]=openssl [redis-server]=redis-server [setpriv]=util-linux [flock]=util-linux
   [pgrep]=procps [ip]=iproute2 [make]=make [npm]=npm [ssh]=openssh-client [ssh-keygen]=openssh-client
-  [age]=age [age-keygen]=age
+  [age]=age [age-keygen]=age [mmdebstrap]=mmdebstrap [unshare]=util-linux [chroot]=coreutils
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

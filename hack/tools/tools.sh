@@ -5,11 +5,13 @@
 # left the network idle while a build ran and the cores idle while a download ran. So every
 # missing tool's modules are downloaded at once first (GOTOOL_DOWNLOAD_ONLY, hack/lib/gobuild.sh),
 # then the tools are built one at a time, each with both cores, and each step says how far it is.
-#   tools.sh [testenv|kustomize|sops|helm|flux|argocd|olm-validate ...]
+# The operator's image (hack/image/rootfs.ts, Debian's packages and no Go) is built in the first
+# phase, beside the downloads: it is mostly downloads itself.
+#   tools.sh [testenv|kustomize|sops|helm|flux|argocd|olm-validate|image ...]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-every=(testenv kustomize sops helm flux argocd olm-validate)
+every=(testenv kustomize sops helm flux argocd olm-validate image)
 tools=("$@")
 ((${#tools[@]} > 0)) || exit 0
 
@@ -21,6 +23,7 @@ commands() {
     flux) echo "bash $here/flux.sh source-controller"; echo "bash $here/flux.sh kustomize-controller" ;;
     argocd) echo "bash $here/argocd.sh" ;;
     olm-validate) echo "bash $here/olmvalidate.sh" ;;
+    image) echo "node --import $here/../register.ts $here/../image/rootfs.ts" ;;
     *) echo "tools.sh: unknown tool \"$1\" (${every[*]})" >&2; return 2 ;;
   esac
 }

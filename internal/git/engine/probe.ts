@@ -179,14 +179,29 @@ export function sshOutcomeOf(stderr: string, url: string): ProbeOutcome {
   ) {
     return { kind: "notFound" };
   }
-  const line = stderr.split("\n").find((l) => /ssh: |connection|resolve|timed out|unreachable/i.test(l));
-  const last =
-    stderr
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .at(-1) ?? "ssh failed";
-  return { kind: "failed", transient: true, detail: scrub((line ?? last).trim(), []) };
+  const noUser = /no user exists for uid (\d+)/i.exec(stderr);
+  if (noUser) {
+    return {
+      kind: "failed",
+      transient: false,
+      detail: `ssh will not run as uid ${noUser[1]}, which has no passwd entry where the operator runs: run the image as its own user (65532, as the chart and config/manager do), or give that uid an entry`,
+    };
+  }
+  // What ssh said, not git's advice after it ("Please make sure you have the correct access rights").
+  const said = stderr
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "" && !gitAdvice.some((advice) => advice.test(l)));
+  const line = said.find((l) => /ssh: |connection|resolve|timed out|unreachable/i.test(l));
+  return { kind: "failed", transient: true, detail: scrub(line ?? said.at(-1) ?? "ssh failed", []) };
 }
+
+/** The lines git adds to every failed SSH call, which say nothing of why it failed. */
+const gitAdvice = [
+  /^fatal: could not read from remote repository\.?$/i,
+  /^please make sure you have the correct access rights$/i,
+  /^and the repository exists\.?$/i,
+];
 
 /** The host (and port) of an SSH URL, as known_hosts names it. */
 export function sshHostOf(url: string): string {
