@@ -7,7 +7,7 @@ import { CoreV1Api, VersionApi, type KubeConfig } from "@kubernetes/client-node"
 import { kubeProviders, resourceTypes, type KubeProvider } from "../generated/v1alpha3/index.ts";
 import { KubeProviderReason } from "../generated/v1alpha3/conditions.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import { unlessNotFound } from "../internal/kube/resourceclient.ts";
+import { readSecret } from "../internal/kube/secrets.ts";
 import { throttle } from "../internal/kube/throttle.ts";
 import { readKubeconfigSecret, type KubeconfigOptions } from "../internal/kubeconfig/secret.ts";
 import {
@@ -175,9 +175,16 @@ export class KubeProviderReconciler implements Reconciler {
 
     const ref = provider.spec.secretRef!;
     const namespace = provider.metadata.namespace!;
-    const secret = await unlessNotFound(
-      this.operatorConfig.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace, name: ref.name }),
-    );
+    const secretRead = await readSecret(this.operatorConfig.makeApiClient(CoreV1Api), namespace, ref.name);
+    if (secretRead.kind === "forbidden") {
+      return {
+        kind: "refused",
+        reason: KubeProviderReason.SecretNotFound,
+        message: `${secretRead.message} It is checked again every ${this.recheckMs / 1000}s.`,
+        transient: true,
+      };
+    }
+    const secret = secretRead.kind === "found" ? secretRead.secret : undefined;
     if (!secret) {
       return {
         kind: "refused",

@@ -9,6 +9,7 @@ import type { CoreV1Api } from "@kubernetes/client-node";
 import type { GitProvider } from "../../generated/v1alpha3/index.ts";
 import { readGitCredential, type GitCredential } from "../gitauth/credentials.ts";
 import { unlessNotFound } from "../kube/resourceclient.ts";
+import { readSecret } from "../kube/secrets.ts";
 import { signingKeyText, signingSecretOf } from "../signing/secret.ts";
 import { keyOf } from "../types/names.ts";
 import type { SigningRead } from "./signing.ts";
@@ -39,8 +40,10 @@ export async function loadCredential(
   const { uid, generation, namespace } = provider.metadata;
   const ref = provider.spec.secretRef;
   if (!ref) return { kind: "loaded", credential: undefined, fingerprint: `${uid}/${generation}/anonymous` };
-  const secret = await unlessNotFound(core.readNamespacedSecret({ namespace: namespace!, name: ref.name }));
-  if (!secret) return { kind: "secretNotFound", secret: secretOf(provider)! };
+  const secretRead = await readSecret(core, namespace!, ref.name);
+  if (secretRead.kind === "absent") return { kind: "secretNotFound", secret: secretOf(provider)! };
+  if (secretRead.kind === "forbidden") return { kind: "credentialUnreadable", message: secretRead.message };
+  const { secret } = secretRead;
   const read = readGitCredential(secret.data, provider.spec.url);
   if ("reason" in read) return { kind: "credentialUnreadable", message: read.message };
   const { uid: secretUid, resourceVersion } = secret.metadata ?? {};
@@ -73,16 +76,16 @@ export async function readKnownHosts(core: CoreV1Api, provider: GitProvider): Pr
       ? unlessNotFound(core.readNamespacedConfigMap({ namespace, name: ref.name })).then(
           (map) => map && { value: map.data?.[key], metadata: map.metadata },
         )
-      : unlessNotFound(core.readNamespacedSecret({ namespace, name: ref.name })).then((secret) => {
-          const data = secret?.data?.[key];
-          return (
-            secret && {
-              value: data === undefined ? undefined : Buffer.from(data, "base64").toString("utf8"),
-              metadata: secret.metadata,
-            }
-          );
+      : readSecret(core, namespace, ref.name).then((read) => {
+          if (read.kind !== "found") return read.kind === "forbidden" ? read : undefined;
+          const data = read.secret.data?.[key];
+          return {
+            value: data === undefined ? undefined : Buffer.from(data, "base64").toString("utf8"),
+            metadata: read.secret.metadata,
+          };
         });
   const found = await read;
+  if (found && "kind" in found) return { kind: "missing", message: found.message };
   if (!found) {
     return {
       kind: "missing",
