@@ -55,7 +55,7 @@ generate: node_modules ## Write the CRD manifests and the TypeScript API from th
 .PHONY: manifests
 manifests: generate ## An alias of generate.
 
-GENERATED_PATHS := generated config/crd charts/gitops-reverser/crds bundle bundle.Dockerfile
+GENERATED_PATHS := generated config/crd charts/gitops-reverser/files/crds bundle bundle.Dockerfile
 .PHONY: verify-generated
 verify-generated: generate bundle ## Fail if the committed generated files differ from what make generate and make bundle write.
 	@stale=$$(git diff --name-only -- $(GENERATED_PATHS); git ls-files --others --exclude-standard -- $(GENERATED_PATHS)); \

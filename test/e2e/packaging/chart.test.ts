@@ -3,10 +3,11 @@
 // values schema refusing what the operator could not run with, and its ClusterRole granting
 // exactly what config/rbac grants.
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { AppsV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { ApiextensionsV1Api, AppsV1Api, CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
+import { parse, stringify } from "yaml";
 import { flagParser, parseFlags } from "../../../cmd/flags.ts";
 import { chart, helm, helmTemplate } from "../../support/helm.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
@@ -25,6 +26,12 @@ interface PodTemplate {
     topologySpreadConstraints?: unknown[];
   };
 }
+
+/** A CRD version's schema, as far as the status properties. */
+interface Schema {
+  openAPIV3Schema: { properties: { status: { properties: Record<string, unknown> } } };
+}
+const statusOf = (schema: Schema) => schema.openAPIV3Schema.properties.status.properties;
 
 describe("the Helm chart", () => {
   let plane: ControlPlane;
@@ -121,6 +128,42 @@ describe("the Helm chart", () => {
       async () =>
         !(await apps.readNamespacedDeployment({ namespace, name: "gitops-reverser" }).catch(() => undefined)),
       { timeoutMs: 30_000, description: "the Deployment gone with the release" },
+    );
+  });
+
+  it("helm upgrade applies the new CRDs, and an uninstall keeps them", async () => {
+    // The chart as an earlier version shipped it: GitBranch's status without heldBy.
+    const earlier = join(plane.dir, "earlier-chart");
+    await cp(chart, earlier, { recursive: true });
+    const file = join(earlier, "files/crds/configbutler.ai_gitbranches.yaml");
+    const crd = parse(await readFile(file, "utf8")) as { spec: { versions: { schema: Schema }[] } };
+    delete statusOf(crd.spec.versions[0]!.schema).heldBy;
+    await writeFile(file, stringify(crd));
+    const extensions = kc.makeApiClient(ApiextensionsV1Api);
+    const served = async () =>
+      statusOf(
+        (await extensions.readCustomResourceDefinition({ name: "gitbranches.configbutler.ai" })).spec
+          .versions[0]!.schema as Schema,
+      );
+    await kc
+      .makeApiClient(CoreV1Api)
+      .createNamespace({ body: { metadata: { name: namespace } } })
+      .catch(() => undefined);
+
+    const install = await run("install", "gitops-reverser", earlier, "--namespace", namespace);
+    assert.equal(install.code, 0, install.stderr);
+    assert.equal((await served()).heldBy, undefined, "the earlier schema is served");
+    const upgrade = await run("upgrade", "gitops-reverser", chart, "--namespace", namespace);
+    assert.equal(upgrade.code, 0, upgrade.stderr);
+    assert.ok((await served()).heldBy, "the upgrade served the new schema, status.heldBy with it");
+
+    const uninstall = await run("uninstall", "gitops-reverser", "--namespace", namespace);
+    assert.equal(uninstall.code, 0, uninstall.stderr);
+    const kept = await extensions.readCustomResourceDefinition({ name: "gitbranches.configbutler.ai" });
+    assert.equal(
+      kept.metadata?.deletionTimestamp,
+      undefined,
+      "the CRDs, and every object of their kinds, outlive the release",
     );
   });
 
