@@ -5,6 +5,8 @@ import { registerInstruments } from "../internal/telemetry/instruments.ts";
 import { createRegistry } from "../internal/telemetry/metrics.ts";
 import { attributionSettings, checkReplicas, parseFlags } from "./flags.ts";
 import { setupOperator } from "../controllers/setup.ts";
+import { writtenKinds } from "../generated/v1alpha3/written.ts";
+import { untilCrdsCurrent } from "../internal/operator/crdcheck.ts";
 
 const options = parseFlags(process.argv.slice(2));
 checkReplicas(options);
@@ -20,16 +22,18 @@ const operator = setupOperator(manager, { ...options, identity, attribution: att
 
 const registry = createRegistry();
 registerInstruments(registry);
-const servers = await serveTelemetry(
-  manager,
-  registry,
-  options,
-  operator.redis ? { redis: operator.redis.readiness } : {},
-);
+// Nothing is reconciled on CRDs older than this version: /readyz says which and what to apply.
+let crdProblem: string | undefined;
+const servers = await serveTelemetry(manager, registry, options, {
+  crds: () => crdProblem,
+  ...(operator.redis ? { redis: operator.redis.readiness } : {}),
+});
 
 logger.info("starting", {
   identity,
   leaderElect: options.leaderElect,
   server: kubeConfig.getCurrentCluster()?.server,
 });
-await runUntilStopped(manager, servers, logger);
+await runUntilStopped(manager, servers, logger, (signal) =>
+  untilCrdsCurrent(kubeConfig, writtenKinds, logger, signal, (problem) => (crdProblem = problem)),
+);

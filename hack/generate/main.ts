@@ -1,10 +1,12 @@
 // make generate: reads the OpenAPI sources in api/v1alpha3 and writes the CRD manifests into
-// config/crd/bases (and the Helm chart's crds/) and the TypeScript API into generated/v1alpha3. Its output is committed;
+// config/crd/bases (and the Helm chart's files/crds/) and the TypeScript API into generated/v1alpha3. Its output is committed;
 // CI runs it again and fails on any difference.
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse, stringify } from "yaml";
+import { fieldPaths, type FieldSchema } from "../../internal/operator/crdcheck.ts";
+import type { WrittenKind } from "../../generated/v1alpha3/written.ts";
 import { buildCrd, group } from "./crd.ts";
 import type { CommonSource, KindSource } from "./schema.ts";
 import {
@@ -40,10 +42,22 @@ for (const dir of [crdDir, chartCrdDir]) {
   await mkdir(dir, { recursive: true });
 }
 const crdFiles: string[] = [];
+/** What each kind's status holds, for the operator's start-up check of the served CRDs. */
+const written: WrittenKind[] = [];
 for (const source of kinds) {
   const file = `${group}_${source.plural}.yaml`;
   crdFiles.push(file);
-  const text = yamlHeader + stringify(buildCrd(source, common), { lineWidth: 0 });
+  const crd = buildCrd(source, common);
+  const versionSchema = (
+    crd.spec as { versions: { name: string; schema: { openAPIV3Schema: FieldSchema } }[] }
+  ).versions[0]!;
+  written.push({
+    crd: `${source.plural}.${group}`,
+    manifest: `config/crd/bases/${file}`,
+    version: versionSchema.name,
+    fields: fieldPaths(versionSchema.schema.openAPIV3Schema.properties?.status, "status"),
+  });
+  const text = yamlHeader + stringify(crd, { lineWidth: 0 });
   await writeFile(join(crdDir, file), text);
   await writeFile(join(chartCrdDir, file), text);
 }
@@ -63,6 +77,14 @@ await writeFile(join(typesDir, "schemas.ts"), await schemasModule(componentsDocu
 await writeFile(join(typesDir, "kinds.ts"), kindsModule(kinds, common));
 await writeFile(join(typesDir, "conditions.ts"), conditionsModule(kinds, common));
 await writeFile(join(typesDir, "clients.ts"), clientsModule(kinds));
+await writeFile(
+  join(typesDir, "written.ts"),
+  header +
+    `/** What this version writes of one kind: its CRD, the manifest that installs it, its status fields. */\n` +
+    `export interface WrittenKind {\n  crd: string;\n  manifest: string;\n  version: string;\n  fields: readonly string[];\n}\n\n` +
+    `/** Each kind's CRD, the manifest that installs it, and every status field this version writes. */\n` +
+    `export const writtenKinds: readonly WrittenKind[] = ${JSON.stringify(written, null, 2)};\n`,
+);
 await writeFile(
   join(typesDir, "index.ts"),
   header + `export * from "./kinds.ts";\nexport * from "./conditions.ts";\nexport * from "./clients.ts";\n`,

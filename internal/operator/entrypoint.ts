@@ -99,21 +99,28 @@ async function metricsServing(manager: Manager, flags: ProcessFlags): Promise<Me
   return { secure: true, certificate, watch, check };
 }
 
-/** Runs the manager until a signal stops it; the exit code says whether it stopped on an error. */
+/**
+ * Runs the manager until a signal stops it; the exit code says whether it stopped on an error.
+ * `before` runs first, and a signal ends it too (the operator waits there for current CRDs).
+ */
 export async function runUntilStopped(
   manager: Manager,
   servers: Server[],
   logger: Logger & { end(): void },
+  before?: (signal: AbortSignal) => Promise<void>,
 ): Promise<void> {
+  const stopping = new AbortController();
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     process.once(signal, () => {
       logger.info("stopping", { signal });
+      stopping.abort();
       manager.stop().catch((err: unknown) => logger.error("stop failed", { error: String(err) }));
     });
   }
   let exitCode = 0;
   try {
-    await manager.start();
+    await before?.(stopping.signal);
+    if (!stopping.signal.aborted) await manager.start();
     logger.info("stopped");
   } catch (err) {
     logger.error("stopped on an error", { error: err instanceof Error ? err.message : String(err) });

@@ -117,6 +117,16 @@ describe("the install manifests in config/default", () => {
       ...product(["source.toolkit.fluxcd.io"], ["gitrepositories"], ["get", "patch"]),
       ...product(["argoproj.io"], ["applications"], ["get", "patch", "update"]),
       "apiextensions.k8s.io|customresourcedefinitions|get|applications.argoproj.io",
+      "apiextensions.k8s.io|customresourcedefinitions|get|argocdclaims.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|clusterwatchrules.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|commitrequests.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|fluxclaims.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|gitbranches.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|gitproviders.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|gitreceivers.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|gittargets.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|kubeproviders.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|watchrules.configbutler.ai",
     ].sort();
     assert.deepEqual(granted, expected);
 
