@@ -8,6 +8,7 @@ import { defaultWorkerRoot } from "../internal/git/index.ts";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AttributionSettings } from "../internal/attribution/attribution.ts";
+import { parseRedisAddress, type RedisAccess } from "../internal/redis/connection.ts";
 import { parseBindAddress } from "../internal/telemetry/servers.ts";
 import { parseBool, withTelemetryFlags } from "./telemetryflags.ts";
 
@@ -19,6 +20,13 @@ export interface OperatorOptions {
   /** Whether a KubeProvider's kubeconfig may skip TLS verification. */
   allowKubeconfigInsecureTls: boolean;
   redisAddr: string;
+  /** Redis's ACL user and its password (the default user's, alone); empty: none sent. */
+  redisUsername: string;
+  redisPassword: string;
+  /** For rediss://: the CA that signed Redis's certificate, and a client certificate and key. */
+  redisCaFile: string;
+  redisCertFile: string;
+  redisKeyFile: string;
   authorAttribution: boolean;
   /** Milliseconds a live change waits for its audit fact. */
   authorAttributionGrace: number;
@@ -123,9 +131,26 @@ export function flagParser(): Command {
     )
     .option(
       "--redis-addr <host:port>",
-      "Redis (or Valkey) for watch resume cursors and the redis attribution transport; empty runs without it",
+      "Redis (or Valkey) for watch resume cursors and the redis attribution transport; rediss://host:port for TLS; empty runs without it",
       "",
     )
+    .option("--redis-username <user>", "Redis's ACL user; empty: the default user", "")
+    .option(
+      "--redis-password <password>",
+      "Redis's password (requirepass, or the ACL user's); give it in GITOPS_REVERSER_REDIS_PASSWORD, not on the command line",
+      "",
+    )
+    .option(
+      "--redis-ca-file <path>",
+      "with rediss://: the CA that signed Redis's certificate; empty: the system's",
+      "",
+    )
+    .option(
+      "--redis-cert-file <path>",
+      "with rediss://: a client certificate, for a Redis that asks for one",
+      "",
+    )
+    .option("--redis-key-file <path>", "with rediss://: the client certificate's key", "")
     .option(
       "--author-attribution [bool]",
       "name the actor of each change as the commit author, from audit events (on by default, as the seeds say: the install manifests and the chart pass false for a first install)",
@@ -267,6 +292,37 @@ export function checkReplicas(
 }
 
 /** --author-attribution and its flags, as the settings the operator's wiring takes. */
+/**
+ * How the operator proves itself to Redis and Redis to it, as the flags say; the files are read
+ * now, so a wrong path stops the start with its name.
+ */
+export function redisAccess(options: OperatorOptions): RedisAccess {
+  const read = (flag: string, path: string) => {
+    try {
+      return readFileSync(path, "utf8");
+    } catch (err) {
+      throw new Error(`${flag}=${path}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  const files = [
+    ["ca", "--redis-ca-file", options.redisCaFile],
+    ["cert", "--redis-cert-file", options.redisCertFile],
+    ["key", "--redis-key-file", options.redisKeyFile],
+  ] as const;
+  const given = files.filter(([, , path]) => path !== "");
+  if (given.length > 0 && !parseRedisAddress(options.redisAddr || "unset").tls)
+    throw new Error(`${given[0]![1]} is for TLS: give --redis-addr as rediss://host:port`);
+  if ((options.redisCertFile === "") !== (options.redisKeyFile === ""))
+    throw new Error("--redis-cert-file and --redis-key-file go together");
+  return {
+    ...(options.redisUsername ? { username: options.redisUsername } : {}),
+    ...(options.redisPassword ? { password: options.redisPassword } : {}),
+    ...(given.length > 0
+      ? { tls: Object.fromEntries(given.map(([key, flag, path]) => [key, read(flag, path)])) }
+      : {}),
+  };
+}
+
 export function attributionSettings(options: OperatorOptions): AttributionSettings | undefined {
   if (!options.authorAttribution) return undefined;
   const transport = options.authorAttributionTransport;

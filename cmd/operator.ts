@@ -3,7 +3,7 @@ import { processManager, runUntilStopped, serveTelemetry } from "../internal/ope
 import { createLogger } from "../internal/telemetry/logger.ts";
 import { registerInstruments } from "../internal/telemetry/instruments.ts";
 import { createRegistry } from "../internal/telemetry/metrics.ts";
-import { attributionSettings, checkReplicas, parseFlags } from "./flags.ts";
+import { attributionSettings, checkReplicas, parseFlags, redisAccess } from "./flags.ts";
 import { setupOperator } from "../controllers/setup.ts";
 import { writtenKinds } from "../generated/v1alpha3/written.ts";
 import { untilCrdsCurrent } from "../internal/operator/crdcheck.ts";
@@ -18,7 +18,12 @@ const { manager, identity, kubeConfig } = processManager(
   logger,
   options.replicaCount > 1 ? "gitops-reverser" : undefined,
 );
-const operator = setupOperator(manager, { ...options, identity, attribution: attributionSettings(options) });
+const operator = setupOperator(manager, {
+  ...options,
+  identity,
+  attribution: attributionSettings(options),
+  redisAccess: redisAccess(options),
+});
 
 const registry = createRegistry();
 registerInstruments(registry);

@@ -1,7 +1,7 @@
 // Wires every controller and runnable into a manager. main.ts and the end-to-end tests both
 // call this, so the tests run the operator as it ships.
 import type { Attribution, AttributionSettings } from "../internal/attribution/attribution.ts";
-import { RedisConnection } from "../internal/redis/connection.ts";
+import { RedisConnection, type RedisAccess } from "../internal/redis/connection.ts";
 import { RedisCursorStore } from "../internal/redis/cursors.ts";
 import { RedisWriteLog } from "../internal/redis/writelog.ts";
 import { RedisNotices } from "../internal/redis/notices.ts";
@@ -78,6 +78,8 @@ export interface OperatorSettings {
   attribution?: AttributionSettings;
   /** --redis-addr: resume cursors, and the redis fact transport; empty runs without Redis. */
   redisAddr?: string;
+  /** --redis-username, --redis-password and the TLS files, as read. */
+  redisAccess?: RedisAccess;
   /** --commit-request-retention: how long a finished CommitRequest is kept; 1 hour. */
   commitRequestRetention?: number;
   /** The margin past attachTimeout + maxDuration before an unheld CommitRequest is withdrawn; 120 s. */
@@ -120,7 +122,9 @@ export interface Operator {
 
 export function setupOperator(manager: Manager, settings: OperatorSettings): Operator {
   const rules = new RuleStore();
-  const redis = settings.redisAddr ? new RedisConnection(settings.redisAddr, manager.logger) : undefined;
+  const redis = settings.redisAddr
+    ? new RedisConnection(settings.redisAddr, manager.logger, settings.redisAccess)
+    : undefined;
   if (redis) manager.addRunnable(redis);
   const attribution = settings.attribution && setupAttribution(manager, settings.attribution, redis);
   const sourceContexts = new SourceContexts(

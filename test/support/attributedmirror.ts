@@ -2,6 +2,7 @@
 // Git server, Redis when the transport is redis, one namespace mirrored into one repository,
 // and the operator running with attribution until its GitTarget is Ready. Shared by the
 // attribution e2e tests; what each adds (identities, RBAC, an audit policy) stays in the test.
+import { randomBytes } from "node:crypto";
 import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { gitTargets, type WatchRule } from "../../generated/v1alpha3/index.ts";
 import type { Transport } from "../../internal/attribution/attribution.ts";
@@ -14,7 +15,8 @@ import { applyMirror } from "./mirror.ts";
 import { startOperator } from "./operator.ts";
 import { shippedOperatorIdentity } from "./shippedrbac.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
-import { RedisServer } from "./redis.ts";
+import { RedisServer, type RedisGuard } from "./redis.ts";
+import { createCertificateAuthority, issueCertificate } from "./pki.ts";
 import { eventually } from "./wait.ts";
 
 export interface AttributedMirrorOptions {
@@ -23,6 +25,8 @@ export interface AttributedMirrorOptions {
   folder: string;
   rules: WatchRule["spec"]["rules"];
   transport?: Transport;
+  /** With the redis transport: Redis asks for a password and speaks TLS only (its CA the test's). */
+  guardedRedis?: boolean;
   graceMs?: number;
   /** The fact index's TTL and caps; the operator's defaults otherwise. */
   index?: FactIndexLimits;
@@ -68,7 +72,9 @@ export async function startAttributedMirror(options: AttributedMirrorOptions): P
         extraApiServerArgs: (await options.apiServerArgs?.(dir)) ?? [],
       }))(),
     GitServer.start({ users: [user] }),
-    transport === "redis" ? RedisServer.start() : undefined,
+    transport === "redis"
+      ? RedisServer.start(undefined, options.guardedRedis ? await redisGuard(dir) : undefined)
+      : undefined,
   ]);
   const kc = plane.kubeConfig();
   const stopped = async (current = redis) => {
@@ -122,6 +128,9 @@ async function mirrorOn(
         : {}),
     },
     ...(redis ? { redisAddr: redis.address } : {}),
+    ...(redis?.guard
+      ? { redisAccess: { password: redis.guard.password, tls: { ca: redis.guard.tls.ca } } }
+      : {}),
   });
   const show = (path: string) => git.gitIn("state", ["show", `main:${path}`]).catch(() => undefined);
   const lastCommit = (path: string, format = "%an <%ae>") =>
@@ -155,4 +164,18 @@ async function mirrorOn(
     throw err;
   });
   return mirror;
+}
+
+/** A password, and a server certificate for 127.0.0.1 from a CA of the fixture's own. */
+async function redisGuard(dir: string): Promise<RedisGuard> {
+  const ca = await createCertificateAuthority(dir, "redis-ca");
+  const serving = await issueCertificate(ca, dir, "redis-server", {
+    commonName: "redis",
+    usage: "server",
+    ipAddresses: ["127.0.0.1"],
+  });
+  return {
+    password: randomBytes(16).toString("hex"),
+    tls: { cert: serving.certPem, key: serving.keyPem, ca: ca.certPem },
+  };
 }

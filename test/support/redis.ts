@@ -1,3 +1,4 @@
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis, type RedisOptions } from "ioredis";
 import { freePort, startOnChosenPorts } from "./ports.ts";
@@ -5,33 +6,43 @@ import { ManagedProcess } from "./process.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "./reaper.ts";
 import { eventually } from "./wait.ts";
 
+/**
+ * A guarded Redis: a password (requirepass) and TLS only, with this server certificate (PEM) and
+ * the CA that signed it, which also vouches for client certificates when `clientCertificates`.
+ */
+export interface RedisGuard {
+  password: string;
+  tls: { cert: string; key: string; ca: string; clientCertificates?: boolean };
+}
+
 /** Debian's redis-server on a free loopback port, with persistence off. */
 export class RedisServer {
   private constructor(
     readonly dir: string,
     readonly port: number,
     private readonly process: ManagedProcess,
+    readonly guard?: RedisGuard,
   ) {}
 
   /**
    * Starts on `port` when given: a restart of one that was stopped, where its clients reconnect.
    * Otherwise on a port chosen for it, chosen again if another process took it first.
    */
-  static start(port?: number): Promise<RedisServer> {
-    if (port !== undefined) return RedisServer.startOn(port);
-    return startOnChosenPorts(async () => RedisServer.startOn(await freePort()));
+  static start(port?: number, guard?: RedisGuard): Promise<RedisServer> {
+    if (port !== undefined) return RedisServer.startOn(port, guard);
+    return startOnChosenPorts(async () => RedisServer.startOn(await freePort(), guard));
   }
 
-  private static async startOn(port: number): Promise<RedisServer> {
+  private static async startOn(port: number, guard?: RedisGuard): Promise<RedisServer> {
     const dir = makeOwnedTempDir("redis");
+    const guarded = guard ? guardArgs(dir, port, guard) : ["--port", String(port)];
     const proc = ManagedProcess.start({
       name: "redis-server",
       command: "redis-server",
       args: [
         "--bind",
         "127.0.0.1",
-        "--port",
-        String(port),
+        ...guarded,
         "--dir",
         dir,
         "--save",
@@ -43,7 +54,7 @@ export class RedisServer {
       ],
       logFile: join(dir, "redis.log"),
     });
-    const server = new RedisServer(dir, port, proc);
+    const server = new RedisServer(dir, port, proc, guard);
     try {
       await eventually(
         async () => {
@@ -72,17 +83,54 @@ export class RedisServer {
     return server;
   }
 
-  /** `127.0.0.1:<port>`, the form `--redis-addr` takes. */
+  /** `127.0.0.1:<port>` (`rediss://127.0.0.1:<port>` when guarded), the form `--redis-addr` takes. */
   get address(): string {
-    return `127.0.0.1:${this.port}`;
+    return `${this.guard ? "rediss://" : ""}127.0.0.1:${this.port}`;
   }
 
+  /** A client of the server's own, with its password and CA when guarded. */
   client(options: RedisOptions = {}): Redis {
-    return new Redis(this.port, "127.0.0.1", options);
+    const guard = this.guard;
+    return new Redis(this.port, "127.0.0.1", {
+      ...(guard
+        ? {
+            password: guard.password,
+            tls: {
+              ca: guard.tls.ca,
+              ...(guard.tls.clientCertificates ? { cert: guard.tls.cert, key: guard.tls.key } : {}),
+            },
+          }
+        : {}),
+      ...options,
+    });
   }
 
   async stop(): Promise<void> {
     await this.process.stop();
     removeOwnedTempDir(this.dir);
   }
+}
+
+/** redis-server's flags for a guarded server: TLS only on `port`, and a password. */
+function guardArgs(dir: string, port: number, guard: RedisGuard): string[] {
+  const file = (name: string, text: string) => {
+    writeFileSync(join(dir, name), text, { mode: 0o600 });
+    return join(dir, name);
+  };
+  return [
+    "--port",
+    "0",
+    "--tls-port",
+    String(port),
+    "--tls-cert-file",
+    file("server.crt", guard.tls.cert),
+    "--tls-key-file",
+    file("server.key", guard.tls.key),
+    "--tls-ca-cert-file",
+    file("ca.crt", guard.tls.ca),
+    "--tls-auth-clients",
+    guard.tls.clientCertificates ? "yes" : "no",
+    "--requirepass",
+    guard.password,
+  ];
 }

@@ -209,6 +209,50 @@ describe("the Helm chart", () => {
     assert.deepEqual(pod.spec.topologySpreadConstraints, spread);
   });
 
+  it("reaches a guarded Redis: TLS with its CA and a client certificate, and a password from a Secret, never in the args", async () => {
+    const { objects } = await template(
+      "--set",
+      "redis.address=redis.infra:6380",
+      "--set",
+      "redis.auth.existingSecret=redis-auth",
+      "--set",
+      "redis.tls.enabled=true",
+      "--set",
+      "redis.tls.secretName=redis-tls",
+      "--set",
+      "redis.tls.clientCertificate=true",
+    );
+    type Pod = {
+      template: {
+        spec: {
+          containers: {
+            args: string[];
+            env: { name: string; valueFrom?: { secretKeyRef?: { name: string; key: string } } }[];
+            volumeMounts: { name: string; mountPath: string }[];
+          }[];
+          volumes: { name: string; secret?: { secretName: string } }[];
+        };
+      };
+    };
+    const pod = (find(objects, "Deployment", "gitops-reverser").spec as Pod).template.spec;
+    const [container] = pod.containers;
+    const options = parseFlags(container!.args, flagParser().exitOverride());
+    assert.equal(options.redisAddr, "rediss://redis.infra:6380");
+    assert.equal(options.redisCaFile, "/etc/gitops-reverser/redis-tls/ca.crt");
+    assert.equal(options.redisCertFile, "/etc/gitops-reverser/redis-tls/tls.crt");
+    assert.equal(options.redisPassword, "", "no password on the command line");
+    assert.deepEqual(
+      container!.env.find((e) => e.name === "GITOPS_REVERSER_REDIS_PASSWORD")?.valueFrom?.secretKeyRef,
+      { name: "redis-auth", key: "password" },
+    );
+    assert.ok(
+      container!.volumeMounts.some(
+        (m) => m.name === "redis-tls" && m.mountPath === "/etc/gitops-reverser/redis-tls",
+      ),
+    );
+    assert.equal(pod.volumes.find((v) => v.name === "redis-tls")?.secret?.secretName, "redis-tls");
+  });
+
   it("values.schema.json refuses a bad value", async () => {
     const refused = async (set: string, says: RegExp) => {
       const result = await run("template", "gitops-reverser", chart, "--set", set);

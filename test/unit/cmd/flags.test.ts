@@ -1,6 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { attributionSettings, checkReplicas, envNameOf, flagParser, parseFlags } from "../../../cmd/flags.ts";
+import {
+  attributionSettings,
+  checkReplicas,
+  envNameOf,
+  flagParser,
+  parseFlags,
+  redisAccess,
+} from "../../../cmd/flags.ts";
 import { parseBindAddress } from "../../../internal/telemetry/servers.ts";
 
 /** A parser that throws instead of exiting, with its error output captured. */
@@ -52,6 +59,11 @@ describe("operator flags", () => {
       allowKubeconfigExec: false,
       allowKubeconfigInsecureTls: false,
       redisAddr: "",
+      redisCaFile: "",
+      redisCertFile: "",
+      redisKeyFile: "",
+      redisPassword: "",
+      redisUsername: "",
       authorAttribution: true,
       authorAttributionGrace: 3_000,
       authorAttributionTransport: "redis",
@@ -167,6 +179,30 @@ describe("parseBindAddress", () => {
       attributionSettings(parseFlags(["--author-attribution=false"], strictParser().command)),
       undefined,
       "off when asked",
+    );
+  });
+});
+
+describe("Redis access from the flags", () => {
+  const options = (args: string[]) => parseFlags(args, flagParser().exitOverride());
+  it("reads the TLS files for rediss://, and refuses them for a plain address or a lone certificate", () => {
+    assert.throws(
+      () => redisAccess(options(["--redis-addr=redis:6379", "--redis-ca-file=/dev/null"])),
+      /--redis-ca-file is for TLS: give --redis-addr as rediss:\/\/host:port/,
+    );
+    assert.throws(
+      () => redisAccess(options(["--redis-addr=rediss://redis:6379", "--redis-cert-file=/dev/null"])),
+      /go together/,
+    );
+    assert.throws(
+      () => redisAccess(options(["--redis-addr=rediss://redis:6379", "--redis-ca-file=/nowhere/ca.crt"])),
+      /--redis-ca-file=\/nowhere\/ca.crt: ENOENT/,
+    );
+    assert.deepEqual(
+      redisAccess(
+        options(["--redis-addr=rediss://redis:6379", "--redis-ca-file=/dev/null", "--redis-password=pw"]),
+      ),
+      { password: "pw", tls: { ca: "" } },
     );
   });
 });
