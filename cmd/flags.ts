@@ -27,6 +27,8 @@ export interface OperatorOptions {
   redisCaFile: string;
   redisCertFile: string;
   redisKeyFile: string;
+  /** The key stream entries are signed with (the same on every replica); empty: unsigned. */
+  redisHmacKey: string;
   authorAttribution: boolean;
   /** Milliseconds a live change waits for its audit fact. */
   authorAttributionGrace: number;
@@ -151,6 +153,11 @@ export function flagParser(): Command {
       "",
     )
     .option("--redis-key-file <path>", "with rediss://: the client certificate's key", "")
+    .option(
+      "--redis-hmac-key <key>",
+      "sign every durable-queue entry and audit fact kept in Redis with this key (the same on every replica) and drop any read back without it; give it in GITOPS_REVERSER_REDIS_HMAC_KEY",
+      "",
+    )
     .option(
       "--author-attribution [bool]",
       "name the actor of each change as the commit author, from audit events (on by default, as the seeds say: the install manifests and the chart pass false for a first install)",
@@ -317,6 +324,7 @@ export function redisAccess(options: OperatorOptions): RedisAccess {
   return {
     ...(options.redisUsername ? { username: options.redisUsername } : {}),
     ...(options.redisPassword ? { password: options.redisPassword } : {}),
+    ...(options.redisHmacKey ? { hmacKey: options.redisHmacKey } : {}),
     ...(given.length > 0
       ? { tls: Object.fromEntries(given.map(([key, flag, path]) => [key, read(flag, path)])) }
       : {}),

@@ -9,6 +9,8 @@ import type { Logger } from "../telemetry/logger.ts";
 import type { Runnable } from "../operator/manager.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { backoffDelay } from "../timing/backoff.ts";
+import { redisEntriesRefused } from "../telemetry/instruments.ts";
+import { EntrySeal } from "./seal.ts";
 
 /**
  * host:port, [v6]:port, or a bare host on Redis's port; `rediss://` before it asks for TLS (and
@@ -36,6 +38,8 @@ export interface RedisAccess {
   username?: string;
   password?: string;
   tls?: { ca?: string; cert?: string; key?: string };
+  /** The key every stream entry is signed with, and checked against when read (seal.ts). */
+  hmacKey?: string;
 }
 
 /**
@@ -78,12 +82,15 @@ export class RedisConnection implements Runnable {
 
   /** The last error that was about access, not an outage: what readiness tells. */
   private accessProblem: string | undefined;
+  /** Signs what the operator writes to its streams and checks what it reads back. */
+  readonly seal: EntrySeal;
 
   constructor(
     readonly address: string,
     private readonly logger: Logger,
     private readonly access: RedisAccess = {},
   ) {
+    this.seal = new EntrySeal(access.hmacKey);
     this.client = new Redis(this.options());
     this.watchHealth(this.client, "redis");
   }
@@ -93,6 +100,19 @@ export class RedisConnection implements Runnable {
     const client = new Redis(this.options());
     this.watchHealth(client, name);
     return client;
+  }
+
+  /**
+   * An entry of `stream` that is not the operator's (seal.ts): dropped, never replayed or believed;
+   * said at error, since someone wrote to Redis who should not have, and counted.
+   */
+  refuse(kind: "writes" | "facts", stream: string, id: string, why: string): void {
+    redisEntriesRefused.inc({ stream: kind });
+    this.logger.error("an entry in Redis is not the operator's: dropped, never used", {
+      stream,
+      id,
+      why,
+    });
   }
 
   /** The readiness check: failing until Redis has answered once since start. */

@@ -47,10 +47,11 @@ export class RedisFactStream implements FactStream, Runnable {
   async append(stream: StreamRef, facts: Fact[]): Promise<void> {
     const key = keyPrefix + streamKeyOf(stream);
     const horizon = String(Math.max(0, Date.now() - this.retention.ms));
+    const value = JSON.stringify(facts);
     await transaction(
       this.redis.client
         .multi()
-        .xadd(key, "MINID", "~", horizon, "*", "facts", JSON.stringify(facts))
+        .xadd(key, "MINID", "~", horizon, "*", "facts", value, ...this.redis.seal.fields(key, value))
         .pexpire(key, 2 * this.retention.ms),
       "append",
     );
@@ -125,6 +126,11 @@ export class RedisFactStream implements FactStream, Runnable {
       if (!followed) continue;
       for (const [id, fields] of entries) {
         followed.lastId = id;
+        const refused = this.redis.seal.refusal(key, valueOf(fields), fields);
+        if (refused) {
+          this.redis.refuse("facts", key, id, refused);
+          continue;
+        }
         const facts = parseFacts(fields);
         if (facts) followed.deliver(facts);
       }
@@ -139,12 +145,18 @@ export class RedisFactStream implements FactStream, Runnable {
   }
 }
 
+/** The value of an entry's facts field, if it has one. */
+function valueOf(fields: string[]): string | undefined {
+  const index = fields.findIndex((f, i) => i % 2 === 0 && f === "facts");
+  return index < 0 ? undefined : fields[index + 1];
+}
+
 /** An entry's facts; an entry this version cannot read is skipped, never guessed at. */
 function parseFacts(fields: string[]): Fact[] | undefined {
-  const index = fields.indexOf("facts");
-  if (index < 0 || index % 2 === 1) return undefined;
+  const value = valueOf(fields);
+  if (value === undefined) return undefined;
   try {
-    const facts: unknown = JSON.parse(fields[index + 1] ?? "");
+    const facts: unknown = JSON.parse(value);
     return Array.isArray(facts) ? (facts as Fact[]) : undefined;
   } catch {
     return undefined;

@@ -29,7 +29,10 @@ export class RedisWriteLog implements WriteLog {
 
   async append(value: string): Promise<string> {
     const [id] = await transaction(
-      this.redis.client.multi().xadd(this.key, "*", field, value).pexpire(this.key, idleExpiryMs),
+      this.redis.client
+        .multi()
+        .xadd(this.key, "*", field, value, ...this.redis.seal.fields(this.key, value))
+        .pexpire(this.key, idleExpiryMs),
       "append",
     );
     return id as string;
@@ -39,7 +42,12 @@ export class RedisWriteLog implements WriteLog {
     const entries: [string, string | undefined][] = [];
     for (let start = "-"; ;) {
       const page = await this.redis.client.xrange(this.key, start, "+", "COUNT", pageSize);
-      for (const [id, fields] of page) entries.push([id, valueOf(fields)]);
+      for (const [id, fields] of page) {
+        const value = valueOf(fields);
+        const refused = this.redis.seal.refusal(this.key, value, fields);
+        if (refused) this.redis.refuse("writes", this.key, id, refused);
+        else entries.push([id, value]);
+      }
       if (page.length < pageSize) return entries;
       start = `(${page[page.length - 1]![0]}`;
     }

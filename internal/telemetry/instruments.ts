@@ -373,6 +373,14 @@ export const gitQueueAppends = new Counter({
   registers: [],
 });
 
+/** Stream entries in Redis that carried no valid signature of the operator's key: dropped. */
+export const redisEntriesRefused = new Counter({
+  name: `${metricPrefix}redis_entries_refused_total`,
+  help: "Entries read from Redis Streams without a valid signature of the operator's --redis-hmac-key, dropped and never used, by stream: writes (the durable write queue), facts (attribution). Nonzero means someone wrote to Redis who should not have, or the replicas' keys differ.",
+  labelNames: ["stream"] as const,
+  registers: [],
+});
+
 /** Entries a branch worker replayed from its durable queue: what a crash or a takeover left. */
 export const gitQueueReplayed = new Counter({
   name: `${metricPrefix}git_queue_replayed_total`,
@@ -532,6 +540,7 @@ export function registerInstruments(registry: Registry): void {
     gitFetches,
     gitQueueAppends,
     gitQueueReplayed,
+    redisEntriesRefused,
     gitBranchTargets,
     watchOpenStreams,
     watchResolvedTypes,

@@ -25,7 +25,10 @@ export interface AttributedMirrorOptions {
   folder: string;
   rules: WatchRule["spec"]["rules"];
   transport?: Transport;
-  /** With the redis transport: Redis asks for a password and speaks TLS only (its CA the test's). */
+  /**
+   * With the redis transport: Redis asks for a password and speaks TLS only (its CA the test's),
+   * and the operator signs what it keeps there (--redis-hmac-key).
+   */
   guardedRedis?: boolean;
   graceMs?: number;
   /** The fact index's TTL and caps; the operator's defaults otherwise. */
@@ -129,7 +132,13 @@ async function mirrorOn(
     },
     ...(redis ? { redisAddr: redis.address } : {}),
     ...(redis?.guard
-      ? { redisAccess: { password: redis.guard.password, tls: { ca: redis.guard.tls.ca } } }
+      ? {
+          redisAccess: {
+            password: redis.guard.password,
+            tls: { ca: redis.guard.tls.ca },
+            hmacKey: "the replicas' shared key",
+          },
+        }
       : {}),
   });
   const show = (path: string) => git.gitIn("state", ["show", `main:${path}`]).catch(() => undefined);

@@ -7,10 +7,12 @@ import { Clone } from "../../../internal/git/engine/clone.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
 import { compareIds } from "../../../internal/git/queue/entryids.ts";
 import type { WriteLog } from "../../../internal/git/queue/writelog.ts";
-import { decodeEntry } from "../../../internal/git/queue/entries.ts";
+import { decodeEntry, encodeEntry, type LiveItem } from "../../../internal/git/queue/entries.ts";
 import { BranchWorker, type BranchWorkerOptions } from "../../../internal/git/worker/branchworker.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
-import { RedisConnection } from "../../../internal/redis/connection.ts";
+import { RedisConnection, type RedisAccess } from "../../../internal/redis/connection.ts";
+import { EntrySeal } from "../../../internal/redis/seal.ts";
+import { redisEntriesRefused } from "../../../internal/telemetry/instruments.ts";
 import { RedisWriteLog, writeLogKey } from "../../../internal/redis/writelog.ts";
 import { GitTargetEventStream, type StreamItem } from "../../../internal/stream/stream.ts";
 import type { Author } from "../../../internal/types/signature.ts";
@@ -39,8 +41,11 @@ const upsert = (name: string, value: string, author: Author): StreamItem => {
 };
 
 /** A RedisConnection to `address`, started: `stop` ends it. */
-async function connect(address: string): Promise<{ connection: RedisConnection; stop: () => Promise<void> }> {
-  const connection = new RedisConnection(address, quiet);
+async function connect(
+  address: string,
+  access: RedisAccess = {},
+): Promise<{ connection: RedisConnection; stop: () => Promise<void> }> {
+  const connection = new RedisConnection(address, quiet, access);
   const abort = new AbortController();
   const running = connection.start(abort.signal);
   await eventually(() => connection.readiness() === undefined, { description: "Redis to answer" });
@@ -326,6 +331,69 @@ describe("a branch worker's durable write queue", () => {
       stream.close();
       stop.abort();
       await managing;
+    }
+  });
+
+  it("a forged queue entry is never replayed: with --redis-hmac-key, an entry without the operator's signature is dropped and counted", async () => {
+    const { url, branch, target } = await repository("forged", {
+      key: "apps/f",
+      timers: { idleTimeoutMs: 300, maxDurationMs: 60_000 },
+    });
+    const file = (name: string) => `clusters/dev/apps/configmaps/${name}.yaml`;
+    const refused = async () =>
+      (await redisEntriesRefused.get()).values.find((v) => v.labels.stream === "writes")?.value ?? 0;
+    const keyed = await connect(redis.address, { hmacKey: "the replicas' key" });
+    try {
+      // A worker that could not push leaves its signed write in the stream.
+      await git.stop();
+      const first = worker(url, { log: new RedisWriteLog(keyed.connection, branch) });
+      first.start();
+      await first.accept(target, upsert("signed", "kept", alice));
+      assert.ok(await first.stop(), "the first worker could not publish");
+
+      // Someone who may write to Redis but has not the key: well-formed entries, one unsigned,
+      // one signed with another key, and the signed one's value copied under its signature.
+      const stream = writeLogKey(branch);
+      const forged = (name: string) => encodeEntry("apps/f", upsert(name, "forged", bob) as LiveItem);
+      await connection.client.xadd(stream, "*", "write", forged("unsigned"));
+      const other = forged("other-key");
+      await connection.client.xadd(
+        stream,
+        "*",
+        "write",
+        other,
+        ...new EntrySeal("not it").fields(stream, other),
+      );
+      const [signed] = await connection.client.xrange(stream, "-", "+", "COUNT", 1);
+      const signature = signed![1].at(-1)!;
+      await connection.client.xadd(stream, "*", "write", forged("copied"), "sig", signature);
+      // And after them a write of the operator's own, by the same author as the forged ones: once
+      // it is on the remote, a forged entry replayed would be there too (the same window or before).
+      const later = encodeEntry("apps/f", upsert("later", "kept", bob) as LiveItem);
+      await connection.client.xadd(
+        stream,
+        "*",
+        "write",
+        later,
+        ...keyed.connection.seal.fields(stream, later),
+      );
+      const before = await refused();
+
+      await git.start();
+      const next = worker(url, { log: new RedisWriteLog(keyed.connection, branch) });
+      await next.replay(target);
+      next.start();
+      await eventually(
+        async () =>
+          (await git.fileAt("forged", "main", file("signed")))?.includes("value: kept") === true &&
+          (await git.fileAt("forged", "main", file("later")))?.includes("value: kept") === true,
+        { description: "the signed writes on the remote" },
+      );
+      for (const name of ["unsigned", "other-key", "copied"])
+        assert.equal(await git.fileAt("forged", "main", file(name)), undefined, `${name} was replayed`);
+      assert.equal((await refused()) - before, 3, "each forged entry counted");
+    } finally {
+      await keyed.stop();
     }
   });
 

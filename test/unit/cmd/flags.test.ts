@@ -61,6 +61,7 @@ describe("operator flags", () => {
       redisAddr: "",
       redisCaFile: "",
       redisCertFile: "",
+      redisHmacKey: "",
       redisKeyFile: "",
       redisPassword: "",
       redisUsername: "",
