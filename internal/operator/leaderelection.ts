@@ -16,6 +16,9 @@ export interface LeaderElectionConfig {
   retryPeriodMs: number;
 }
 
+/** Milliseconds on the monotonic clock, which never jumps. */
+const monotonic = () => performance.now();
+
 export const defaultLeaseTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
 
 /** What a candidate last saw of the lease, and when, by its own clock. */
@@ -99,24 +102,39 @@ export class LeaderElector {
     return this.leading;
   }
 
-  /** Campaigns, then renews, until `signal` aborts or a renewal deadline passes. */
+  /**
+   * Campaigns, then renews, until `signal` aborts or a renewal deadline passes. The deadline is
+   * kept on the monotonic clock (the wall clock jumps, and a process frozen past it must find it
+   * passed), and a renewal the API server never answers (a partition) is not waited for past it:
+   * the leader steps down on time, not when the call gives up.
+   */
   async run(signal: AbortSignal): Promise<void> {
     let lastRenewal = 0;
     while (!signal.aborted) {
-      const ok = await this.tryAcquireOrRenew().catch((err: unknown) => {
+      const attempt = this.tryAcquireOrRenew().catch((err: unknown) => {
         // A conflict is another candidate's write landing first: the race an election is.
         const level = statusCodeOf(err) === 409 ? "debug" : "error";
         this.logger[level]("lease update failed", { lease: this.config.name, error: String(err) });
         return false;
       });
+      const deadline = lastRenewal + this.config.renewDeadlineMs - monotonic();
+      const ok = this.leading
+        ? await Promise.race([
+            attempt,
+            sleep(Math.max(0, deadline), signal).then(
+              () => false,
+              () => false,
+            ),
+          ])
+        : await attempt;
       if (ok) {
-        lastRenewal = Date.now();
+        lastRenewal = monotonic();
         if (!this.leading) {
           this.leading = true;
           this.logger.info("became leader", { lease: this.config.name, identity: this.config.identity });
           this.callbacks.onStartedLeading();
         }
-      } else if (this.leading && Date.now() - lastRenewal > this.config.renewDeadlineMs) {
+      } else if (this.leading && monotonic() - lastRenewal >= this.config.renewDeadlineMs) {
         this.leading = false;
         this.logger.error("lost the lease: renewal deadline passed", { lease: this.config.name });
         this.callbacks.onStoppedLeading();
@@ -147,7 +165,7 @@ export class LeaderElector {
     const lease: V1Lease | undefined = await unlessNotFound(
       this.api.readNamespacedLease({ namespace, name }),
     );
-    const now = Date.now();
+    const now = monotonic();
     this.observation = observe(this.observation, lease, now);
     const decision = decideLease(lease, this.observation, identity, leaseDurationMs, now);
     const spec = {

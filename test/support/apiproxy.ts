@@ -20,6 +20,8 @@ export interface ApiProxy {
   kubeConfig: KubeConfig;
   /** The requests whose answers were lost. */
   lost: ProxiedRequest[];
+  /** Drops every connection open now, a watch's among them, as a partition would. */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startApiProxy(
   return {
     kubeConfig,
     lost,
+    dropConnections: () => server.closeAllConnections(),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -51,6 +51,8 @@ export interface ReplicaOptions {
   receiver?: boolean;
   /** Its worker root, under the environment's directory: replicas are pods, with roots of their own. */
   workers?: string;
+  /** The kubeconfig it reaches the API server with (through a proxy a test controls); the operator's own by default. */
+  kubeconfigPath?: string;
 }
 
 export class ReplicaEnvironment {
@@ -130,7 +132,7 @@ export class ReplicaEnvironment {
     mkdirSync(logDir);
     // The audited replica serves the port kube-apiserver posts to; any other binds port 0.
     const auditPort = audited ? this.env.port : 0;
-    const started = startOperatorProcess(this.operatorKubeconfigPath, logDir, [
+    const started = startOperatorProcess(options.kubeconfigPath ?? this.operatorKubeconfigPath, logDir, [
       "--author-attribution=true",
       "--author-attribution-transport=redis",
       "--author-attribution-grace=10s",
