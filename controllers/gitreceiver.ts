@@ -5,7 +5,7 @@
 import { CoreV1Api } from "@kubernetes/client-node";
 import { gitReceivers, resourceTypes, type GitReceiver } from "../generated/v1alpha3/index.ts";
 import { informerSource } from "../internal/kube/sources.ts";
-import { unlessNotFound } from "../internal/kube/resourceclient.ts";
+import { readSecret } from "../internal/kube/secrets.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
@@ -47,13 +47,14 @@ export class GitReceiverReconciler implements Reconciler {
   }
 
   private async readToken(receiver: GitReceiver): Promise<TokenRead> {
-    const secret = await unlessNotFound(
-      this.manager.kubeConfig.makeApiClient(CoreV1Api).readNamespacedSecret({
-        namespace: receiver.metadata.namespace!,
-        name: receiver.spec.secretRef.name,
-      }),
+    const read = await readSecret(
+      this.manager.kubeConfig.makeApiClient(CoreV1Api),
+      receiver.metadata.namespace!,
+      receiver.spec.secretRef.name,
     );
-    if (!secret) return { found: false };
+    if (read.kind === "forbidden") return { found: false, forbidden: read.message };
+    if (read.kind === "absent") return { found: false };
+    const { secret } = read;
     const token = secret.data?.token
       ? Buffer.from(secret.data.token, "base64").toString("utf8").trim()
       : undefined;

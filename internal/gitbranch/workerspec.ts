@@ -55,6 +55,7 @@ function signingKeyOf(signing: SigningRead | undefined): { key?: SigningKey } | 
   if (!signing) return {};
   if (signing.kind === "secretNotFound")
     return { reason: `the signing Secret ${signing.secret} does not exist` };
+  if (signing.kind === "forbidden") return { reason: signing.message };
   if (signing.kind === "keyMissing")
     return { reason: `the signing Secret ${signing.secret} has no key ${signing.key}` };
   try {

@@ -109,10 +109,10 @@ export async function readKnownHosts(core: CoreV1Api, provider: GitProvider): Pr
 export async function loadSigning(core: CoreV1Api, provider: GitProvider): Promise<SigningRead | undefined> {
   const where = signingSecretOf(provider);
   if (!where) return undefined;
-  const secret = await unlessNotFound(
-    core.readNamespacedSecret({ namespace: provider.metadata.namespace!, name: where.name }),
-  );
-  if (!secret) return { kind: "secretNotFound", secret: where.name };
+  const read = await readSecret(core, provider.metadata.namespace!, where.name);
+  if (read.kind === "absent") return { kind: "secretNotFound", secret: where.name };
+  if (read.kind === "forbidden") return { kind: "forbidden", secret: where.name, message: read.message };
+  const { secret } = read;
   const text = signingKeyText(secret.data, where.key);
   return text === undefined
     ? { kind: "keyMissing", secret: where.name, key: where.key }

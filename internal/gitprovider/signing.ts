@@ -8,6 +8,8 @@ import { readSigningKey } from "../signing/sshkey.ts";
 /** What the signing Secret held, as read. */
 export type SigningRead =
   | { kind: "secretNotFound"; secret: string }
+  /** The install may not read it: `message` says how to grant it. Never generated over. */
+  | { kind: "forbidden"; secret: string; message: string }
   | { kind: "keyMissing"; secret: string; key: string }
   /** `version`, when read from the API: changes whenever the Secret does. */
   | { kind: "key"; secret: string; key: string; text: string; version?: string };
@@ -32,6 +34,15 @@ export function decideSigning(
     message,
     observedGeneration: generation,
   });
+  if (read.kind === "forbidden")
+    return {
+      kind: "refused",
+      condition: condition(
+        "False",
+        GitProviderReason.SecretNotFound,
+        `${read.message} Nothing is committed until it can be read.`,
+      ),
+    };
   if (read.kind !== "key") {
     if (generateWhenMissing) return { kind: "generate", create: read.kind === "secretNotFound" };
     return read.kind === "secretNotFound"

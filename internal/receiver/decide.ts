@@ -4,8 +4,11 @@ import type { GitReceiver } from "../../generated/v1alpha3/index.ts";
 import { readyTrio, retryingTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
 import { webhookPath } from "./auth.ts";
 
-/** The token Secret as read: absent, or its token key's value (absent or empty: no token). */
-export type TokenRead = { found: false } | { found: true; token?: string };
+/**
+ * The token Secret as read: absent, forbidden to the operator (the message says how to grant
+ * it), or its token key's value (absent or empty: no token).
+ */
+export type TokenRead = { found: false; forbidden?: string } | { found: true; token?: string };
 
 export interface ReceiverStatus {
   conditions: ConditionUpdate[];
@@ -27,7 +30,9 @@ export function receiverStatus(receiver: GitReceiver, read: TokenRead, listening
     observedGeneration: generation,
   });
   if (!read.found) {
-    const message = `Secret ${secret} does not exist; it is read again every minute.`;
+    const message = read.forbidden
+      ? `${read.forbidden} It is read again every minute.`
+      : `Secret ${secret} does not exist; it is read again every minute.`;
     return {
       conditions: [
         ...retryingTrio("SecretNotFound", message, generation),

@@ -2,7 +2,7 @@
 // each hold one accepted live write. Appends and trims refresh a week's expiry, so the log of a
 // GitBranch deleted while its remote was away goes with time instead of staying forever. Redis
 // away, a call fails at once (the connection queues nothing), and the worker goes on from memory.
-import type { WriteLog } from "../git/queue/writelog.ts";
+import type { LogEntry, WriteLog } from "../git/queue/writelog.ts";
 import { transaction, type RedisConnection } from "./connection.ts";
 
 const keyPrefix = "gitopsreverser:writes:";
@@ -38,15 +38,15 @@ export class RedisWriteLog implements WriteLog {
     return id as string;
   }
 
-  async read(): Promise<[string, string | undefined][]> {
-    const entries: [string, string | undefined][] = [];
+  async read(): Promise<LogEntry[]> {
+    const entries: LogEntry[] = [];
     for (let start = "-"; ;) {
       const page = await this.redis.client.xrange(this.key, start, "+", "COUNT", pageSize);
       for (const [id, fields] of page) {
         const value = valueOf(fields);
         const refused = this.redis.seal.refusal(this.key, value, fields);
         if (refused) this.redis.refuse("writes", this.key, id, refused);
-        else entries.push([id, value]);
+        entries.push(refused ? [id, value, refused] : [id, value]);
       }
       if (page.length < pageSize) return entries;
       start = `(${page[page.length - 1]![0]}`;

@@ -25,7 +25,7 @@ import {
 } from "./entries.ts";
 import type { Replayed } from "../folder/writes.ts";
 import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
-import type { WriteLog } from "./writelog.ts";
+import type { LogEntry, WriteLog } from "./writelog.ts";
 import { within } from "../../timing/deadline.ts";
 
 /** Whether the queue keeps the branch's writes now, for the GitBranch's DurableQueue condition. */
@@ -191,7 +191,7 @@ export class DurableWrites {
   }
 
   private async read(now: number): Promise<Backlog> {
-    let raw: [string, string | undefined][];
+    let raw: LogEntry[];
     try {
       raw = await this.answered(this.log.read(), readTimeoutMs);
     } catch (err) {
@@ -199,8 +199,10 @@ export class DurableWrites {
       return new Backlog([], now);
     }
     const entries: QueueEntry[] = [];
-    for (const [id, value] of raw) {
+    for (const [id, value, refused] of raw) {
+      // A refused entry (the store said why) is never used, and is trimmed with the rest.
       this.newest = newestId([this.newest, id]);
+      if (refused) continue;
       const entry = decodeEntry(id, value);
       if ("unreadable" in entry)
         this.options.logger.error("a durable queue entry cannot be read; it is skipped", {

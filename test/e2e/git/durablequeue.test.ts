@@ -377,6 +377,8 @@ describe("a branch worker's durable write queue", () => {
         later,
         ...keyed.connection.seal.fields(stream, later),
       );
+      // And one more forged entry, the newest of all.
+      await connection.client.xadd(stream, "*", "write", forged("last"));
       const before = await refused();
 
       await git.start();
@@ -389,9 +391,13 @@ describe("a branch worker's durable write queue", () => {
           (await git.fileAt("forged", "main", file("later")))?.includes("value: kept") === true,
         { description: "the signed writes on the remote" },
       );
-      for (const name of ["unsigned", "other-key", "copied"])
+      for (const name of ["unsigned", "other-key", "copied", "last"])
         assert.equal(await git.fileAt("forged", "main", file(name)), undefined, `${name} was replayed`);
-      assert.equal((await refused()) - before, 3, "each forged entry counted");
+      assert.equal((await refused()) - before, 4, "each forged entry counted");
+      // Never used, and not kept: trimmed with what was pushed, so no later takeover reads them.
+      await eventually(async () => (await xlen(branch)) === 0, {
+        description: "the stream trimmed empty, the forged entries with it",
+      });
     } finally {
       await keyed.stop();
     }

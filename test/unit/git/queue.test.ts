@@ -15,7 +15,7 @@ import {
 import { compareIds, idAfter, newestId, oldestId } from "../../../internal/git/queue/entryids.ts";
 import { absentDocument } from "../../../internal/git/folder/writes.ts";
 import { contentDigest } from "../../../internal/sanitize/digest.ts";
-import type { WriteLog } from "../../../internal/git/queue/writelog.ts";
+import type { LogEntry, WriteLog } from "../../../internal/git/queue/writelog.ts";
 import type { Collection } from "../../../internal/stream/collection.ts";
 import type { StreamItem } from "../../../internal/stream/stream.ts";
 import { configMaps } from "./fixtures.ts";
@@ -88,7 +88,7 @@ class MemoryLog implements WriteLog {
     return id;
   }
 
-  read(): Promise<[string, string | undefined][]> {
+  read(): Promise<LogEntry[]> {
     if (this.away) return Promise.reject(new Error("connect ECONNREFUSED"));
     return Promise.resolve([...this.entries]);
   }

@@ -18,6 +18,16 @@ describe("commits use OpenSSH signatures, with the key read from the signing Sec
     assert.equal(decision.condition.observedGeneration, 3);
   });
 
+  it("a signing Secret the install may not read is refused with how to grant it, and never generated over", () => {
+    const message =
+      "The operator may not read Secret team-a/signing (403 Forbidden): add team-a to secretNamespaces.";
+    const decision = decideSigning({ kind: "forbidden", secret: "signing", message }, true, 2);
+    assert.equal(decision.kind, "refused");
+    if (decision.kind !== "refused") return;
+    assert.equal(decision.condition.status, "False");
+    assert.match(decision.condition.message, /403 Forbidden.*secretNamespaces.*Nothing is committed/);
+  });
+
   it("no key, with generateWhenMissing, generates one: into a new Secret, or into the one there is", () => {
     assert.deepEqual(decideSigning({ kind: "secretNotFound", secret: "signing" }, true, 1), {
       kind: "generate",

@@ -169,6 +169,12 @@ describe("a GitReceiver's status", () => {
 
   it("says what is missing: the Secret, or its token key", () => {
     assert.equal(ready(receiverStatus(receiver, { found: false }, true))?.reason, "SecretNotFound");
+    const forbidden = receiverStatus(
+      receiver,
+      { found: false, forbidden: "The operator may not read Secret team-a/hook (403 Forbidden)." },
+      true,
+    );
+    assert.match(ready(forbidden)!.message, /403 Forbidden/);
     const missing = receiverStatus(receiver, { found: true }, true);
     assert.equal(ready(missing)?.reason, "TokenMissing");
     assert.equal(missing.webhookPath, undefined);
