@@ -23,7 +23,7 @@ commands() {
     flux) echo "bash $here/flux.sh source-controller"; echo "bash $here/flux.sh kustomize-controller" ;;
     argocd) echo "bash $here/argocd.sh" ;;
     olm-validate) echo "bash $here/olmvalidate.sh" ;;
-    image) echo "node --import $here/../register.ts $here/../image/rootfs.ts" ;;
+    image) echo "bash $here/image.sh" ;;
     *) echo "tools.sh: unknown tool \"$1\" (${every[*]})" >&2; return 2 ;;
   esac
 }
