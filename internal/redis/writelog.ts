@@ -15,65 +15,30 @@ const pageSize = 500;
 /** The Stream key of a GitBranch's log: the same on every replica, so whoever holds the branch finds it. */
 export const writeLogKey = (branchKey: string) => keyPrefix + branchKey;
 
-/**
- * The branch's epoch: raised by each worker that starts writing the log, so a worker that holds
- * the branch no longer (a process frozen past its Lease, cut off from the API server) finds
- * every append and trim refused once another has started. The Lease fences pushes; this fences
- * the log, where a stale trim could remove what the new holder still needs.
- */
-const epochPrefix = "gitopsreverser:epoch:";
-
-/** An append, only while the epoch is this worker's: the stream's key, the epoch's, then epoch, expiry, fields. */
-const appendScript = `
-local epoch = redis.call('GET', KEYS[2])
-if not epoch then return redis.error_reply('EPOCHLOST the branch epoch is gone (Redis lost its data)') end
-if epoch ~= ARGV[1] then
-  return redis.error_reply('FENCED another worker writes this branch log now (epoch ' .. epoch .. ', this worker ' .. ARGV[1] .. ')')
-end
-local id = redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return id`;
-
-/** A trim, only while the epoch is this worker's: the keys as above, then epoch, expiry, MINID. */
-const trimScript = `
-local epoch = redis.call('GET', KEYS[2])
-if not epoch then return redis.error_reply('EPOCHLOST the branch epoch is gone (Redis lost its data)') end
-if epoch ~= ARGV[1] then
-  return redis.error_reply('FENCED another worker writes this branch log now (epoch ' .. epoch .. ', this worker ' .. ARGV[1] .. ')')
-end
-redis.call('XTRIM', KEYS[1], 'MINID', ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-return 1`;
-
 export class RedisWriteLog implements WriteLog {
   readonly where: string;
   private readonly key: string;
-  private readonly epochKey: string;
-  /** This worker's epoch, raised once, at its first call on the log. */
-  private epoch: Promise<string> | undefined;
 
   constructor(
     private readonly redis: RedisConnection,
     branchKey: string,
   ) {
     this.key = writeLogKey(branchKey);
-    this.epochKey = epochPrefix + branchKey;
     this.where = `Redis at ${redis.address}, stream ${this.key}`;
   }
 
   async append(value: string): Promise<string> {
-    const fields = [field, value, ...this.redis.seal.fields(this.key, value)];
-    const id = await this.fenced((epoch) =>
-      this.redis.client.eval(appendScript, 2, this.key, this.epochKey, epoch, idleExpiryMs, ...fields),
+    const [id] = await transaction(
+      this.redis.client
+        .multi()
+        .xadd(this.key, "*", field, value, ...this.redis.seal.fields(this.key, value))
+        .pexpire(this.key, idleExpiryMs),
+      "append",
     );
     return id as string;
   }
 
   async read(): Promise<LogEntry[]> {
-    // A takeover reads first: from now on, the worker that held the branch before writes nothing here.
-    await this.claim();
     const entries: LogEntry[] = [];
     for (let start = "-"; ;) {
       const page = await this.redis.client.xrange(this.key, start, "+", "COUNT", pageSize);
@@ -89,38 +54,10 @@ export class RedisWriteLog implements WriteLog {
   }
 
   async trim(minId: string): Promise<void> {
-    await this.fenced((epoch) =>
-      this.redis.client.eval(trimScript, 2, this.key, this.epochKey, epoch, idleExpiryMs, minId),
+    await transaction(
+      this.redis.client.multi().xtrim(this.key, "MINID", minId).pexpire(this.key, idleExpiryMs),
+      "trim",
     );
-  }
-
-  /**
-   * A write under this worker's epoch. A Redis that lost the epoch (restarted without its data)
-   * lost the log too: the worker raises a new epoch and writes again, once.
-   */
-  private async fenced(write: (epoch: string) => Promise<unknown>): Promise<unknown> {
-    try {
-      return await write(await this.claim());
-    } catch (err) {
-      if (!/EPOCHLOST/.test((err as Error).message)) throw err;
-      this.epoch = undefined;
-      return write(await this.claim());
-    }
-  }
-
-  /** Raises the branch's epoch once, for this worker; a failed raise is tried again at the next call. */
-  private claim(): Promise<string> {
-    this.epoch ??= transaction(
-      this.redis.client.multi().incr(this.epochKey).pexpire(this.epochKey, idleExpiryMs),
-      "epoch",
-    ).then(
-      ([epoch]) => String(epoch),
-      (err: unknown) => {
-        this.epoch = undefined;
-        throw err;
-      },
-    );
-    return this.epoch;
   }
 }
 
