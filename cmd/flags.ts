@@ -10,9 +10,15 @@ import { join } from "node:path";
 import type { AttributionSettings } from "../internal/attribution/attribution.ts";
 import { parseRedisAddress, type RedisAccess } from "../internal/redis/connection.ts";
 import { parseBindAddress } from "../internal/telemetry/servers.ts";
-import { parseBool, withTelemetryFlags } from "./telemetryflags.ts";
+import {
+  leaseTimingProblem,
+  parseBool,
+  withLeaseTimingFlags,
+  withTelemetryFlags,
+  type LeaseTimingFlags,
+} from "./telemetryflags.ts";
 
-export interface OperatorOptions {
+export interface OperatorOptions extends LeaseTimingFlags {
   /** KubeProviders, as namespace/name, allowed to use the operator's own identity. */
   inClusterKubeProviders: string[];
   /** Whether a KubeProvider's kubeconfig may use exec credential plugins. */
@@ -47,6 +53,8 @@ export interface OperatorOptions {
   gitRefreshInterval: number;
   /** Milliseconds a finished CommitRequest is kept before it is deleted. */
   commitRequestRetention: number;
+  /** Milliseconds between reads of a held applier by its Ready FluxClaim or ArgoCDClaim. */
+  applierClaimRecheckInterval: number;
   /** More resource types to treat as sensitive, as resource.group (core: resource). */
   additionalSensitiveResources: string[];
   /** Where the branch workers keep their clones, one directory per GitBranch uid. */
@@ -107,7 +115,7 @@ class EnvironmentCommand extends Command {
 }
 
 export function flagParser(): Command {
-  return withTelemetryFlags(new EnvironmentCommand("gitops-reverser"))
+  return withLeaseTimingFlags(withTelemetryFlags(new EnvironmentCommand("gitops-reverser")))
     .description(
       "Watches a Kubernetes cluster and writes the desired state of the objects it follows to Git.",
     )
@@ -227,6 +235,14 @@ export function flagParser(): Command {
         .argParser(invalid("--commit-request-retention", parseDuration))
         .default(parseDuration("1h"), "1h"),
     )
+    .addOption(
+      new Option(
+        "--applier-claim-recheck-interval <duration>",
+        "how often a Ready FluxClaim or ArgoCDClaim reads its Kustomization or Application again: how long a resume, or automated sync switched on, by hand goes unanswered",
+      )
+        .argParser(invalid("--applier-claim-recheck-interval", atLeastOneSecond))
+        .default(parseDuration("1m"), "1m"),
+    )
     .option(
       "--additional-sensitive-resources <list>",
       "comma-separated resource.group types written only encrypted, besides core Secrets",
@@ -268,6 +284,13 @@ export function flagParser(): Command {
     .allowExcessArguments(false);
 }
 
+/** A recheck interval: under a second would have every claim read its applier without pause. */
+function atLeastOneSecond(value: string): number {
+  const ms = parseDuration(value);
+  if (ms < 1_000) throw new Error(`"${value}" is under 1s`);
+  return ms;
+}
+
 function oneOf(value: string, allowed: string[]): string {
   if (!allowed.includes(value)) throw new Error(`"${value}" is not one of ${allowed.join(", ")}`);
   return value;
@@ -276,7 +299,10 @@ function oneOf(value: string, allowed: string[]): string {
 /** Parses the arguments after the program name. Errors and --help exit through commander. */
 export function parseFlags(argv: string[], command: Command = flagParser()): OperatorOptions {
   command.parse(argv, { from: "user" });
-  return command.opts<OperatorOptions>();
+  const options = command.opts<OperatorOptions>();
+  const problem = leaseTimingProblem(options);
+  if (problem) command.error(`error: ${problem}`);
+  return options;
 }
 
 /**

@@ -7,7 +7,7 @@ import {
   serveTelemetry,
   type ProcessFlags,
 } from "../internal/operator/entrypoint.ts";
-import { withTelemetryFlags } from "./telemetryflags.ts";
+import { leaseTimingProblem, withLeaseTimingFlags, withTelemetryFlags } from "./telemetryflags.ts";
 import { createLogger, type LogFormat, type LogLevel } from "../internal/telemetry/logger.ts";
 import { createRegistry } from "../internal/telemetry/metrics.ts";
 import type { ObserveMode } from "../internal/kargo/views.ts";
@@ -19,7 +19,7 @@ interface ObserverOptions extends ProcessFlags {
   logFormat: LogFormat;
 }
 
-const options = withTelemetryFlags(new Command("kargo-argocd-observer"))
+const command = withLeaseTimingFlags(withTelemetryFlags(new Command("kargo-argocd-observer")))
   .description("Turns an image bumped by hand in Git and synced by Argo CD into a Kargo Promotion.")
   .addOption(
     new Option(
@@ -38,8 +38,10 @@ const options = withTelemetryFlags(new Command("kargo-argocd-observer"))
   .option("--leader-election-namespace <namespace>", "where the Lease lives; the pod's namespace by default")
   .addOption(new Option("--log-level <level>").choices(["debug", "info", "warn", "error"]).default("info"))
   .addOption(new Option("--log-format <format>").choices(["json", "text"]).default("json"))
-  .parse(process.argv)
-  .opts<ObserverOptions>();
+  .parse(process.argv);
+const options = command.opts<ObserverOptions>();
+const leaseProblem = leaseTimingProblem(options);
+if (leaseProblem) command.error(`error: ${leaseProblem}`);
 
 const logger = createLogger(options.logLevel, options.logFormat);
 const { manager, identity } = processManager(options, "kargo-argocd-observer-leader", logger);

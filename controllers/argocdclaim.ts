@@ -1,8 +1,8 @@
 // ArgoCDClaim: holds an Argo CD Application's automated sync off while an eligible GitTarget names
 // the claim, and gives the switch up when none does. It reads the Application (and, for the Argo
 // CD version, the Application CRD) through the claim's KubeProvider on every pass, with no
-// informer on Argo CD's kinds, every minute while Ready, which bounds how long automated sync
-// switched on by hand stays on.
+// informer on Argo CD's kinds, every --applier-claim-recheck-interval (a minute) while Ready,
+// which bounds how long automated sync switched on by hand stays on.
 import {
   argoCDClaims,
   resourceTypes,
@@ -127,13 +127,15 @@ export function setupArgoCDClaimController(
   sourceContexts: SourceContexts,
   following: Following,
   shardOf?: (request: Request) => string | undefined,
+  recheckMs?: number,
 ): Controller {
   return setupClaimController<ArgoCDClaim>(
     manager,
     "argocdclaim",
     "ArgoCDClaim",
     resourceTypes.ArgoCDClaim,
-    (informers, events) => new ArgoCDClaimReconciler(manager, informers, sourceContexts, events, following),
+    (informers, events) =>
+      new ArgoCDClaimReconciler(manager, informers, sourceContexts, events, following, recheckMs),
     shardOf,
   );
 }

@@ -341,13 +341,15 @@ export function setupClaimController<C extends AnyClaim>(
   return controller;
 }
 
+/** --applier-claim-recheck-interval's default. */
 const steadyRecheckMs = 60_000;
 const soonRecheckMs = 1_000;
 
 /**
  * A claim kind's reconciler, read top to bottom: load the claim, read its applier, decide, act,
- * write status. A claim Ready reads its applier every minute, which bounds how long a change to
- * the applier made by hand (a resume, automated sync switched on) goes unanswered.
+ * write status. A claim Ready reads its applier every `recheckMs` (a minute unless
+ * --applier-claim-recheck-interval says otherwise), which bounds how long a change to the
+ * applier made by hand (a resume, automated sync switched on) goes unanswered.
  */
 export abstract class ClaimReconciler<
   C extends AnyClaim,
@@ -363,6 +365,7 @@ export abstract class ClaimReconciler<
     protected readonly sourceContexts: SourceContexts,
     protected readonly events: EventRecorder,
     following: Following,
+    private readonly recheckMs = steadyRecheckMs,
   ) {
     this.clocks = new ClaimClocks(following);
   }
@@ -384,7 +387,7 @@ export abstract class ClaimReconciler<
       key,
       decision.conditions.some((c) => c.type === "InControl" && c.reason === "Releasing"),
     );
-    return { requeueAfterMs: decision.soon ? soonRecheckMs : steadyRecheckMs };
+    return { requeueAfterMs: decision.soon ? soonRecheckMs : this.recheckMs };
   }
 
   /** What is read in the applier's cluster, when the claim's configuration lets it read. */

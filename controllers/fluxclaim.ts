@@ -1,7 +1,8 @@
 // FluxClaim: holds a Flux Kustomization suspended while an eligible GitTarget names the claim,
 // and hands it back when none does. It reads the Kustomization and its GitRepository through
 // the claim's KubeProvider on every pass (no informer on Flux's kinds, so a cluster without Flux
-// needs none), every minute while Ready, which bounds how long a resume by hand runs.
+// needs none), every --applier-claim-recheck-interval (a minute) while Ready, which bounds how
+// long a resume by hand runs.
 import {
   fluxClaims,
   resourceTypes,
@@ -165,13 +166,15 @@ export function setupFluxClaimController(
   sourceContexts: SourceContexts,
   following: Following,
   shardOf?: (request: Request) => string | undefined,
+  recheckMs?: number,
 ): Controller {
   return setupClaimController<FluxClaim>(
     manager,
     "fluxclaim",
     "FluxClaim",
     resourceTypes.FluxClaim,
-    (informers, events) => new FluxClaimReconciler(manager, informers, sourceContexts, events, following),
+    (informers, events) =>
+      new FluxClaimReconciler(manager, informers, sourceContexts, events, following, recheckMs),
     shardOf,
   );
 }

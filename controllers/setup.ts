@@ -86,6 +86,8 @@ export interface OperatorSettings {
   commitRequestWithdrawMarginMs?: number;
   /** How long an apply may run before it is Unresolved (suspended, and followed on); 5 minutes. */
   applyBudgetMs?: number;
+  /** --applier-claim-recheck-interval: how often a Ready claim reads its applier again; 1 minute. */
+  applierClaimRecheckInterval?: number;
   /** --receiver-bind-address: where the push receiver listens; empty or "0" serves none. */
   receiverBindAddress?: string;
   /** The process's leader Lease identity, which GitBranch status.heldBy names. */
@@ -267,8 +269,9 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
         await Promise.all(shards.gitBranchesOf(shard).map((key) => workers.release(key)));
       },
     });
-  setupFluxClaimController(manager, sourceContexts, following, shards?.claim("FluxClaim"));
-  setupArgoCDClaimController(manager, sourceContexts, following, shards?.claim("ArgoCDClaim"));
+  const recheckMs = settings.applierClaimRecheckInterval;
+  setupFluxClaimController(manager, sourceContexts, following, shards?.claim("FluxClaim"), recheckMs);
+  setupArgoCDClaimController(manager, sourceContexts, following, shards?.claim("ArgoCDClaim"), recheckMs);
   setupWatchRuleController(manager, rules, sourceContexts, shards?.target);
   setupClusterWatchRuleController(manager, rules, sourceContexts, shards?.target);
   return {

@@ -112,6 +112,12 @@ function outdatedMessage(kind: WrittenKind, missing: string[]): string {
 }
 
 /**
+ * Between checks: 5 s. The user who is told to apply the CRDs then waits for the operator to see
+ * them, so it starts within seconds of the apply; a check is one GET per CRD it writes.
+ */
+const crdCheckIntervalMs = 5_000;
+
+/**
  * Waits until every CRD is current, checking every `intervalMs`; `report` hears each finding
  * (undefined once current), for /readyz. A check that cannot look does not hold the start.
  */
@@ -121,7 +127,7 @@ export async function untilCrdsCurrent(
   logger: Logger,
   signal: AbortSignal,
   report: (problem: string | undefined) => void,
-  intervalMs = 15_000,
+  intervalMs = crdCheckIntervalMs,
 ): Promise<void> {
   let refused = false;
   while (!signal.aborted) {

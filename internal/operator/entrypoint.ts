@@ -25,6 +25,10 @@ import { Manager } from "./manager.ts";
 export interface ProcessFlags {
   leaderElect: boolean;
   leaderElectionNamespace?: string;
+  /** The Lease's timings, in milliseconds (controller-runtime's LeaseDuration, RenewDeadline, RetryPeriod). */
+  leaderElectionLeaseDuration: number;
+  leaderElectionRenewDeadline: number;
+  leaderElectionRetryPeriod: number;
   metricsBindAddress: string;
   /** HTTPS, behind TokenReview and SubjectAccessReview; false: plain HTTP, open to any client. */
   metricsSecure: boolean;
@@ -46,7 +50,14 @@ export function processManager(flags: ProcessFlags, leaseName: string, logger: L
   const manager = new Manager(kubeConfig, {
     logger,
     leaderElection: flags.leaderElect
-      ? { namespace: flags.leaderElectionNamespace ?? ownNamespace(kubeConfig), name: leaseName, identity }
+      ? {
+          namespace: flags.leaderElectionNamespace ?? ownNamespace(kubeConfig),
+          name: leaseName,
+          identity,
+          leaseDurationMs: flags.leaderElectionLeaseDuration,
+          renewDeadlineMs: flags.leaderElectionRenewDeadline,
+          retryPeriodMs: flags.leaderElectionRetryPeriod,
+        }
       : undefined,
     ...(sharePrefix ? { sharePrefix } : {}),
   });

@@ -19,7 +19,17 @@ export interface LeaderElectionConfig {
 /** Milliseconds on the monotonic clock, which never jumps. */
 const monotonic = () => performance.now();
 
-export const defaultLeaseTimings = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
+/** A Lease's timings, in milliseconds: controller-runtime's LeaseDuration, RenewDeadline and RetryPeriod. */
+export type LeaseTimings = Pick<
+  LeaderElectionConfig,
+  "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs"
+>;
+
+export const defaultLeaseTimings: LeaseTimings = {
+  leaseDurationMs: 15_000,
+  renewDeadlineMs: 10_000,
+  retryPeriodMs: 2_000,
+};
 
 /** What a candidate last saw of the lease, and when, by its own clock. */
 export interface Observation {

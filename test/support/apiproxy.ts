@@ -59,6 +59,10 @@ export async function startApiProxy(
           return;
         }
         res.writeHead(answer.statusCode ?? 502, answer.headers);
+        // Node holds written headers until the first byte of the body; a watch's first byte is
+        // its first event, maybe a minute away, and a client waits for the headers to know its
+        // watch began (an informer is not synced until then).
+        res.flushHeaders();
         answer.pipe(res);
       });
       forwarded.on("error", () => req.socket.destroy());

@@ -17,6 +17,7 @@ import {
   watchRules,
 } from "../../generated/v1alpha3/index.ts";
 import { RedisConnection } from "../../internal/redis/connection.ts";
+import type { LeaseTimings } from "../../internal/operator/leaderelection.ts";
 import { attributionEnv, grantEditing, writeValue, type AttributionEnv } from "./attributionenv.ts";
 import { ControlPlane, type TestIdentity } from "./controlplane.ts";
 import { GitServer } from "./gitserver.ts";
@@ -53,7 +54,21 @@ export interface ReplicaOptions {
   workers?: string;
   /** The kubeconfig it reaches the API server with (through a proxy a test controls); the operator's own by default. */
   kubeconfigPath?: string;
+  /** Its Lease timings (with replicas above one); `replicaLeaseTimings` by default. */
+  leaseTimings?: LeaseTimings;
 }
+
+/**
+ * The Lease timings replicas run with here, shorter than the shipped 15s, 10s and 2s
+ * (--leader-election-*): a failover's wait is mostly the lease duration, and the rules these
+ * tests hold (nothing lost, no author lost, nothing goes back) do not depend on its length. A
+ * test of the timings themselves (the partition test) runs the shipped ones.
+ */
+export const replicaLeaseTimings: LeaseTimings = {
+  leaseDurationMs: 8_000,
+  renewDeadlineMs: 6_000,
+  retryPeriodMs: 1_000,
+};
 
 export class ReplicaEnvironment {
   readonly replicas: Replica[] = [];
@@ -147,6 +162,7 @@ export class ReplicaEnvironment {
             "--leader-elect=true",
             `--leader-election-namespace=${operatorNamespace}`,
             `--replica-count=${replicas}`,
+            ...leaseTimingFlags(options.leaseTimings ?? replicaLeaseTimings),
           ]
         : []),
       ...(receiver ? ["--receiver-bind-address=127.0.0.1:0"] : []),
@@ -510,4 +526,13 @@ function identityIn(logFile: string): string {
     if (entry.message === "starting" && entry.identity) return entry.identity;
   }
   return "";
+}
+
+/** The --leader-election-* flags that give `timings`. */
+function leaseTimingFlags(timings: LeaseTimings): string[] {
+  return [
+    `--leader-election-lease-duration=${timings.leaseDurationMs}ms`,
+    `--leader-election-renew-deadline=${timings.renewDeadlineMs}ms`,
+    `--leader-election-retry-period=${timings.retryPeriodMs}ms`,
+  ];
 }

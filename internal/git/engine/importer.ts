@@ -132,9 +132,19 @@ export class Importer {
       }
       if (this.failure) throw this.failure;
       if (!this.child.stdin.write(batch.length === 1 ? batch[0]! : Buffer.concat(batch, bytes))) {
-        await Promise.race([once(this.child.stdin, "drain"), this.exited]);
+        await Promise.race([this.drained(), this.exited]);
       }
     }
+  }
+
+  /**
+   * Until stdin takes more. A write that failed (EPIPE: fast-import exited before Node heard it)
+   * waits for the exit instead: git's own message is the failure, and it is the local clone's.
+   * The pipe's EPIPE names no file, so on its own it would read as a dropped connection, the
+   * remote's fault, and the broken clone would wait out the outage schedule before its reset.
+   */
+  private drained(): Promise<unknown> {
+    return once(this.child.stdin, "drain").catch(() => this.exited);
   }
 
   /**

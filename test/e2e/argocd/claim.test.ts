@@ -72,7 +72,8 @@ describe("ArgoCDClaim, with Argo CD's Application CRD and a test application-con
     ]);
 
   before(async () => {
-    env = await startMirrorEnvironment([namespace]);
+    // A held Application is read every 2 s, not every minute: a switch turned on by hand is off in seconds.
+    env = await startMirrorEnvironment([namespace], { applierClaimRecheckInterval: 2_000 });
     await installArgoCDCrd(env.kc);
     apps = new ResourceClient<Application>(env.kc, applicationType);
     argo = startTestArgoCD(env.kc, env.git, [namespace]);

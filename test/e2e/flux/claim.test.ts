@@ -52,7 +52,8 @@ describe("FluxClaim holds a Kustomization with the real Flux controllers", () =>
   };
 
   before(async () => {
-    env = await startMirrorEnvironment([namespace]);
+    // A held Kustomization is read every 2 s, not every minute: a resume by hand is answered in seconds.
+    env = await startMirrorEnvironment([namespace], { applierClaimRecheckInterval: 2_000 });
     flux = await startFlux(env.plane);
     kustomizations = new ResourceClient<Kustomization>(env.kc, kustomizationType);
     // Each Kustomization's folder holds one ConfigMap, so its applies succeed.

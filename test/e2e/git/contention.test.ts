@@ -81,12 +81,21 @@ describe("Git contention: a branch somebody else keeps pushing to", () => {
       namespace,
       body: { metadata: { name: "live" }, data: { round: "r0" } },
     });
+    // A round's two writes arrive together: a short commit window still takes them in one
+    // commit, and the moved edit and each round do not wait out the fixture's second of silence.
     await applyMirror(
       kc,
       namespace,
       env.url,
       user,
-      [{ name: namespace, path: folder, rules: [{ apiGroups: [""], resources: ["configmaps"] }] }],
+      [
+        {
+          name: namespace,
+          path: folder,
+          rules: [{ apiGroups: [""], resources: ["configmaps"] }],
+          idleTimeout: "200ms",
+        },
+      ],
       namespace,
     );
     await inGit("live", "round: r0", "the first write");

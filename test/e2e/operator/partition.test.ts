@@ -13,9 +13,10 @@ import { gitBranches } from "../../../generated/v1alpha3/index.ts";
 import { startApiProxy, type ApiProxy } from "../../support/apiproxy.ts";
 import { ReplicaEnvironment, replicaNamespace as namespace, type Replica } from "../../support/replicas.ts";
 import { eventually } from "../../support/wait.ts";
+import { defaultLeaseTimings } from "../../../internal/operator/leaderelection.ts";
 
-/** The operator's Lease duration, and how long a takeover may take on a busy machine. */
-const takeoverDeadlineMs = 15_000 + 30_000;
+/** The shipped Lease timings (the rule is about them), and how long a takeover may take on a busy machine. */
+const takeoverDeadlineMs = defaultLeaseTimings.leaseDurationMs + 30_000;
 
 /** The time of the first line of `file` with `message` (and `shard`, if given). */
 function firstLine(file: string, message: string): number | undefined {
@@ -47,9 +48,19 @@ describe("a holder cut off from the API server", () => {
     const proxied = join(r.dir, "proxied.kubeconfig");
     writeFileSync(proxied, proxy.kubeConfig.exportConfig());
     // The first to start takes the one branch.
-    holder = await r.startReplica({ replicas: 2, workers: "workers-a", kubeconfigPath: proxied });
+    holder = await r.startReplica({
+      replicas: 2,
+      workers: "workers-a",
+      kubeconfigPath: proxied,
+      leaseTimings: defaultLeaseTimings,
+    });
     await r.targetReady();
-    other = await r.startReplica({ replicas: 2, audited: false, workers: "workers-b" });
+    other = await r.startReplica({
+      replicas: 2,
+      audited: false,
+      workers: "workers-b",
+      leaseTimings: defaultLeaseTimings,
+    });
   });
   after(async () => {
     // The cut-off replica cannot stop gracefully (its API calls hang): it goes first, at once.

@@ -15,6 +15,7 @@ import {
   replicaNamespace as namespace,
   shardNames,
   type Replica,
+  replicaLeaseTimings,
 } from "../../support/replicas.ts";
 import { operatorNamespace } from "../../support/shippedrbac.ts";
 import { eventually } from "../../support/wait.ts";
@@ -36,7 +37,7 @@ const editors = [
 ] as const;
 const shards = Array.from({ length: branchCount }, (_, i) => i);
 /** The operator's Lease duration: a dead replica's branches are taken this long after its last renewal. */
-const leaseDurationMs = 15_000;
+const { leaseDurationMs } = replicaLeaseTimings;
 /**
  * Rounds of edits around the SIGKILL: every branch has windows open when it comes, and edits follow
  * it; `make soak` (SOAK=1) runs seventeen, 1,020 edits, where `make test` runs five.

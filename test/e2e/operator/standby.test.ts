@@ -13,13 +13,14 @@ import {
   ReplicaEnvironment,
   replicaNamespace as namespace,
   type Replica,
+  replicaLeaseTimings,
 } from "../../support/replicas.ts";
 import { eventually } from "../../support/wait.ts";
 import { genericPush } from "../receiver/payloads.ts";
 
 const names = (prefix: string) => Array.from({ length: 4 }, (_, i) => `${prefix}-${i}`);
 /** The operator's Lease duration: a standby takes over this long after the leader's last renewal. */
-const leaseDurationMs = 15_000;
+const { leaseDurationMs } = replicaLeaseTimings;
 /** How long a takeover may take here: the lease duration, its retries, and a busy machine. */
 const takeoverDeadlineMs = leaseDurationMs + 15_000;
 /** The committer, and the author of what no person wrote (a snapshot). */

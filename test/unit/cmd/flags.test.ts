@@ -76,6 +76,7 @@ describe("operator flags", () => {
       branchBufferMaxSize: 8 * 1024 * 1024,
       gitRefreshInterval: 600_000,
       commitRequestRetention: 3_600_000,
+      applierClaimRecheckInterval: 60_000,
       additionalSensitiveResources: [],
       workerRoot: "/tmp/gitops-reverser-workers",
       kustomizePath: "kustomize",
@@ -86,6 +87,9 @@ describe("operator flags", () => {
       metricsCertKey: "tls.key",
       healthProbeBindAddress: ":8081",
       leaderElect: false,
+      leaderElectionLeaseDuration: 15_000,
+      leaderElectionRenewDeadline: 10_000,
+      leaderElectionRetryPeriod: 2_000,
       logLevel: "info",
       logFormat: "json",
     });
@@ -104,26 +108,46 @@ describe("operator flags", () => {
         "--in-cluster-kube-providers=team-a/in-cluster, platform/self",
         "--additional-sensitive-resources=sealedsecrets.bitnami.com,configmaps",
         "--git-refresh-interval=2m",
+        "--applier-claim-recheck-interval=10s",
         "--branch-buffer-max-size=16Mi",
         "--worker-root=/var/lib/gitops-reverser",
+        "--leader-election-lease-duration=6s",
+        "--leader-election-renew-deadline=4s",
+        "--leader-election-retry-period=500ms",
       ],
       strictParser().command,
     );
     assert.deepEqual(options.inClusterKubeProviders, ["team-a/in-cluster", "platform/self"]);
     assert.deepEqual(options.additionalSensitiveResources, ["sealedsecrets.bitnami.com", "configmaps"]);
     assert.equal(options.gitRefreshInterval, 120_000);
+    assert.equal(options.applierClaimRecheckInterval, 10_000);
     assert.equal(options.branchBufferMaxSize, 16 * 1024 * 1024);
     assert.equal(options.workerRoot, "/var/lib/gitops-reverser");
+    assert.equal(options.leaderElectionLeaseDuration, 6_000);
+    assert.equal(options.leaderElectionRenewDeadline, 4_000);
+    assert.equal(options.leaderElectionRetryPeriod, 500);
   });
 
   it("refuses bad values with a message that names the flag", () => {
     const cases: [string, RegExp][] = [
       ["--in-cluster-kube-providers=just-a-name", /"just-a-name" is not namespace\/name/],
       ["--git-refresh-interval=10 minutes", /--git-refresh-interval: invalid duration/],
+      ["--applier-claim-recheck-interval=500ms", /--applier-claim-recheck-interval: "500ms" is under 1s/],
       ["--branch-buffer-max-size=8MB", /--branch-buffer-max-size: invalid quantity/],
       ["--leader-elect=yes", /expected true or false/],
       ["--log-format=xml", /"xml" is not one of json, text/],
       ["--no-such-flag", /unknown option/],
+      ["--leader-election-lease-duration=15", /--leader-election-lease-duration: invalid duration/],
+      // A holder must stop before its Lease can be taken, and try more than once before it stops.
+      [
+        "--leader-election-lease-duration=10s",
+        /lease-duration \(10s\) must be longer than --leader-election-renew-deadline \(10s\)/,
+      ],
+      [
+        "--leader-election-retry-period=10s",
+        /renew-deadline \(10s\) must be longer than --leader-election-retry-period \(10s\)/,
+      ],
+      ["--leader-election-retry-period=0", /retry-period must be above 0/],
     ];
     for (const [arg, message] of cases) {
       const { command, errors } = strictParser();

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { describe, it } from "node:test";
@@ -8,6 +9,7 @@ import { join } from "node:path";
 import { RemoteMovedError } from "../../../internal/git/engine/clone.ts";
 import { faultOf } from "../../../internal/git/engine/fault.ts";
 import { runGit } from "../../../internal/git/engine/gitexec.ts";
+import { Importer } from "../../../internal/git/engine/importer.ts";
 
 /** The error a real call rejects with. */
 const rejection = (work: () => Promise<unknown>) =>
@@ -22,6 +24,27 @@ const refused = () =>
     const socket = connect({ host: "127.0.0.1", port: 1 });
     socket.once("error", resolve);
   });
+
+/**
+ * Holds the event loop until a git child of this process has exited: a zombie Node has not
+ * reaped, so nothing of the exit has been heard yet and a write to its stdin fails with EPIPE.
+ */
+function untilGitExitedUnheard(timeoutMs = 10_000): void {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+      let stat: string;
+      try {
+        stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      } catch {
+        continue; // it ended while the list was read
+      }
+      const [, comm, state, ppid] = /^\d+ \((.*)\) (\S) (\d+)/.exec(stat) ?? [];
+      if (comm === "git" && state === "Z" && Number(ppid) === process.pid) return;
+    }
+  }
+  throw new Error("no git child of this process exited");
+}
 
 describe("whose fault a failed publication is", () => {
   it("a file the filesystem cannot find or open is a local fault", async () => {
@@ -41,6 +64,30 @@ describe("whose fault a failed publication is", () => {
       await rm(join(dir, ".git", "objects"), { recursive: true });
       const fetch = () => runGit(["fetch", "http://127.0.0.1:1/r.git"], { cwd: dir, remote: true });
       assert.equal(faultOf(await rejection(fetch)), "local", "a fetch into a broken repository is local");
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a fast-import that exited before its input was written is a local fault, not its stdin's EPIPE", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "fault-"));
+    try {
+      await runGit(["init", "-q"], { cwd: dir });
+      await rm(join(dir, ".git", "objects"), { recursive: true });
+      const importer = new Importer(dir);
+      untilGitExitedUnheard();
+      const who = { name: "a", email: "a@example.com" };
+      const { made } = importer.commit({
+        parent: undefined,
+        author: who,
+        committer: who,
+        when: 0,
+        message: "m",
+        files: [{ path: "a.yaml", mode: "100644", content: Buffer.from("a: 1\n") }],
+      });
+      const failed = await rejection(() => made);
+      assert.match(String(failed), /fast-import failed/, "git's own message, not the pipe's");
+      assert.equal(faultOf(failed), "local");
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
