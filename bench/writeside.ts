@@ -95,7 +95,9 @@ export async function measureWriteSide(
     materialize: committing(committer),
     folders: unheardFolders,
     logger: quiet,
-    ...(redis ? { queue: { log: new RedisWriteLog(redis, `${namespace}/${repository}`) } } : {}),
+    ...(redis
+      ? { queue: { log: new RedisWriteLog(redis, `${namespace}/${repository}`, () => ({ token: "bench" })) } }
+      : {}),
   });
   worker.start();
   try {

@@ -160,7 +160,12 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     },
     onDocument: (write, outcome) => gitDocuments.inc({ outcome, ...targetLabels(write.target.key) }),
     // With Redis, each branch's accepted writes outlive the process: a crash replays them.
-    ...(redis ? { writeLog: (branchKey: string) => new RedisWriteLog(redis, branchKey) } : {}),
+    ...(redis
+      ? {
+          writeLog: (branchKey: string) =>
+            new RedisWriteLog(redis, branchKey, () => manager.fenceToken(shards?.branchKey(branchKey))),
+        }
+      : {}),
     onQueue: (branchKey, event, count) => {
       const { namespace, name } = targetRef(branchKey);
       const labels = { gitbranch_namespace: namespace, gitbranch_name: name };

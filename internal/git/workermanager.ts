@@ -99,7 +99,7 @@ export interface WorkerManagerOptions extends Omit<
   /** Each GitBranch's durable write queue (by namespace/name); none: accepted writes live in memory only. */
   writeLog?: (branchKey: string) => WriteLog;
   /** Each append to a branch's durable queue, and each entry a worker replayed from it. */
-  onQueue?: (branchKey: string, event: "appended" | "failed" | "replayed", count: number) => void;
+  onQueue?: (branchKey: string, event: "appended" | "failed" | "fenced" | "replayed", count: number) => void;
   /**
    * With more than one replica: whether this replica holds a GitBranch's repository branch. A
    * worker is never made for one it does not, so a reconcile that raced a handover cannot write

@@ -3,6 +3,9 @@ import type { Controller, Ownership } from "./controller.ts";
 import { SharedInformer } from "./informer.ts";
 import type { InformerSource } from "../kube/sources.ts";
 import type { Logger } from "../telemetry/logger.ts";
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import type { FenceToken } from "../types/fence.ts";
 import { LeaderElector, defaultLeaseTimings, type LeaderElectionConfig } from "./leaderelection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keepConnections } from "../kube/connections.ts";
@@ -61,12 +64,15 @@ export class Manager implements Ownership {
   private readonly ownershipListeners: ((shards: readonly string[] | "leader") => void)[] = [];
 
   readonly kubeConfig: KubeConfig;
+  /** This process's fencing token when it shares nothing out: its identity, unique per start. */
+  private readonly processToken: string;
 
   constructor(
     kubeConfig: KubeConfig,
     private readonly options: ManagerOptions,
   ) {
     this.kubeConfig = keepConnections(kubeConfig);
+    this.processToken = options.leaderElection?.identity ?? `${hostname()}-${randomBytes(4).toString("hex")}`;
   }
 
   get logger(): Logger {
@@ -118,6 +124,19 @@ export class Manager implements Ownership {
     if (shard === undefined) return "the branch's repository is not known, so neither is its Lease";
     if (!this.shards) return "the shard Leases are not running";
     return this.shards.safelyHeld(shard);
+  }
+
+  /**
+   * The token this process writes a shard's branch state in Redis under (types/fence.ts): its
+   * holding's, or, for a process that does not share its work out, its own, so the process after
+   * it (a restart, a rolling update's new pod) fences it once it takes the branch's log.
+   */
+  fenceToken(shard: string | undefined): FenceToken {
+    if (!this.sharded) return { token: this.processToken };
+    if (shard === undefined)
+      return { refused: "the branch's repository is not known, so neither is its Lease" };
+    if (!this.shards) return { refused: "the shard Leases are not running" };
+    return this.shards.fenceToken(shard);
   }
 
   owns(shard: string | undefined): boolean {

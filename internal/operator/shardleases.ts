@@ -20,6 +20,7 @@ import { statusCodeOf } from "../kube/resourceclient.ts";
 import { sleep } from "../timing/sleep.ts";
 import { observe, type Observation } from "./leaderelection.ts";
 import { decideShares, type ShardView } from "./shares.ts";
+import type { FenceToken } from "../types/fence.ts";
 
 /** Which Lease of the set a Lease is: `replica` (a heartbeat) or `shard`. */
 export const leaseKindLabel = "configbutler.ai/lease";
@@ -46,7 +47,14 @@ export interface ShardWork {
   handOver(shard: string): Promise<void>;
 }
 
-type Holding = { state: "held" | "handingOver"; takenAt: number; renewedAt: number; lease: V1Lease };
+type Holding = {
+  state: "held" | "handingOver";
+  takenAt: number;
+  renewedAt: number;
+  lease: V1Lease;
+  /** The holding's fencing token: this process's identity and which of its takes this is. */
+  token: string;
+};
 
 const hashOf = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 20);
 /** Milliseconds on the monotonic clock, which never jumps. */
@@ -62,6 +70,8 @@ export class ShardLeases {
   private readonly givenBack = new Map<string, number>();
   private running: { abort: AbortController; done: Promise<void> } | undefined;
   private draining = false;
+  /** How many shards this process has taken: each take's token is new. */
+  private takes = 0;
 
   constructor(
     kubeConfig: KubeConfig,
@@ -88,6 +98,15 @@ export class ShardLeases {
     const since = monotonic() - holding.renewedAt;
     if (since < this.config.renewDeadlineMs) return undefined;
     return `the branch's Lease was last renewed ${(since / 1000).toFixed(1)} s ago, past the ${this.config.renewDeadlineMs / 1000} s renew deadline: another replica may take it`;
+  }
+
+  /**
+   * The fencing token of this process's holding of a shard (held, or handing over: its work
+   * still publishes), or why there is none: the shard's state in Redis is written under it.
+   */
+  fenceToken(shard: string): FenceToken {
+    const holding = this.holdings.get(shard);
+    return holding ? { token: holding.token } : { refused: "this replica does not hold the branch's Lease" };
   }
 
   /** The shards held here now. */
@@ -279,7 +298,8 @@ export class ShardLeases {
               spec: { ...spec, leaseTransitions: 0 },
             },
           });
-      this.holdings.set(shard, { state: "held", takenAt: sentAt, renewedAt: sentAt, lease: written });
+      const token = `${this.config.identity}#${++this.takes}`;
+      this.holdings.set(shard, { state: "held", takenAt: sentAt, renewedAt: sentAt, lease: written, token });
       this.logger.info("took a shard", { shard });
       return true;
     } catch (err) {

@@ -11,7 +11,9 @@
 // yet, but it will be newer than every id known when it was sent, so the trim stays before that.
 //
 // The log away costs durability, never progress: an append that fails is reported
-// (DurableQueueUnavailable) and the write goes on from memory, as it did before the queue.
+// (DurableQueueUnavailable) and the write goes on from memory, as it did before the queue. A
+// log that refuses this worker because another holds it now (LogFenced: the process lost the
+// branch) is no outage: it is said once, and the worker writes nothing more to it.
 import type { Logger } from "../../telemetry/logger.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import { Backlog } from "./backlog.ts";
@@ -25,7 +27,7 @@ import {
 } from "./entries.ts";
 import type { Replayed } from "../folder/writes.ts";
 import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
-import type { LogEntry, WriteLog } from "./writelog.ts";
+import { LogFenced, type LogEntry, type WriteLog } from "./writelog.ts";
 import { within } from "../../timing/deadline.ts";
 
 /** Whether the queue keeps the branch's writes now, for the GitBranch's DurableQueue condition. */
@@ -42,7 +44,7 @@ export interface DurableWritesOptions {
   /** Called when the queue stops or starts keeping the branch's writes. */
   onState: (state: QueueState) => void;
   /** Each append, by outcome, and each replayed entry, for the metrics. */
-  onAppend?: (outcome: "appended" | "failed") => void;
+  onAppend?: (outcome: "appended" | "failed" | "fenced") => void;
   onReplayed?: (entries: number) => void;
   /** How long an append or a trim may take before the write goes on from memory: 2 s. */
   appendTimeoutMs?: number;
@@ -69,6 +71,8 @@ export class DurableWrites {
   /** An idle trim came too soon after the last one: it is due once the interval is over. */
   private settleSkipped = false;
   private state: QueueState | undefined;
+  /** The log refused this worker as no longer its holder, and that was said. */
+  private fencedOnce = false;
   /**
    * The events of the entries replayed: the cursor a crashed process left is stored behind the
    * events it had taken into this queue (up to its save delay), so the watch resumed from it
@@ -139,8 +143,8 @@ export class DurableWrites {
       return { id };
     } catch (err) {
       const error = (err as Error).message;
-      this.options.onAppend?.("failed");
-      this.unavailable(error);
+      this.options.onAppend?.(err instanceof LogFenced ? "fenced" : "failed");
+      this.failed(err);
       return { failed: error };
     } finally {
       this.inFlight.delete(token);
@@ -177,7 +181,7 @@ export class DurableWrites {
     this.trimmed = minId;
     this.trimming = this.trimming
       .then(() => this.answered(this.log.trim(minId)))
-      .catch((err: unknown) => this.unavailable((err as Error).message));
+      .catch((err: unknown) => this.failed(err));
   }
 
   /** When an idle trim skipped as too soon may run: the worker wakes for it, so nothing waits on the next event. */
@@ -195,7 +199,7 @@ export class DurableWrites {
     try {
       raw = await this.answered(this.log.read(), readTimeoutMs);
     } catch (err) {
-      this.unavailable((err as Error).message);
+      this.failed(err);
       return new Backlog([], now);
     }
     const entries: QueueEntry[] = [];
@@ -218,6 +222,20 @@ export class DurableWrites {
   /** A call to the log, or its failure once it has not answered in time. */
   private answered<T>(call: Promise<T>, ms = this.options.appendTimeoutMs ?? 2_000): Promise<T> {
     return within(call, ms, `${this.log.where} did not answer within ${ms} ms`);
+  }
+
+  /** A call on the log failed: the store is away, or another process holds the log now. */
+  private failed(err: unknown): void {
+    if (!(err instanceof LogFenced)) {
+      this.unavailable((err as Error).message);
+      return;
+    }
+    if (this.fencedOnce) return;
+    this.fencedOnce = true;
+    this.options.logger.warn(
+      "the durable write queue is held by another process: this one lost the branch, and keeps nothing more in it",
+      { error: err.message, where: this.log.where },
+    );
   }
 
   private unavailable(error: string): void {

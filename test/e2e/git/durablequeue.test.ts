@@ -1,12 +1,13 @@
 // The durable write queue on a real Redis Stream and a real Git server: what one branch worker
 // could not push is left in the stream, with its authors, for the next worker of the branch.
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Clone } from "../../../internal/git/engine/clone.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
-import { compareIds } from "../../../internal/git/queue/entryids.ts";
-import type { WriteLog } from "../../../internal/git/queue/writelog.ts";
+import { compareIds, idAfter } from "../../../internal/git/queue/entryids.ts";
+import { LogFenced, type WriteLog } from "../../../internal/git/queue/writelog.ts";
 import { decodeEntry, encodeEntry, type LiveItem } from "../../../internal/git/queue/entries.ts";
 import { BranchWorker, type BranchWorkerOptions } from "../../../internal/git/worker/branchworker.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
@@ -24,6 +25,12 @@ import { configMapIdentity } from "../../support/streams.ts";
 import { eventually } from "../../support/wait.ts";
 import { committing, unheardFolders } from "../../support/worker.ts";
 import { configMaps } from "../../unit/git/fixtures.ts";
+
+/** A process's fencing token for the branch it holds: each log made with one is another process's. */
+const newHolder = () => {
+  const token = randomUUID();
+  return () => ({ token });
+};
 
 const user = { username: "gitops", password: "s3cret" };
 const committer = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
@@ -73,14 +80,14 @@ describe("the durable write queue's Redis Stream", () => {
   });
 
   it("an append returns an id after every id appended before it", async () => {
-    const log = new RedisWriteLog(connection, "apps/ids");
+    const log = new RedisWriteLog(connection, "apps/ids", newHolder());
     const ids = [];
     for (let n = 0; n < 5; n++) ids.push(await log.append(`entry ${n}`));
     for (let n = 1; n < ids.length; n++) assert.ok(compareIds(ids[n - 1]!, ids[n]!) < 0, `${ids.join(", ")}`);
   });
 
   it("a read returns every entry, in order, past one page", async () => {
-    const log = new RedisWriteLog(connection, "apps/pages");
+    const log = new RedisWriteLog(connection, "apps/pages", newHolder());
     const written: string[] = [];
     for (let n = 0; n < 1_200; n++) written.push(await log.append(`entry ${n}`));
     const read = await log.read();
@@ -96,7 +103,7 @@ describe("the durable write queue's Redis Stream", () => {
   });
 
   it("a trim removes exactly the entries before its id, and the stream keeps an expiry", async () => {
-    const log = new RedisWriteLog(connection, "apps/trim");
+    const log = new RedisWriteLog(connection, "apps/trim", newHolder());
     const ids = [];
     for (let n = 0; n < 5; n++) ids.push(await log.append(`entry ${n}`));
     await log.trim(ids[2]!);
@@ -115,11 +122,41 @@ describe("the durable write queue's Redis Stream", () => {
     assert.match(log.where, new RegExp(`Redis at ${redis.address}, stream gitopsreverser:writes:apps/trim`));
   });
 
+  it("a process that lost the branch adds nothing to its log and trims nothing once the new holder has read it; workers of one holding never fence each other", async () => {
+    const stale = new RedisWriteLog(connection, "apps/fenced", newHolder());
+    const before = [await stale.append("accepted before the freeze"), await stale.append("and another")];
+    // Another process takes the branch over (its Lease): its worker reads the log first.
+    const token = randomUUID();
+    const taker = new RedisWriteLog(connection, "apps/fenced", () => ({ token }));
+    assert.deepEqual(
+      (await taker.read()).map(([id]) => id),
+      before,
+    );
+    // The stale process wakes: its append and its trim are refused, and say why.
+    await assert.rejects(stale.append("after the takeover"), (err: Error) => {
+      assert.ok(err instanceof LogFenced, String(err));
+      assert.match(err.message, new RegExp(`held by ${token} now: this process lost the branch`));
+      return true;
+    });
+    await assert.rejects(stale.trim(idAfter(before[1]!)), LogFenced);
+    // A second worker of the same holding (a worker replaced within the process) writes on.
+    const successor = new RedisWriteLog(connection, "apps/fenced", () => ({ token }));
+    const appended = await successor.append("the new holder's write");
+    await taker.append("and its predecessor's");
+    assert.deepEqual((await successor.read()).map(([id]) => id).slice(0, 3), [...before, appended]);
+    // A process whose token is refused (it holds no Lease) writes nothing at all.
+    const unheld = new RedisWriteLog(connection, "apps/fenced", () => ({
+      refused: "this replica does not hold the branch's Lease",
+    }));
+    await assert.rejects(unheld.append("from nobody"), /does not hold the branch's Lease/);
+    assert.equal(await connection.client.xlen(writeLogKey("apps/fenced")), 4);
+  });
+
   it("with Redis away an append rejects at once instead of waiting for it", async () => {
     const away = await RedisServer.start();
     const { connection: awayConnection, stop } = await connect(away.address);
     try {
-      const log = new RedisWriteLog(awayConnection, "apps/away");
+      const log = new RedisWriteLog(awayConnection, "apps/away", newHolder());
       await log.append("before");
       await away.stop();
       const started = Date.now();
@@ -209,7 +246,7 @@ describe("a branch worker's durable write queue", () => {
 
     // The first worker never reaches its remote: every write it accepts stays unpushed.
     await git.stop();
-    const first = worker(url, { log: new RedisWriteLog(connection, branch) });
+    const first = worker(url, { log: new RedisWriteLog(connection, branch, newHolder()) });
     first.start();
     for (const item of items) await first.accept(target, item);
     const unpublished = await first.stop();
@@ -237,7 +274,7 @@ describe("a branch worker's durable write queue", () => {
 
     // The next worker of the branch, on a remote it reaches, replays them before anything else.
     await git.start();
-    const next = worker(url, { log: new RedisWriteLog(connection, branch) });
+    const next = worker(url, { log: new RedisWriteLog(connection, branch, newHolder()) });
     await next.replay(target);
     next.start();
     const file = (name: string) => `clusters/dev/apps/configmaps/${name}.yaml`;
@@ -292,7 +329,7 @@ describe("a branch worker's durable write queue", () => {
       additionalSensitive: [],
       onRefused: () => undefined,
       logger: quiet,
-      writeLog: (key) => new RedisWriteLog(connection, key),
+      writeLog: (key) => new RedisWriteLog(connection, key, newHolder()),
     });
     const stop = new AbortController();
     const managing = manager.start(stop.signal);
@@ -346,7 +383,7 @@ describe("a branch worker's durable write queue", () => {
     try {
       // A worker that could not push leaves its signed write in the stream.
       await git.stop();
-      const first = worker(url, { log: new RedisWriteLog(keyed.connection, branch) });
+      const first = worker(url, { log: new RedisWriteLog(keyed.connection, branch, newHolder()) });
       first.start();
       await first.accept(target, upsert("signed", "kept", alice));
       assert.ok(await first.stop(), "the first worker could not publish");
@@ -382,7 +419,7 @@ describe("a branch worker's durable write queue", () => {
       const before = await refused();
 
       await git.start();
-      const next = worker(url, { log: new RedisWriteLog(keyed.connection, branch) });
+      const next = worker(url, { log: new RedisWriteLog(keyed.connection, branch, newHolder()) });
       await next.replay(target);
       next.start();
       await eventually(
@@ -407,7 +444,7 @@ describe("a branch worker's durable write queue", () => {
     const { url, branch, target } = await repository("untrimmed", { key: "apps/u" });
     const file = (name: string) => `clusters/dev/apps/configmaps/${name}.yaml`;
     // The first worker's pushes land, but it dies before any trim: its log never trims.
-    const log = new RedisWriteLog(connection, branch);
+    const log = new RedisWriteLog(connection, branch, newHolder());
     const untrimmed: WriteLog = {
       where: log.where,
       append: (value) => log.append(value),
@@ -442,7 +479,7 @@ describe("a branch worker's durable write queue", () => {
     assert.equal(await xlen(branch), 6, "the log still holds every write");
 
     await git.start();
-    const next = worker(url, { log: new RedisWriteLog(connection, branch) });
+    const next = worker(url, { log: new RedisWriteLog(connection, branch, newHolder()) });
     await next.replay(target);
     next.start();
     await eventually(async () => (await xlen(branch)) === 0, {
@@ -458,7 +495,7 @@ describe("a branch worker's durable write queue", () => {
     const { url, start, branch, target } = await repository("suspended", { key: "apps/s", suspend: true });
     const outcomes: string[] = [];
     const subject = worker(url, {
-      log: new RedisWriteLog(connection, branch),
+      log: new RedisWriteLog(connection, branch, newHolder()),
       onAppend: (outcome) => outcomes.push(outcome),
     });
     subject.start();

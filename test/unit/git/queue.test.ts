@@ -15,7 +15,7 @@ import {
 import { compareIds, idAfter, newestId, oldestId } from "../../../internal/git/queue/entryids.ts";
 import { absentDocument } from "../../../internal/git/folder/writes.ts";
 import { contentDigest } from "../../../internal/sanitize/digest.ts";
-import type { LogEntry, WriteLog } from "../../../internal/git/queue/writelog.ts";
+import { LogFenced, type LogEntry, type WriteLog } from "../../../internal/git/queue/writelog.ts";
 import type { Collection } from "../../../internal/stream/collection.ts";
 import type { StreamItem } from "../../../internal/stream/stream.ts";
 import { configMaps } from "./fixtures.ts";
@@ -80,7 +80,11 @@ class MemoryLog implements WriteLog {
   landing: Promise<void> | undefined;
   private next = 1;
 
+  /** While set, another process holds the log: every call is refused as fenced. */
+  fenced = false;
+
   async append(value: string): Promise<string> {
+    if (this.fenced) throw new LogFenced("memory is held by another process now");
     if (this.away) throw new Error("connect ECONNREFUSED");
     await this.landing;
     const id = `${this.next++}-0`;
@@ -94,6 +98,7 @@ class MemoryLog implements WriteLog {
   }
 
   trim(minId: string): Promise<void> {
+    if (this.fenced) return Promise.reject(new LogFenced("memory is held by another process now"));
     if (this.away) return Promise.reject(new Error("connect ECONNREFUSED"));
     this.entries = this.entries.filter(([id]) => compareIds(id, minId) >= 0);
     return Promise.resolve();
@@ -397,6 +402,34 @@ describe("a branch worker's durable writes", () => {
     await writes.append("apps/t", upsert("d"));
     assert.equal(states.length, 2, "available is reported once too");
     assert.deepEqual(outcomes, ["failed", "failed", "appended", "appended"]);
+  });
+
+  it("a log held by another process now refuses the worker: no outage is reported, nothing is trimmed, and it is said once", async () => {
+    const log = new MemoryLog();
+    const states: QueueState[] = [];
+    const outcomes: string[] = [];
+    const warnings: string[] = [];
+    const writes = durable(log, {
+      onState: (state) => states.push(state),
+      onAppend: (outcome) => outcomes.push(outcome),
+      logger: { ...quiet, warn: (message: string) => warnings.push(message) },
+    });
+    await writes.append("apps/t", upsert("a"));
+    log.fenced = true;
+    const refused = await writes.append("apps/t", upsert("b"));
+    assert.ok("failed" in refused);
+    assert.match(refused.failed, /held by another process/);
+    writes.settle([], 0, true);
+    await writes.flushed();
+    await writes.append("apps/t", upsert("c"));
+    assert.deepEqual(log.ids(), ["1-0"], "nothing trimmed, nothing added");
+    assert.deepEqual(outcomes, ["appended", "fenced", "fenced"]);
+    assert.ok(
+      states.every((state) => state.available),
+      "never reported as the queue unavailable",
+    );
+    assert.equal(warnings.length, 1, warnings.join("\n"));
+    assert.match(warnings[0]!, /lost the branch/);
   });
 
   it("an append Redis does not answer fails after its timeout, so a hanging Redis never stalls the branch", async () => {
