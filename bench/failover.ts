@@ -4,7 +4,11 @@
 // second is ready, BENCH_FAILOVER_EDITS edits are sent, each to its own ConfigMap, and the holder
 // is killed with SIGKILL a second after the last was answered, while the push cooldown still
 // holds some of them. Measured: from the kill to the other holding the branch's Lease, and to the
-// push that landed the last edit.
+// push that landed the last edit. With `freeze`, the holder is stopped with SIGSTOP instead (a
+// paused VM, a stalled node): once the other has taken over and landed the edits, each of them
+// is edited again and landed, and then the frozen holder wakes (SIGCONT) with its window and its
+// durable queue as it left them; measured besides: how many values in Git went back to the
+// older edit, and how many pushes landed in the two lease durations after the wake.
 import { CoordinationV1Api, CoreV1Api } from "@kubernetes/client-node";
 import { leaseKindLabel, shardAnnotation } from "../internal/operator/shardleases.ts";
 import { mkdir } from "node:fs/promises";
@@ -19,6 +23,8 @@ import type { Harness } from "./size.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 
 export interface FailoverResult {
+  /** How the holder was stopped: SIGKILL, or SIGSTOP and woken later. */
+  stop: "kill" | "freeze";
   edits: number;
   /** From the SIGKILL to the other replica holding the branch's Lease. */
   takeoverMs: number | undefined;
@@ -26,11 +32,21 @@ export interface FailoverResult {
   recoveredMs: number | undefined;
   /** How many of the edits reached Git. */
   landed: number;
+  /** With `freeze`, after the wake: values in Git back at the older edit, and pushes that landed. */
+  woken?: { regressed: number; pushes: number };
 }
+
+/** The shipped Lease duration: the woken holder is watched for two of them. */
+const leaseDurationMs = 15_000;
 
 const leaseNamespace = "default";
 
-export async function measureFailover(h: Harness, size: number, namespace: string): Promise<FailoverResult> {
+export async function measureFailover(
+  h: Harness,
+  size: number,
+  namespace: string,
+  stop: "kill" | "freeze" = "kill",
+): Promise<FailoverResult> {
   const { kc, git, user, config } = h;
   const edits = Math.min(config.failoverEdits, size);
   await fillNamespace(kc, namespace, size, config.createBatch);
@@ -77,42 +93,95 @@ export async function measureFailover(h: Harness, size: number, namespace: strin
       log,
       workerRoot: join(h.workerRoot, `failover-${namespace}-a`),
     });
-    if (snapshot.ms === undefined) return { edits, takeoverMs: undefined, recoveredMs: undefined, landed: 0 };
+    if (snapshot.ms === undefined)
+      return { stop, edits, takeoverMs: undefined, recoveredMs: undefined, landed: 0 };
     const second = await start("b");
     await untilReady(second, config.snapshotTimeoutMs);
     await log.skipExisting();
     const holder = await leaseHolder(h, repository);
 
-    const core = kc.makeApiClient(CoreV1Api);
-    const run = Date.now() % 1_000_000;
-    const tokens = Array.from({ length: edits }, (_, i) => `failover-${run}-${i}`);
-    for (const [i, token] of tokens.entries())
-      await core.patchNamespacedConfigMap({
-        namespace,
-        name: configMapName(i),
-        body: [{ op: "replace", path: "/data/alpha", value: token }],
-      });
+    const tokens = await editEach(h, namespace, edits, "failover");
     await sleep(1_000);
-    await leader.process.kill();
-    const killedAt = Date.now();
+    if (stop === "kill") await leader.process.kill();
+    else process.kill(leader.process.pid, "SIGSTOP");
+    const stoppedAt = Date.now();
 
     let takeoverMs: number | undefined;
-    const deadline = killedAt + config.settleTimeoutMs;
+    const deadline = stoppedAt + config.settleTimeoutMs;
     while (Date.now() < deadline) {
       const now = takeoverMs === undefined ? await leaseHolder(h, repository) : undefined;
-      if (now !== undefined && now !== holder) takeoverMs = Date.now() - killedAt;
+      if (now !== undefined && now !== holder) takeoverMs = Date.now() - stoppedAt;
       await log.scan(folder);
       if (takeoverMs !== undefined && tokens.every((t) => log.landed.has(t))) break;
       await sleep(100);
     }
     const landed = tokens.filter((t) => log.landed.has(t)).length;
     const recoveredMs =
-      landed === edits ? Math.max(...tokens.map((t) => log.landed.get(t)!)) - killedAt : undefined;
-    return { edits, takeoverMs, recoveredMs, landed };
+      landed === edits ? Math.max(...tokens.map((t) => log.landed.get(t)!)) - stoppedAt : undefined;
+    const result: FailoverResult = { stop, edits, takeoverMs, recoveredMs, landed };
+    if (stop === "freeze") result.woken = await wake(h, leader, namespace, edits, repository, log);
+    return result;
   } finally {
-    for (const replica of replicas) await replica.process.stop(30_000);
+    for (const replica of replicas) {
+      if (stop === "freeze" && replica.process.running) process.kill(replica.process.pid, "SIGCONT");
+      await replica.process.stop(30_000);
+    }
     await redis.stop();
   }
+}
+
+/** Edits the first `edits` ConfigMaps, each to a token of its own; returns the tokens. */
+async function editEach(h: Harness, namespace: string, edits: number, prefix: string): Promise<string[]> {
+  const core = h.kc.makeApiClient(CoreV1Api);
+  const run = Date.now() % 1_000_000;
+  const tokens = Array.from({ length: edits }, (_, i) => `${prefix}-${run}-${i}`);
+  for (const [i, token] of tokens.entries())
+    await core.patchNamespacedConfigMap({
+      namespace,
+      name: configMapName(i),
+      body: [{ op: "replace", path: "/data/alpha", value: token }],
+    });
+  return tokens;
+}
+
+/**
+ * The frozen holder's wake: every edited ConfigMap is edited again and the new holder lands it,
+ * then the frozen one wakes with its window and queue as it left them. Counted two lease
+ * durations later: values in Git that are not the newer edit, and pushes since the wake.
+ */
+async function wake(
+  h: Harness,
+  frozen: OperatorProcess,
+  namespace: string,
+  edits: number,
+  repository: string,
+  log: PushLog,
+): Promise<{ regressed: number; pushes: number }> {
+  const folder = configMapFolder(namespace);
+  const newer = await editEach(h, namespace, edits, "newer");
+  const deadline = Date.now() + h.config.settleTimeoutMs;
+  while (Date.now() < deadline && !newer.every((t) => log.landed.has(t))) {
+    await log.scan(folder);
+    await sleep(100);
+  }
+  const pushesBefore = (await log.pushes()).length;
+  process.kill(frozen.process.pid, "SIGCONT");
+  await sleep(2 * leaseDurationMs);
+  const values = await h.git.gitIn(repository, [
+    "grep",
+    "-h",
+    "-o",
+    "-e",
+    "newer-[0-9]*-[0-9]*",
+    "main",
+    "--",
+    folder,
+  ]);
+  const inGit = new Set(values.split("\n").map((line) => line.trim()));
+  return {
+    regressed: newer.filter((t) => !inGit.has(t)).length,
+    pushes: (await log.pushes()).length - pushesBefore,
+  };
 }
 
 /** The holder of the branch's Lease: the one shard Lease of the repository the phase writes. */

@@ -35,8 +35,9 @@ export interface SizeResult {
   writer?: WriterResult;
   /** (w) the write side alone, at each offered rate. */
   writeSide?: WriteSideResult[];
-  /** (s) a failover between two replicas, on the first size. */
+  /** (s) a failover between two replicas, on the first size: the holder killed, then frozen. */
   failover?: FailoverResult;
+  freeze?: FailoverResult;
   /** (r) branches shared out by replicas, on the first size: one replica, then several. */
   shards?: ShardsResult;
   /** Whether sampled files the operator pushed equal the reference's, byte for byte. */
@@ -124,6 +125,17 @@ export function resultTable(result: RunResult): string {
         n,
         `taken in ${s(f.takeoverMs)}`,
         `${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the SIGKILL (a 15 s Lease)`,
+        "",
+        "",
+      ]);
+    }
+    const z = r.freeze;
+    if (z) {
+      rows.push([
+        "(s) failover, branch holder frozen (SIGSTOP), then woken",
+        n,
+        `taken in ${s(z.takeoverMs)}`,
+        `${z.landed}/${z.edits} edits in Git, the last ${s(z.recoveredMs)} after the SIGSTOP; after the wake, ${z.woken?.regressed ?? "?"} value(s) back at an older edit, ${z.woken?.pushes ?? "?"} push(es) in 30 s`,
         "",
         "",
       ]);

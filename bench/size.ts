@@ -82,6 +82,13 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
     progress(
       `  the other replica held the branch ${s(f.takeoverMs)} after the kill; ${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the kill`,
     );
+    progress(
+      `(s) N=${size}: the same, the holder frozen with SIGSTOP instead, every value edited again, then the holder woken`,
+    );
+    const z = (r.freeze = await measureFailover(h, size, `${namespace}-z`, "freeze"));
+    progress(
+      `  held ${s(z.takeoverMs)} after the freeze; ${z.landed}/${z.edits} edits in Git, the last ${s(z.recoveredMs)} after it; after the wake ${z.woken?.regressed ?? "?"} value(s) went back, ${z.woken?.pushes ?? "?"} push(es)`,
+    );
   }
 
   if (withEdits && config.shardBranches > 0) {

@@ -594,11 +594,11 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
     ]);
     let recovering: ReturnType<typeof startAnotherOperator> | undefined;
     try {
-      // An apply that waits 20 s for a Deployment that never gets ready (no kubelet runs here).
+      // An apply that waits 10 s for a Deployment that never gets ready (no kubelet runs here).
       await kustomizations.apply(
         {
           metadata: { name: "apps", namespace },
-          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "20s" },
+          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "10s" },
         } as Kustomization,
         "kubectl",
       );
@@ -663,7 +663,7 @@ describe("Flux applies when the branch worker decides, with the real Flux contro
       await kustomizations.apply(
         {
           metadata: { name: "apps", namespace },
-          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "20s" },
+          spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "10s" },
         } as Kustomization,
         "kubectl",
       );

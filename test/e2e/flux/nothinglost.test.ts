@@ -603,13 +603,13 @@ describe("neither side's change is lost, with the real Flux controllers", () => 
 
   it("an apply that runs past its budget is Unresolved: an ApplyUnresolved Event, suspended at once, and followed to its end", async () => {
     await inStep();
-    // A budget of 3 s, and an apply that waits 20 s for a Deployment no kubelet will run.
+    // A budget of 3 s, and an apply that waits 10 s for a Deployment no kubelet will run.
     const started = await restartAfter(
       async () => {
         await kustomizations.apply(
           {
             metadata: { name: "apps", namespace },
-            spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "20s" },
+            spec: { ...kustomization(namespace, "apps", "./clusters/apps").spec, wait: true, timeout: "10s" },
           } as Kustomization,
           "kubectl",
         );
