@@ -379,6 +379,8 @@ export const GitTargetReason = {
   DefaultsProofForbidden: "DefaultsProofForbidden",
   /** The folder holds content the operator cannot manage safely; a human must fix it. */
   UnsupportedContent: "UnsupportedContent",
+  /** An object holds a value kustomize would not build as it is (a DEL, C1 or NEL character, U+FFFE or U+FFFF), in a folder kustomize builds; the object is not written until the value changes, and the rest of the folder flows. */
+  ValueNotRepresentable: "ValueNotRepresentable",
   /** A collection is new, restarted or replaying, so live writes are held. */
   Rechecking: "Rechecking",
   /** A rendered value in the folder disagrees with the live object, so live writes are dropped. */

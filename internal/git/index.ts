@@ -20,6 +20,6 @@ export { outageFacts, outageMessage, type OutageFacts } from "./worker/outage.ts
 export { contentionFacts, contentionMessage, type ContentionFacts } from "./worker/contention.ts";
 export type { TargetSettings } from "./folder/writes.ts";
 export type { FolderReport } from "./folder/targetfolders.ts";
-export { unwrittenMessage } from "./folder/refusedwrites.ts";
+export { unwrittenMessage, type RefusedWrite } from "./folder/refusedwrites.ts";
 export { Exclusions } from "./folder/coordinated.ts";
 export { probeRemote, type ProbeOutcome } from "./engine/probe.ts";

@@ -18,6 +18,7 @@ import {
   outageMessage,
   type OutageFacts,
   unwrittenMessage,
+  type RefusedWrite,
 } from "../git/index.ts";
 import { grantsAdmit } from "../grants/namespaces.ts";
 import type { StreamSummary } from "../watch/manager.ts";
@@ -122,8 +123,8 @@ export interface WriteFacts {
   encryptedDocuments?: number;
   /** The acceptance gate's refusal of the folder, naming the file and the feature. */
   folderRefusal?: string;
-  /** Why each change that had nowhere to land (a read-only base document, say) was refused. */
-  refusedWrites?: string[];
+  /** Each change that had nowhere to land (a read-only base document, a value kustomize cannot carry), and why. */
+  refusedWrites?: readonly RefusedWrite[];
   /** The render-vs-live gate, once the worker has a view of the folder. */
   renderGate?: { status: "True" | "False" | "Unknown"; reason: string; message: string };
   /** The branch's remote cannot be reached: since when, what failed, and what is kept. */
@@ -133,17 +134,32 @@ export interface WriteFacts {
 }
 
 /** Reasons only a person can clear: the target is Stalled until they do. */
-const humanFixes: readonly string[] = [R.UnsupportedContent, R.RenderDoesNotMatchLive];
+const humanFixes: readonly string[] = [
+  R.UnsupportedContent,
+  R.ValueNotRepresentable,
+  R.RenderDoesNotMatchLive,
+];
+
+/**
+ * The reason of a folder whose changes stay unwritten: ValueNotRepresentable when every one of
+ * them holds a value kustomize cannot carry (the fix is the value's, not the folder's).
+ */
+function unwrittenReason(refused: readonly RefusedWrite[]): string {
+  return refused.length > 0 && refused.every((w) => w.reason === "value_not_representable")
+    ? R.ValueNotRepresentable
+    : R.UnsupportedContent;
+}
 
 function writeConditions(world: TargetWorld, write: WriteFacts, g: number | undefined): ConditionUpdate[] {
   const path = world.target.spec.path;
   // A change refused is as much a human's to fix as a folder refused: never Ready while it stays.
-  const unwritten = write.folderRefusal ?? unwrittenMessage(write.refusedWrites ?? []);
+  const refused = write.refusedWrites ?? [];
+  const unwritten = write.folderRefusal ?? unwrittenMessage(refused.map((w) => w.message));
   const accepted: ConditionUpdate = unwritten
     ? {
         type: C.GitPathAccepted,
         status: "False",
-        reason: R.UnsupportedContent,
+        reason: write.folderRefusal ? R.UnsupportedContent : unwrittenReason(refused),
         message: unwritten,
         observedGeneration: g,
       }

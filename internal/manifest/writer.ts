@@ -8,6 +8,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { keepWrittenDefaults, type Defaulted } from "../sanitize/owned.ts";
 import { contentDigest } from "../sanitize/digest.ts";
 import { toStableYaml } from "../sanitize/stableyaml.ts";
+import { codePointName, uncarriedField } from "../sanitize/yamlstrings.ts";
 import { type ResourceIdentity, identityKeyOf } from "../types/identity.ts";
 import {
   appendDocument,
@@ -44,6 +45,11 @@ export interface WriterSettings {
    * when the folder is not rendered. A context document is judged against it.
    */
   rendered?: () => Promise<ReadonlyMap<string, unknown> | undefined>;
+  /**
+   * An applier builds the folder with kustomize whether or not it holds a kustomization (Flux
+   * makes one when there is none): its values are judged against what kustomize can carry.
+   */
+  kustomizeBuilt?: boolean;
 }
 
 /** What one upsert did: where, whether it created the document, and which rung placed it. */
@@ -102,6 +108,8 @@ export class FolderWriter {
     }
     const location = lookup?.found;
     if (sensitive) return this.sealOrRefuse(identity, object, location, defaulted, digest);
+    const uncarried = this.uncarried(identity, object);
+    if (uncarried) return uncarried;
     if (!location) {
       this.context ??= readContext(this.tree, this.inventory);
       const outside = (await this.context).get(identityKeyOf(identity));
@@ -113,6 +121,27 @@ export class FolderWriter {
     const edits = await this.editsOf(location, object, defaulted, digest);
     for (const edit of edits) await this.put(edit.path, edit.text, edit.facts);
     return { path: location.path, created: false, changed: edits.length > 0 };
+  }
+
+  /**
+   * A refusal of an object holding a value kustomize would not build as it is, in a folder
+   * kustomize builds (an applier's, or one holding a kustomization): written, the value would
+   * fail the whole folder's build or be applied as another value. Skipped fail-safe, the rest of
+   * the folder flows, and the object is written once its value is one kustomize carries. A
+   * Secret is never judged: it is written as a SOPS document, which is decrypted, not re-emitted.
+   */
+  private uncarried(identity: ResourceIdentity, object: KubernetesObject): UpsertOutcome | undefined {
+    if (!this.settings.kustomizeBuilt && this.inventory.kustomizations().length === 0) return undefined;
+    const found = uncarriedField(object);
+    if (!found) return undefined;
+    const effect =
+      found.effect === "refused"
+        ? "fails the folder's kustomize build (it prints the character raw, and refuses to read it back)"
+        : "is applied as another value (kustomize prints it raw, and it is read back as a space)";
+    return {
+      refused: `${describe(identity)}: ${found.field} holds ${codePointName(found.codePoint)}, which ${effect}; the object is not written until the value holds no such character`,
+      reason: "value_not_representable",
+    };
   }
 
   /**

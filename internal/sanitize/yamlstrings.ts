@@ -58,3 +58,60 @@ function withReadableStrings(tags: Tags): Tags {
  * follow it (yes, on and 1:20 are quoted when they are strings), and readable strings.
  */
 export const yamlOptions = { compat: "yaml-1.1", customTags: withReadableStrings } as const;
+
+// What `kustomize build` cannot carry, measured with the pinned kustomize and kustomize-controller
+// against the files this writer writes: kustomize reads an escaped value right, but prints what it
+// built with its own encoder, which writes these raw. DEL, the C1 controls but NEL, a lone
+// surrogate, U+FFFE and U+FFFF then fail its own re-read ("control characters are not allowed"),
+// so the whole folder fails to build; NEL is read back as a line break folded to a space. The
+// same holds in data, annotations, CRD-defined and cluster-scoped kinds alike; C0 controls,
+// U+2028, U+2029 and U+FEFF come back the same.
+const kustomizeRefuses = /[\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]/u;
+const kustomizeChanges = /\x85/u;
+
+/** A character of a value that `kustomize build` cannot carry, and what it would do. */
+export interface Uncarried {
+  codePoint: number;
+  /** refused: the build fails, and Flux applies nothing of the folder; changed: another value is applied. */
+  effect: "refused" | "changed";
+}
+
+/** The first character of `value` that `kustomize build` cannot carry unchanged, if any. */
+export function kustomizeCannotCarry(value: string): Uncarried | undefined {
+  const refused = kustomizeRefuses.exec(value);
+  if (refused) return { codePoint: refused[0].codePointAt(0)!, effect: "refused" };
+  const changed = kustomizeChanges.exec(value);
+  return changed ? { codePoint: changed[0].codePointAt(0)!, effect: "changed" } : undefined;
+}
+
+/**
+ * The first string of an object, key or value, that `kustomize build` cannot carry, with its
+ * field path (`data.note`, `metadata.annotations.example.com/x`, `spec.items[2]`), if any.
+ */
+export function uncarriedField(object: unknown, path = ""): (Uncarried & { field: string }) | undefined {
+  if (typeof object === "string") {
+    const found = kustomizeCannotCarry(object);
+    return found && { ...found, field: path };
+  }
+  if (Array.isArray(object)) {
+    for (const [index, item] of object.entries()) {
+      const found = uncarriedField(item, `${path}[${index}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (object === null || typeof object !== "object") return undefined;
+  for (const [key, item] of Object.entries(object)) {
+    const field = path === "" ? key : `${path}.${key}`;
+    const inKey = kustomizeCannotCarry(key);
+    if (inKey) return { ...inKey, field };
+    const found = uncarriedField(item, field);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** U+0085, as a message names a character. */
+export function codePointName(codePoint: number): string {
+  return `U+${hex(codePoint, 4)}`;
+}

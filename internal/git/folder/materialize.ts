@@ -31,6 +31,7 @@ import { pruneRemoves, sweepReaches, type CollectionView } from "./prune.ts";
 import { PushedSince, type Overridden } from "./threeway.ts";
 import type { MeasuredDivergence } from "./rendergate.ts";
 import { absentDocument, type Change, type DecidedWrite, type PruneMode, type Replayed } from "./writes.ts";
+import type { RefusedWrite } from "./refusedwrites.ts";
 
 export interface MaterializeOptions {
   committer: Signature;
@@ -102,7 +103,7 @@ export interface MaterializeResult {
    * The objects whose change had nowhere to land, by identity key, with why: for a condition.
    * Undefined on a replay, which judges only what its first commit decided.
    */
-  refusedWrites?: { key: string; message: string }[];
+  refusedWrites?: RefusedWrite[];
 }
 
 export async function materialize(
@@ -135,6 +136,8 @@ export async function materialize(
     additionalSensitive: options.additionalSensitive,
     encryption: write.target.encryption,
     followed,
+    // Flux builds a folder with kustomize whether or not it holds a kustomization.
+    kustomizeBuilt: write.target.claim?.kind === "FluxClaim",
     // Built when a read-only base document is edited: at the commit while this write has changed
     // nothing yet, of the worktree as it is otherwise.
     rendered: async () => (await rendering(writer.touched.size === 0 ? "commit" : "worktree")).objects,
@@ -142,14 +145,15 @@ export async function materialize(
   const applied: AppliedChange[] = [];
   const decided: Change[] = [];
   const placements: MaterializeResult["placements"] = [];
-  const refusedWrites: { key: string; message: string }[] = [];
+  const refusedWrites: RefusedWrite[] = [];
   const counted = (outcome: DocumentOutcome) => {
     if (!replay) options.onDocument?.(write, outcome);
   };
   const refuse = (identity: ResourceIdentity, reason: string, message: string) => {
     options.onRefused(write, identity, reason, message);
     // Encryption has a condition of its own; any other refusal is a change left unwritten.
-    if (reason !== "encryption_unavailable") refusedWrites.push({ key: identityKeyOf(identity), message });
+    if (reason !== "encryption_unavailable")
+      refusedWrites.push({ key: identityKeyOf(identity), message, reason });
   };
   const remove = async (identity: ResourceIdentity, at: DocumentLocation | undefined, inferred: boolean) => {
     if (!pruneRemoves(state.prune, inferred ? "inferred" : "observed")) return;

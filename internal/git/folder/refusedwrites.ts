@@ -4,18 +4,26 @@
 import { identityKeyOf } from "../../types/identity.ts";
 import type { Change } from "./writes.ts";
 
+/** One object's change refused: its identity key, why (for the condition) and the refusal's reason. */
+export interface RefusedWrite {
+  key: string;
+  message: string;
+  /** As the placement refusals count it: value_not_representable, ambiguous_namespace, … */
+  reason: string;
+}
+
 export class RefusedWrites {
-  private readonly byKey = new Map<string, string>();
+  private readonly byKey = new Map<string, RefusedWrite>();
 
   /** A write made: every object it carried is judged again, and the ones refused now stay. */
-  took(changes: readonly Change[], refused: readonly { key: string; message: string }[]): void {
+  took(changes: readonly Change[], refused: readonly RefusedWrite[]): void {
     for (const change of changes) this.byKey.delete(identityKeyOf(change.identity));
-    for (const { key, message } of refused) this.byKey.set(key, message);
+    for (const write of refused) this.byKey.set(write.key, write);
   }
 
-  /** Why each refused object was refused, in identity order, so the message is stable. */
-  messages(): string[] {
-    return [...this.byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, m]) => m);
+  /** Every refused object's refusal, in identity order, so the message is stable. */
+  list(): RefusedWrite[] {
+    return [...this.byKey.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, w]) => w);
   }
 }
 

@@ -9,7 +9,7 @@ import { TargetCollections } from "./collections.ts";
 import { followedObjects } from "./followed.ts";
 import type { FolderState, MaterializeResult } from "./materialize.ts";
 import { deleteReaches } from "./prune.ts";
-import { RefusedWrites } from "./refusedwrites.ts";
+import { RefusedWrites, type RefusedWrite } from "./refusedwrites.ts";
 import { RenderGate, type GateReport } from "./rendergate.ts";
 import type { DecidedWrite, PruneMode, Replayed, TargetSettings } from "./writes.ts";
 
@@ -31,8 +31,8 @@ export interface Intake {
 export interface FolderReport {
   /** The acceptance gate refused the folder; undefined once it is accepted. */
   refusal?: Refusal;
-  /** Why each change that had nowhere to land was refused, while it stays unwritten. */
-  refusedWrites: string[];
+  /** Each change that had nowhere to land, and why, while it stays unwritten. */
+  refusedWrites: RefusedWrite[];
   renderGate: GateReport;
   /** How many SOPS documents the folder holds. */
   encryptedDocuments: number;
@@ -276,7 +276,7 @@ export class TargetFolders {
       target.key,
       {
         refusal: folder.refusal,
-        refusedWrites: folder.refusedWrites.messages(),
+        refusedWrites: folder.refusedWrites.list(),
         renderGate: folder.gate.report(),
         encryptedDocuments: inventory.sealedCount,
         placement: {

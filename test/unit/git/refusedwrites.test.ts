@@ -21,11 +21,12 @@ const key = (name: string) => `/ConfigMap/apps/${name}`;
 describe("a refused change stays in a condition until a later write of the object lands", () => {
   it("an object refused stays refused while other objects are written, and clears when its own write lands", () => {
     const refused = new RefusedWrites();
-    refused.took([upsert("a"), upsert("b")], [{ key: key("a"), message: "a is read-only" }]);
+    const a = { key: key("a"), message: "a is read-only", reason: "read_only_base" };
+    refused.took([upsert("a"), upsert("b")], [a]);
     refused.took([upsert("b")], []);
-    assert.deepEqual(refused.messages(), ["a is read-only"]);
+    assert.deepEqual(refused.list(), [a]);
     refused.took([upsert("a")], []);
-    assert.deepEqual(refused.messages(), []);
+    assert.deepEqual(refused.list(), []);
   });
 
   it("the message counts what stays unwritten and shows the first three", () => {

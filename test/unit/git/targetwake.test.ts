@@ -30,7 +30,16 @@ describe("delivery is not publication: a GitTarget is woken by what its status s
   });
 
   it("a write that refuses an object, or moves the kustomize root, wakes the target", () => {
-    const refused = { ...written("bbb", 10), refusedWrites: ["ConfigMap shop/web: no such folder"] };
+    const refused = {
+      ...written("bbb", 10),
+      refusedWrites: [
+        {
+          key: "/ConfigMap/shop/web",
+          message: "ConfigMap shop/web: no such folder",
+          reason: "placement_refused",
+        },
+      ],
+    };
     assert.equal(reportWakesTarget(written("aaa", 10), refused, true), true);
     const moved = written("bbb", 10);
     moved.placement!.kustomizeRoot = "apps/base";

@@ -74,6 +74,55 @@ describe("the manifest-aware writer", () => {
     assert.equal(tree.commits[0]?.message, "update a");
   });
 
+  it("a value kustomize would not carry is not written into a folder kustomize builds; the rest flows, and the object is written once its value is representable", async () => {
+    const kustomization =
+      "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - bundle.yaml\n";
+    const bundle =
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\ndata:\n  k: old\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: apps\ndata:\n  k: old\n";
+    const tree = new MemoryTree({
+      "clusters/dev/kustomization.yaml": kustomization,
+      "clusters/dev/bundle.yaml": bundle,
+    });
+    const refused: string[] = [];
+    const inventory = new FolderInventory("clusters/dev");
+    await apply(
+      tree,
+      write([
+        { op: "upsert", identity: id("a"), object: configMap("a", "apps", { k: "one\u0085two" }) },
+        { op: "upsert", identity: id("b"), object: configMap("b", "apps", { k: "new" }) },
+      ]),
+      refused,
+      inventory,
+    );
+    assert.deepEqual(refused, ["a"]);
+    const after = tree.files.get("clusters/dev/bundle.yaml")!;
+    assert.match(after, /name: a\n {2}namespace: apps\ndata:\n {2}k: old/, "a is left as it was");
+    assert.match(after, /name: b\n {2}namespace: apps\ndata:\n {2}k: new/, "b is written");
+    await apply(
+      tree,
+      write([{ op: "upsert", identity: id("a"), object: configMap("a", "apps", { k: "one two" }) }]),
+      refused,
+      inventory,
+    );
+    assert.deepEqual(refused, ["a"], "not refused again");
+    assert.match(tree.files.get("clusters/dev/bundle.yaml")!, /k: one two/);
+  });
+
+  it("a plain folder no tool rebuilds takes such a value escaped; a folder Flux applies is judged though it holds no kustomization", async () => {
+    const plain = new MemoryTree();
+    const refused: string[] = [];
+    const object = configMap("a", "apps", { k: "one\x7ftwo" });
+    await apply(plain, write([{ op: "upsert", identity: id("a"), object }]), refused);
+    assert.deepEqual(refused, []);
+    assert.match(plain.files.get("clusters/dev/apps/configmaps/a.yaml")!, /k: "one\\x7Ftwo"/);
+    const applied = new MemoryTree();
+    const claim = { kind: "FluxClaim" as const, namespace: "apps", name: "apps", targetUid: "u" };
+    const target = { ...write([]).target, claim };
+    await apply(applied, { ...write([{ op: "upsert", identity: id("a"), object }]), target }, refused);
+    assert.deepEqual(refused, ["a"]);
+    assert.equal(applied.files.has("clusters/dev/apps/configmaps/a.yaml"), false);
+  });
+
   it("makes no commit for an upsert that changes nothing", async () => {
     const tree = new MemoryTree();
     const object = configMap("same", "apps", { k: "v" });

@@ -3,7 +3,12 @@ import { describe, it } from "node:test";
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { toStableYaml } from "../../../internal/sanitize/stableyaml.ts";
-import { escapedDoubleQuoted, needsEscaping } from "../../../internal/sanitize/yamlstrings.ts";
+import {
+  escapedDoubleQuoted,
+  kustomizeCannotCarry,
+  needsEscaping,
+  uncarriedField,
+} from "../../../internal/sanitize/yamlstrings.ts";
 
 // Each character Go's YAML reads otherwise, or refuses: C0, DEL, C1 with NEL, the line and
 // paragraph separators, the byte order mark, and the two noncharacters.
@@ -47,5 +52,40 @@ describe("every file we write reads back the same through Go's YAML", () => {
 
   it("a value with line breaks and a separator keeps its line breaks, escaped", () => {
     assert.equal(escapedDoubleQuoted('a\n"b"\\\u2028'), '"a\\n\\"b\\"\\\\\\u2028"');
+  });
+});
+
+describe("what kustomize build cannot carry", () => {
+  it("DEL, the C1 controls but NEL, a lone surrogate, U+FFFE and U+FFFF fail its build; NEL comes back as a space", () => {
+    for (const code of [0x7f, 0x80, 0x84, 0x86, 0x9f, 0xd800, 0xdfff, 0xfffe, 0xffff])
+      assert.deepEqual(kustomizeCannotCarry(`a${String.fromCharCode(code)}b`), {
+        codePoint: code,
+        effect: "refused",
+      });
+    assert.deepEqual(kustomizeCannotCarry("a\u0085b"), { codePoint: 0x85, effect: "changed" });
+  });
+
+  it("C0 controls, U+2028, U+2029, U+FEFF, a surrogate pair and plain text come back the same", () => {
+    for (const value of ["\x00\x01\x1f\t\r\n", "a\u2028b\u2029c", "\ufeffx", "😀", "plain", "ünïcödé €"])
+      assert.equal(kustomizeCannotCarry(value), undefined, JSON.stringify(value));
+  });
+
+  it("names the first field that holds one, in values, keys and lists alike", () => {
+    const object = {
+      metadata: { name: "x", annotations: { "example.com/ok": "fine" } },
+      data: { plain: "ok", note: "one\u0085two" },
+    };
+    assert.deepEqual(uncarriedField(object), { codePoint: 0x85, effect: "changed", field: "data.note" });
+    assert.deepEqual(uncarriedField({ spec: { items: ["a", "b\x7f"] } }), {
+      codePoint: 0x7f,
+      effect: "refused",
+      field: "spec.items[1]",
+    });
+    assert.deepEqual(uncarriedField({ data: { "key\u009b": "v" } }), {
+      codePoint: 0x9b,
+      effect: "refused",
+      field: "data.key\u009b",
+    });
+    assert.equal(uncarriedField({ data: { a: "b", n: 1, t: true, z: null } }), undefined);
   });
 });
