@@ -331,6 +331,13 @@ export class WorkerManager implements Runnable {
           if (reason !== "encryption_unavailable" && reason !== "encryption_failed") return;
           this.updateTarget(write.target.key, (s) => s.refused.add(refusedEntry(identity)));
         },
+        // Counted as git_documents_total{outcome="healed"} through onDocument.
+        onHealed: (write, identity, healed) =>
+          this.options.logger.warn("rewrote a file Go's YAML readers refused, from the live object", {
+            gitTarget: write.target.key,
+            object: `${identity.kind} ${identity.namespace ? `${identity.namespace}/` : ""}${identity.name}`,
+            healed,
+          }),
         onEncrypted: (write, identity, outcome) => {
           onEncrypted?.(write, identity, outcome);
           const entry = refusedEntry(identity);

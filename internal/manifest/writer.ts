@@ -63,8 +63,32 @@ export type UpsertOutcome =
       unwritten?: { refused: string; reason: string };
       /** A sensitive document: encrypted again, or proved unchanged with no encryption at all. */
       encryption?: "encrypted" | "unchanged";
+      /** Its file held a character Go's YAML readers refuse raw, and was rewritten whole: which. */
+      healed?: string;
     }
   | { refused: string; reason: string; placedBy?: PlacementSource };
+
+/** One file the writer puts: its text, its facts when known, and what a heal of it rewrote. */
+interface FileEdit {
+  path: string;
+  text: string;
+  facts?: FileFacts;
+  healed?: string;
+}
+
+/**
+ * A file that holds a character Go's YAML readers refuse raw, rendered again whole: `desired`
+ * at `index`, every other document as the yaml library read it, each escaped as this writer
+ * writes (yamlstrings.ts), so kubectl, kustomize and Flux read it again. Its comments go with
+ * the heal; empty documents are dropped.
+ */
+function healedFile(parsed: ReturnType<typeof parseManifestFile>, index: number, desired: unknown): string {
+  return parsed
+    .map((doc, i) => (i === index ? desired : (doc.toJS() as unknown)))
+    .filter((value) => value !== null && value !== undefined)
+    .map((value) => toStableYaml(value as KubernetesObject))
+    .join("---\n");
+}
 
 const encryptionUnavailable =
   "a sensitive resource is written only encrypted, and the GitTarget sets no spec.encryption: " +
@@ -120,7 +144,13 @@ export class FolderWriter {
 
     const edits = await this.editsOf(location, object, defaulted, digest);
     for (const edit of edits) await this.put(edit.path, edit.text, edit.facts);
-    return { path: location.path, created: false, changed: edits.length > 0 };
+    const healed = edits.find((e) => e.healed)?.healed;
+    return {
+      path: location.path,
+      created: false,
+      changed: edits.length > 0,
+      ...(healed ? { healed: `${location.path} held ${healed}` } : {}),
+    };
   }
 
   /**
@@ -153,11 +183,16 @@ export class FolderWriter {
     object: KubernetesObject,
     defaulted: Defaulted | undefined,
     digest: string | undefined,
-  ): Promise<{ path: string; text: string; facts?: FileFacts }[]> {
+  ): Promise<FileEdit[]> {
     const chain = this.inventory.chainOf(location.path);
     // A document that already is the live object, with nothing above it to edit through, is
     // not read at all: what a restart's snapshot of a folder that agrees costs.
-    if (chain.length === 0 && this.inventory.digestAt(location) === (digest ?? contentDigest(object))) {
+    const unreadable = this.inventory.fileAt(location.path)?.unreadable;
+    if (
+      !unreadable &&
+      chain.length === 0 &&
+      this.inventory.digestAt(location) === (digest ?? contentDigest(object))
+    ) {
       return [];
     }
     const source = (await this.tree.read(location.path)) ?? "";
@@ -167,7 +202,7 @@ export class FolderWriter {
       current,
       keepTokens(current, keepWrittenDefaults(current, object, defaulted)),
     );
-    const edits: { path: string; text: string; facts?: FileFacts }[] = [];
+    const edits: FileEdit[] = [];
     if (chain.length > 0) {
       const links = await Promise.all(
         chain.map(async (path) => ({ path, source: (await this.tree.read(path)) ?? "" })),
@@ -175,6 +210,11 @@ export class FolderWriter {
       const split = editThrough(current, desired, links);
       desired = split.desired;
       for (const edit of split.kustomizations) edits.push({ path: edit.path, text: edit.source });
+    }
+    if (unreadable) {
+      const text = healedFile(parsed, location.index, desired);
+      edits.push({ path: location.path, text, facts: fileFacts(location.path, text), healed: unreadable });
+      return edits;
     }
     const next = replaceDocumentChecked(source, location.index, desired, parsed);
     if (next.text !== source)

@@ -115,3 +115,18 @@ export function uncarriedField(object: unknown, path = ""): (Uncarried & { field
 export function codePointName(codePoint: number): string {
   return `U+${hex(codePoint, 4)}`;
 }
+
+// What Go's YAML readers refuse, or read as another string, when it stands raw in a file: C0
+// controls but tab, line feed and carriage return, DEL, the C1 controls (NEL a line break),
+// U+2028, U+2029, U+FFFE, U+FFFF, and a byte order mark anywhere but the file's start. This
+// writer never leaves one raw (it escapes them); a file an earlier version or a hand wrote may.
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const rawUnreadable = /[\0-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff]|(?<!^)\ufeff/u;
+
+/** The first character of a file's text that Go's YAML readers refuse raw, and its line, if any. */
+export function unreadableRaw(text: string): { codePoint: number; line: number } | undefined {
+  const found = rawUnreadable.exec(text);
+  if (!found) return undefined;
+  const line = text.slice(0, found.index).split("\n").length;
+  return { codePoint: found[0].codePointAt(0)!, line };
+}

@@ -49,12 +49,14 @@ export interface MaterializeOptions {
   renders?: FolderRenders;
   /** Called for each document a write reaches, on its first commit only (a replay decides nothing). */
   onDocument?: (write: DecidedWrite, outcome: DocumentOutcome) => void;
+  /** Called when a write rewrote a file Go's YAML readers refused (a raw control character): which. */
+  onHealed?: (write: DecidedWrite, identity: ResourceIdentity, healed: string) => void;
   /** Called once a first snapshot's commit wrote live values over pushed changes (threeway.ts). */
   onOverridden?: (write: DecidedWrite, overridden: Overridden[], commit: string) => void;
 }
 
 /** What became of one document a write reached. */
-export type DocumentOutcome = "created" | "updated" | "deleted" | "unchanged" | "refused";
+export type DocumentOutcome = "created" | "updated" | "healed" | "deleted" | "unchanged" | "refused";
 
 /** One change a write made to the folder, for the commit message. */
 export interface AppliedChange {
@@ -211,7 +213,10 @@ export async function materialize(
       applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });
       decided.push(change);
     }
-    counted(outcome.changed ? (outcome.created ? "created" : "updated") : "unchanged");
+    if (outcome.healed && !replay) options.onHealed?.(write, identity, outcome.healed);
+    counted(
+      outcome.changed ? (outcome.created ? "created" : outcome.healed ? "healed" : "updated") : "unchanged",
+    );
   }
 
   if (write.sweep && !replay && pruneRemoves(state.prune, "inferred")) {

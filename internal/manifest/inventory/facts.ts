@@ -1,6 +1,7 @@
 // What the acceptance gate needs to know about one file, from that file alone: a folder may hold
 // 10,000 documents, so the caller caches these facts and recomputes them only when the file
 // changes, and the folder-level decision never re-parses anything.
+import { codePointName, unreadableRaw } from "../../sanitize/yamlstrings.ts";
 import { isMap, isScalar, parseAllDocuments, visit, type Document } from "yaml";
 import { groupOf } from "../document/tree.ts";
 import { identityKey } from "../../types/identity.ts";
@@ -47,6 +48,11 @@ export interface FileFacts {
   documents: DocumentFacts[];
   kustomization?: KustomizationFacts;
   findings: Finding[];
+  /**
+   * A character Go's YAML readers refuse stands raw in the file (written by an earlier version,
+   * or by hand): which, and where. The writer rewrites the file whole at its next write of it.
+   */
+  unreadable?: string;
 }
 
 // kustomize looks for exactly these names in a directory.
@@ -81,9 +87,10 @@ export function fileFacts(path: string, content: string, parsed?: Document.Parse
   const error = documents.flatMap((doc) => doc.errors)[0];
   if (error) return { path, role, documents: [], findings: [invalidYaml(path, error.message)] };
   try {
-    return role === "kustomization"
-      ? kustomizationFileFacts(path, documents)
-      : manifestFacts(path, documents);
+    if (role === "kustomization") return kustomizationFileFacts(path, documents);
+    const facts = manifestFacts(path, documents);
+    const raw = unreadableRaw(content);
+    return raw ? { ...facts, unreadable: `${codePointName(raw.codePoint)} raw on line ${raw.line}` } : facts;
   } catch (thrown) {
     // toJS throws on what the parser lets through: an unresolved alias, an alias bomb.
     return { path, role, documents: [], findings: [invalidYaml(path, String(thrown))] };

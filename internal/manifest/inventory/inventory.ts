@@ -31,8 +31,8 @@ export type LocatedDocument = DocumentFacts & { path: string };
  * Its version changes whenever FileFacts changes shape, so no facts of another shape are taken.
  */
 export interface SavedInventory {
-  /** 2: documents say whether they are SOPS documents (DocumentFacts.sealed). */
-  version: 2;
+  /** 2: documents say whether they are SOPS documents (DocumentFacts.sealed); 3: files, whether Go refuses a raw character in them (FileFacts.unreadable). */
+  version: 3;
   folder: string;
   commit: string;
   ignore: string;
@@ -104,7 +104,7 @@ export class FolderInventory {
   save(): SavedInventory | undefined {
     if (!this.commit) return undefined;
     const files = [...this.files.values()];
-    return { version: 2, folder: this.folder, commit: this.commit, ignore: this.ignoreSource, files };
+    return { version: 3, folder: this.folder, commit: this.commit, ignore: this.ignoreSource, files };
   }
 
   /**
@@ -112,7 +112,7 @@ export class FolderInventory {
    * refresh reads only what changed since. Returns false, taking nothing, for another folder.
    */
   restore(saved: SavedInventory): boolean {
-    if (saved.version !== 2 || saved.folder !== this.folder || !saved.commit) return false;
+    if (saved.version !== 3 || saved.folder !== this.folder || !saved.commit) return false;
     try {
       this.clear(saved.ignore);
       for (const facts of saved.files) this.record(facts);

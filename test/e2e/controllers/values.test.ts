@@ -29,6 +29,7 @@ import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { ageIdentity, sopsDecrypt, type AgeIdentity } from "../../support/sops.ts";
 import { eventually } from "../../support/wait.ts";
 import { snapshotsMeasured } from "./helpers.ts";
+import { unreadableRaw } from "../../../internal/sanitize/yamlstrings.ts";
 
 const run = promisify(execFile);
 const namespace = "values";
@@ -552,6 +553,52 @@ describe("Git holds every value a client set", () => {
     assert.deepEqual(
       ((await inGit(secret)) as { data?: unknown }).data,
       ((await live(plane, secret)) as { data?: unknown }).data,
+    );
+  });
+
+  it("a file with raw control characters written by an earlier version heals on the next resync", async () => {
+    const made: Made = { kind: "ConfigMap", name: "raw-config" };
+    await core.createNamespacedConfigMap({
+      namespace,
+      body: {
+        metadata: { name: made.name, labels: { app: made.name } },
+        data: { mode: "fast", note: "one\u0085two" },
+      },
+    });
+    await inGitEventually(
+      made,
+      (o) => (o as { data?: Record<string, string> }).data?.note === "one\u0085two",
+      "is written",
+    );
+    // As an earlier version wrote it: NEL raw, which Go's YAML readers take for a line break.
+    await operator.stop();
+    const raw = `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${made.name}\n  namespace: ${namespace}\n  labels:\n    app: ${made.name}\ndata:\n  mode: fast\n  note: one\u0085two\n`;
+    await git.pushForeignCommit("state", { files: { [pathOf(made)]: raw } });
+    operator = start();
+    await snapshotsMeasured(kc, namespace, "values", 4);
+    const text = await eventually(
+      async () => {
+        const now = await show(pathOf(made));
+        return now !== undefined && unreadableRaw(now) === undefined && now;
+      },
+      { timeoutMs: 60_000, description: "the file rewritten readable" },
+    );
+    // kubectl, a Go reader, reads the live value from it.
+    const read = JSON.parse(
+      await kubectlOk(
+        plane,
+        "create",
+        "--dry-run=client",
+        "-o",
+        "json",
+        "-f",
+        fileIn("raw-config.yaml", text),
+      ),
+    ) as { data?: Record<string, string> };
+    assert.deepEqual(read.data, { mode: "fast", note: "one\u0085two" });
+    assert.ok(
+      operator.logs.some((l) => l.startsWith("rewrote a file Go's YAML readers refused")),
+      "the heal is logged",
     );
   });
 });

@@ -8,7 +8,7 @@ import { InventoryStore } from "../../../internal/git/folder/inventorystore.ts";
 describe("the inventories a worker keeps beside its clone", () => {
   const dir = mkdtempSync(join(tmpdir(), "inventorystore-"));
   after(() => rmSync(dir, { recursive: true, force: true }));
-  const saved = (folder: string) => ({ version: 2 as const, folder, commit: "abc", ignore: "", files: [] });
+  const saved = (folder: string) => ({ version: 3 as const, folder, commit: "abc", ignore: "", files: [] });
 
   it("gives back what was saved, per folder", async () => {
     const store = new InventoryStore(dir);

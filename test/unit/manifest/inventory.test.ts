@@ -232,7 +232,7 @@ describe("an inventory kept across a restart", () => {
   });
 
   it("is not taken for another folder", () => {
-    const saved = { version: 2 as const, folder: "other", commit: "c", ignore: "", files: [] };
+    const saved = { version: 3 as const, folder: "other", commit: "c", ignore: "", files: [] };
     assert.equal(new FolderInventory("f").restore(saved), false);
   });
 });
@@ -243,7 +243,7 @@ describe("a saved inventory of a shape this version does not know", () => {
     await tree.commit([], "seed");
     const inventory = new FolderInventory("f");
     const broken = {
-      version: 2 as const,
+      version: 3 as const,
       folder: "f",
       commit: "c",
       ignore: "",

@@ -5,6 +5,7 @@ import type { DecidedWrite, PruneMode } from "../../../internal/git/folder/write
 import { identityOfObject } from "../../../internal/manifest/document/tree.ts";
 import { FolderInventory } from "../../../internal/manifest/inventory/inventory.ts";
 import { MemoryTree } from "./memorytree.ts";
+import { unreadableRaw } from "../../../internal/sanitize/yamlstrings.ts";
 import { apply, committer, id, write } from "./materializefixtures.ts";
 
 function configMap(name: string, namespace: string, data: Record<string, string>) {
@@ -121,6 +122,35 @@ describe("the manifest-aware writer", () => {
     await apply(applied, { ...write([{ op: "upsert", identity: id("a"), object }]), target }, refused);
     assert.deepEqual(refused, ["a"]);
     assert.equal(applied.files.has("clusters/dev/apps/configmaps/a.yaml"), false);
+  });
+
+  it("a file with raw control characters written by an earlier version heals on the next resync", async () => {
+    // An earlier version wrote NEL and DEL raw: Go's YAML readers refuse the file, so kubectl,
+    // kustomize and Flux cannot read it, though the yaml library reads the live values from it.
+    const raw =
+      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: apps\ndata:\n  k: one\u0085two\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: apps\ndata:\n  k: x\x7fy\n";
+    const tree = new MemoryTree({ "clusters/dev/bundle.yaml": raw });
+    const outcomes: string[] = [];
+    const healed: string[] = [];
+    const inventory = new FolderInventory("clusters/dev");
+    const snapshotOfA = write([
+      { op: "upsert", identity: id("a"), object: configMap("a", "apps", { k: "one\u0085two" }) },
+    ]);
+    const options = {
+      onDocument: (_w: unknown, outcome: string) => outcomes.push(outcome),
+      onHealed: (_w: unknown, _id: unknown, what: string) => healed.push(what),
+    };
+    await apply(tree, snapshotOfA, [], inventory, options);
+    const bundle = tree.files.get("clusters/dev/bundle.yaml")!;
+    assert.equal(unreadableRaw(bundle), undefined, bundle);
+    assert.match(bundle, /k: "one\\x85two"/);
+    assert.match(bundle, /k: "x\\x7Fy"/, "the other document of the file heals with it");
+    assert.deepEqual(outcomes, ["healed"]);
+    assert.deepEqual(healed, ["clusters/dev/bundle.yaml held U+0085 raw on line 7"]);
+    // Healed, the same snapshot changes nothing.
+    await apply(tree, snapshotOfA, [], inventory, options);
+    assert.deepEqual(outcomes, ["healed", "unchanged"]);
+    assert.equal(tree.files.get("clusters/dev/bundle.yaml"), bundle);
   });
 
   it("makes no commit for an upsert that changes nothing", async () => {
