@@ -6,7 +6,8 @@
 // cursors too), signed with a key it generated and checked by git verify-commit; a colleague's
 // hand-made commit announced by a signed GitHub push webhook; alice's edits saved with a
 // CommitRequest and its message; a FluxClaim holding the Kustomization that applies the folder
-// (when the Flux controllers are built); and a Secret applied server-side from a stringData
+// (when the Flux controllers are built), where a value kustomize cannot carry is held back and
+// named until it is fixed; and a Secret applied server-side from a stringData
 // manifest, which it wrote as a SOPS document with every key, decrypted by the real sops CLI.
 // Last, three operator processes share the repository's branches out (hack/demo/replicas.ts).
 import { AppsV1Api, CoreV1Api } from "@kubernetes/client-node";

@@ -2,7 +2,8 @@
 // demo's ConfigMaps folder from the repository the operator writes, and the GitTarget names a
 // FluxClaim that holds that Kustomization suspended, so it applies only when the branch worker
 // asks: a commit pushed by hand reaches the cluster through the claim, a live edit reaches Git,
-// and neither reverts the other, nor does a commit pushed while the operator is down.
+// and neither reverts the other, nor does a commit pushed while the operator is down; a value
+// kustomize cannot carry is not written, and the GitTarget says so until it is fixed.
 import { EventsV1Api } from "@kubernetes/client-node";
 import { fluxClaims, gitTargets } from "../../generated/v1alpha3/index.ts";
 import { kustomizationType, type Kustomization } from "../../internal/applier/flux/view.ts";
@@ -165,4 +166,46 @@ async function roundTrip(
   print(
     `    the operator stopped; ${whileDown.slice(0, 7)} (color: purple) was pushed meanwhile; nobody edited the ConfigMap live, so at start its first snapshot kept the push and the converge applied it: color ${(await read())?.data?.color}, and Git still says ${(await round.git.fileAt(round.repository, "main", path))?.match(/color: (\w+)/)?.[1]}`,
   );
+  await unrepresentable(env, namespace, target, round, path, print);
+}
+
+/**
+ * A value kustomize cannot carry (docs/sanitize.md): Flux builds the folder with kustomize, which
+ * would apply NEL as a space, so the object is not written and the GitTarget says why; once the
+ * value is one kustomize carries, it is written and the condition clears.
+ */
+async function unrepresentable(
+  env: Pick<MirrorEnvironment, "kc" | "core">,
+  namespace: string,
+  target: MirrorTarget,
+  round: RoundTrip,
+  path: string,
+  print: (line: string) => void,
+): Promise<void> {
+  const edit = (value: string) =>
+    env.core.patchNamespacedConfigMap({
+      namespace,
+      name: "pushed-by-hand",
+      body: [{ op: "add", path: "/data/note", value }],
+    });
+  const accepted = (reason: string) =>
+    eventually(
+      async () =>
+        (await gitTargets(env.kc).get(namespace, target.name))?.status?.conditions?.find(
+          (c) => c.type === "GitPathAccepted" && c.reason === reason,
+        ),
+      { timeoutMs: 60_000, description: `GitPathAccepted ${reason}` },
+    );
+  await edit("one\u0085two");
+  const refused = await accepted("ValueNotRepresentable");
+  print(
+    `    a live edit sets data.note to "one<NEL>two": not written; GitPathAccepted ${refused.status} ${refused.reason}: ${refused.message}`,
+  );
+  await edit("one two");
+  await eventually(
+    async () => (await round.git.fileAt(round.repository, "main", path))?.includes("note: one two"),
+    { timeoutMs: 30_000, description: "the fixed value in Git" },
+  );
+  const again = await accepted("Succeeded");
+  print(`    data.note set to "one two": written, GitPathAccepted ${again.status} ${again.reason}`);
 }

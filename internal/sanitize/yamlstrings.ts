@@ -15,9 +15,15 @@ import { stringTag, type StringifyContext } from "yaml/util";
 // eslint-disable-next-line no-control-regex -- control characters are what it finds
 const unreadable = /[\0-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]/u;
 
-/** Whether `value` must be written escaped to read back the same through Go's YAML. */
+/**
+ * Whether `value` must be written escaped to read back the same through Go's YAML: it holds an
+ * unreadable character, or it is a multi-line string the yaml library would write as a block
+ * scalar Go reads otherwise. Go takes a block's indentation from its first line that is not all
+ * spaces and refuses a tab there (a value whose first non-empty line starts with a tab), and a
+ * block of blank lines only loses its spaces.
+ */
 export function needsEscaping(value: string): boolean {
-  return unreadable.test(value);
+  return unreadable.test(value) || (value.includes("\n") && (/^\n*\t/.test(value) || /^\s*$/.test(value)));
 }
 
 const named: Readonly<Record<string, string>> = { "\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t" };
@@ -76,10 +82,27 @@ export interface Uncarried {
   effect: "refused" | "changed";
 }
 
-/** The first character of `value` that `kustomize build` cannot carry unchanged, if any. */
-export function kustomizeCannotCarry(value: string): Uncarried | undefined {
+// kustomize re-encodes every annotation (and any field a JSON 6902 patch targets) with its own
+// encoder, which writes a value that starts with a tab and holds a line feed as a block scalar
+// beginning with that tab, then refuses it, however this writer quoted it; unless it ends in a
+// space, holds a space before a line break, or holds a character that encoder must escape.
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const goEscapes = /[\0-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]/u;
+const reencodedRefused = (value: string) =>
+  value.startsWith("\t") &&
+  value.includes("\n") &&
+  !value.endsWith(" ") &&
+  !/ [\n\u2028\u2029]/u.test(value) &&
+  !goEscapes.test(value);
+
+/**
+ * The first character of `value` that `kustomize build` cannot carry unchanged, if any;
+ * `reencoded`: kustomize encodes the value again itself (an annotation's).
+ */
+export function kustomizeCannotCarry(value: string, reencoded = false): Uncarried | undefined {
   const refused = kustomizeRefuses.exec(value);
   if (refused) return { codePoint: refused[0].codePointAt(0)!, effect: "refused" };
+  if (reencoded && reencodedRefused(value)) return { codePoint: 0x09, effect: "refused" };
   const changed = kustomizeChanges.exec(value);
   return changed ? { codePoint: changed[0].codePointAt(0)!, effect: "changed" } : undefined;
 }
@@ -90,7 +113,7 @@ export function kustomizeCannotCarry(value: string): Uncarried | undefined {
  */
 export function uncarriedField(object: unknown, path = ""): (Uncarried & { field: string }) | undefined {
   if (typeof object === "string") {
-    const found = kustomizeCannotCarry(object);
+    const found = kustomizeCannotCarry(object, path.startsWith("metadata.annotations."));
     return found && { ...found, field: path };
   }
   if (Array.isArray(object)) {

@@ -87,5 +87,39 @@ describe("what kustomize build cannot carry", () => {
       field: "data.key\u009b",
     });
     assert.equal(uncarriedField({ data: { a: "b", n: 1, t: true, z: null } }), undefined);
+    // kustomize encodes every annotation again, and refuses one that starts with a tab and holds
+    // a line feed however it was quoted; the same value in data is carried.
+    assert.deepEqual(uncarriedField({ metadata: { annotations: { "example.com/x": "\ta\nb" } } }), {
+      codePoint: 0x09,
+      effect: "refused",
+      field: "metadata.annotations.example.com/x",
+    });
+    assert.equal(uncarriedField({ data: { x: "\ta\nb" } }), undefined);
+    assert.equal(uncarriedField({ metadata: { annotations: { x: "\ta\nb " } } }), undefined);
+  });
+});
+
+describe("multi-line values Go's YAML readers would misread as block scalars", () => {
+  it("a value whose first non-empty line starts with a tab, or of blank lines only, is written double-quoted; any other stays a block", () => {
+    // Go takes a block's indentation from its first line that is not all spaces and refuses a
+    // tab there (kustomize: "found a tab character where an indentation space is expected"); a
+    // block of blank lines loses its spaces. Both failed `kustomize build` of our own files.
+    const quoted = { a: "\tx\ny", b: "\n\tx\ny\n", c: " \n", d: "\t\n", e: "\n\n" };
+    const block = { f: "x\n\ty", g: "  \tx\ny", h: "a\nb\n" };
+    const text = toStableYaml({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "c" },
+      data: { ...quoted, ...block },
+    } as KubernetesObject);
+    for (const [key, value] of Object.entries(quoted)) {
+      assert.ok(needsEscaping(value), key);
+      assert.ok(text.includes(`  ${key}: ${escapedDoubleQuoted(value)}\n`), `${key} quoted in:\n${text}`);
+    }
+    for (const [key, value] of Object.entries(block)) {
+      assert.equal(needsEscaping(value), false, key);
+      assert.match(text, new RegExp(`\\n {2}${key}: \\|`), `${key} a block`);
+    }
+    assert.deepEqual((parse(text) as { data: unknown }).data, { ...quoted, ...block });
   });
 });
