@@ -37,6 +37,17 @@ describe("values kustomize cannot carry, in a folder kustomize builds", () => {
   let core: CoreV1Api;
   let branches: ReturnType<typeof folderBranches>;
 
+  /** The GitTarget's folder accepted, every change written. */
+  const accepted = () =>
+    conditionOf(
+      clients(env.kc).targets,
+      namespace,
+      namespace,
+      "GitPathAccepted",
+      "True",
+      "Succeeded",
+      60_000,
+    );
   /** `kustomize build` of the folder as the branch holds it: its output, or why it failed. */
   const build = async () => {
     const dir = makeOwnedTempDir("kz-build");
@@ -70,15 +81,7 @@ describe("values kustomize cannot carry, in a folder kustomize builds", () => {
       },
       { path: folder, rules: [{ apiGroups: [""], resources: ["configmaps"] }] },
     );
-    await conditionOf(
-      clients(env.kc).targets,
-      namespace,
-      namespace,
-      "GitPathAccepted",
-      "True",
-      "Succeeded",
-      60_000,
-    );
+    await accepted();
   });
   after(() => env?.stop());
 
@@ -136,15 +139,7 @@ describe("values kustomize cannot carry, in a folder kustomize builds", () => {
       (c) => c.includes("note: one two"),
       "the fixed value in Git",
     );
-    await conditionOf(
-      clients(env.kc).targets,
-      namespace,
-      namespace,
-      "GitPathAccepted",
-      "True",
-      "Succeeded",
-      60_000,
-    );
+    await accepted();
     assert.match(await build(), /note: one two/);
   });
 });
