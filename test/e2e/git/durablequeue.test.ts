@@ -123,7 +123,7 @@ describe("the durable write queue's Redis Stream", () => {
     assert.match(log.where, new RegExp(`Redis at ${redis.address}, stream gitopsreverser:writes:apps/trim`));
   });
 
-  it("a process that lost the branch adds nothing to its log and trims nothing once the new holder has read it; workers of one holding never fence each other", async () => {
+  it("a stale token's Redis writes are refused: a process that lost the branch adds nothing to its log and trims nothing once the new holder has read it; workers of one holding never fence each other", async () => {
     const stale = new RedisWriteLog(connection, "apps/fenced", newHolder());
     const before = [await stale.append("accepted before the freeze"), await stale.append("and another")];
     // Another process takes the branch over (its Lease): its worker reads the log first.
