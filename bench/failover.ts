@@ -17,6 +17,7 @@ import { kustomizeBinary, repoRoot } from "../test/support/binaries.ts";
 import { startOperatorProcess, type OperatorProcess } from "../test/support/operator.ts";
 import { RedisServer } from "../test/support/redis.ts";
 import { sleep } from "../internal/timing/sleep.ts";
+import { defaultLeaseTimings } from "../internal/operator/leaderelection.ts";
 import { applyMirror, configMapFolder, configMapName, fillNamespace } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";
 import type { Harness } from "./size.ts";
@@ -35,9 +36,6 @@ export interface FailoverResult {
   /** With `freeze`, after the wake: values in Git back at the older edit, and pushes that landed. */
   woken?: { regressed: number; pushes: number };
 }
-
-/** The shipped Lease duration: the woken holder is watched for two of them. */
-const leaseDurationMs = 15_000;
 
 const leaseNamespace = "default";
 
@@ -166,7 +164,8 @@ async function wake(
   }
   const pushesBefore = (await log.pushes()).length;
   process.kill(frozen.process.pid, "SIGCONT");
-  await sleep(2 * leaseDurationMs);
+  // Two shipped lease durations: the woken holder has noticed its loss long before.
+  await sleep(2 * defaultLeaseTimings.leaseDurationMs);
   const values = await h.git.gitIn(repository, [
     "grep",
     "-h",

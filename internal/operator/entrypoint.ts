@@ -3,7 +3,6 @@
 // unless --metrics-secure=false) and the probe server, and a run that stops on
 // SIGTERM or SIGINT and exits non-zero when the manager stopped on an error (a lost Lease).
 // The operator and the Kargo observer are two such processes.
-import { randomBytes } from "node:crypto";
 import type { Server } from "node:http";
 import { hostname } from "node:os";
 import { KubeConfig } from "@kubernetes/client-node";
@@ -21,6 +20,7 @@ import { MetricsAuthorizer } from "../telemetry/metricsauth.ts";
 import { readCertificate, selfSignedCertificate } from "../telemetry/servingcert.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { Manager } from "./manager.ts";
+import { newProcessIdentity } from "./identity.ts";
 
 export interface ProcessFlags {
   leaderElect: boolean;
@@ -46,7 +46,7 @@ export interface ProcessFlags {
 export function processManager(flags: ProcessFlags, leaseName: string, logger: Logger, sharePrefix?: string) {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();
-  const identity = `${hostname()}-${randomBytes(4).toString("hex")}`;
+  const identity = newProcessIdentity();
   const manager = new Manager(kubeConfig, {
     logger,
     leaderElection: flags.leaderElect

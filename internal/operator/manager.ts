@@ -3,9 +3,8 @@ import type { Controller, Ownership } from "./controller.ts";
 import { SharedInformer } from "./informer.ts";
 import type { InformerSource } from "../kube/sources.ts";
 import type { Logger } from "../telemetry/logger.ts";
-import { randomBytes } from "node:crypto";
-import { hostname } from "node:os";
 import type { FenceToken } from "../types/fence.ts";
+import { newProcessIdentity } from "./identity.ts";
 import { LeaderElector, defaultLeaseTimings, type LeaderElectionConfig } from "./leaderelection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keepConnections } from "../kube/connections.ts";
@@ -72,7 +71,7 @@ export class Manager implements Ownership {
     private readonly options: ManagerOptions,
   ) {
     this.kubeConfig = keepConnections(kubeConfig);
-    this.processToken = options.leaderElection?.identity ?? `${hostname()}-${randomBytes(4).toString("hex")}`;
+    this.processToken = options.leaderElection?.identity ?? newProcessIdentity();
   }
 
   get logger(): Logger {
