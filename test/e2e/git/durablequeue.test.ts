@@ -14,8 +14,7 @@ import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermana
 import { RedisConnection, type RedisAccess } from "../../../internal/redis/connection.ts";
 import { EntrySeal } from "../../../internal/redis/seal.ts";
 import { redisEntriesRefused } from "../../../internal/telemetry/instruments.ts";
-import { RedisWriteLog, writeLogHolderKey, writeLogKey } from "../../../internal/redis/writelog.ts";
-import { RedisCursorStore } from "../../../internal/redis/cursors.ts";
+import { RedisWriteLog, writeLogKey } from "../../../internal/redis/writelog.ts";
 import { GitTargetEventStream, type StreamItem } from "../../../internal/stream/stream.ts";
 import type { Author } from "../../../internal/types/signature.ts";
 import { GitServer } from "../../support/gitserver.ts";
@@ -151,32 +150,6 @@ describe("the durable write queue's Redis Stream", () => {
     }));
     await assert.rejects(unheld.append("from nobody"), /does not hold the branch's Lease/);
     assert.equal(await connection.client.xlen(writeLogKey("apps/fenced")), 4);
-  });
-
-  it("a resume cursor saved by a process that lost the branch is not stored; the holder's is", async () => {
-    const key = {
-      targetUid: "uid-1",
-      group: "",
-      resource: "configmaps",
-      namespace: "apps",
-      labelSelector: "",
-    };
-    const holderKey = writeLogHolderKey("apps/cursors");
-    const storeFor = (token: string) =>
-      new RedisCursorStore(connection, quiet, (uid) =>
-        uid === key.targetUid ? { holderKey, token } : { refused: "its GitTarget is gone" },
-      );
-    const [stale, holder] = [storeFor("stale"), storeFor("holder")];
-    // The new holder's worker took the branch's log (its first call sets the holder key).
-    const taker = new RedisWriteLog(connection, "apps/cursors", () => ({ token: "holder" }));
-    await taker.read();
-    holder.save(key, "200");
-    assert.equal(await holder.load(key), "200");
-    stale.save(key, "300");
-    // A load flushes what this store has pending first: the stale save was tried, and refused.
-    assert.equal(await stale.load(key), "200", "the stale process's cursor is not stored");
-    holder.save(key, "400");
-    assert.equal(await holder.load(key), "400");
   });
 
   it("with Redis away an append rejects at once instead of waiting for it", async () => {
