@@ -2,7 +2,7 @@
 // call this, so the tests run the operator as it ships.
 import type { Attribution, AttributionSettings } from "../internal/attribution/attribution.ts";
 import { RedisConnection, type RedisAccess } from "../internal/redis/connection.ts";
-import { RedisCursorStore } from "../internal/redis/cursors.ts";
+import { RedisCursorStore, type CursorFence } from "../internal/redis/cursors.ts";
 import { RedisWriteLog } from "../internal/redis/writelog.ts";
 import { RedisNotices } from "../internal/redis/notices.ts";
 import {
@@ -10,6 +10,7 @@ import {
   type CommitRequest,
   type GitBranch,
   type GitProvider,
+  type GitTarget,
 } from "../generated/v1alpha3/index.ts";
 import { PushReceiver } from "../internal/receiver/receiver.ts";
 import { branchesWoken } from "../internal/receiver/route.ts";
@@ -51,7 +52,7 @@ import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
 import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
 import { CommitRequestServer } from "./commitrequestserver.ts";
-import { keyOf, parseKey } from "../internal/types/names.ts";
+import { keyOf, parseKey, refOf } from "../internal/types/names.ts";
 import { BranchShards, commitRequestShard } from "./branchshards.ts";
 
 export interface OperatorSettings {
@@ -129,17 +130,17 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     : undefined;
   if (redis) manager.addRunnable(redis);
   const attribution = settings.attribution && setupAttribution(manager, settings.attribution, redis);
+  // With more than one replica, each holds its share of the repository branches.
+  const shards = manager.sharded ? new BranchShards(manager) : undefined;
   const sourceContexts = new SourceContexts(
     rules,
     manager.logger,
     settings.catalogRefreshMs,
     attribution && ((route, collection) => attribution.attribute(route, collection)),
-    redis && new RedisCursorStore(redis, manager.logger),
+    redis && new RedisCursorStore(redis, manager.logger, cursorFence(manager, shards)),
   );
   manager.addRunnable(sourceContexts);
   const claims = new BranchClaims();
-  // With more than one replica, each holds its share of the repository branches.
-  const shards = manager.sharded ? new BranchShards(manager) : undefined;
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
   const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
   const exclusions = new Exclusions();
@@ -351,4 +352,18 @@ function setupCommitRequests(
   );
   manager.addRunnable(server);
   return server;
+}
+
+/**
+ * How a GitTarget's resume cursors are fenced (internal/redis/cursors.ts): under its GitBranch's
+ * epoch and this process's token for that branch, as the branch's durable queue is.
+ */
+function cursorFence(manager: Manager, shards: BranchShards | undefined): CursorFence {
+  const targets = manager.informer<GitTarget>(informerSource(manager.kubeConfig, resourceTypes.GitTarget));
+  return (targetUid) => {
+    const target = targets.list().find((t) => t.metadata.uid === targetUid);
+    if (!target) return { refused: "its GitTarget is gone" };
+    const branchKey = keyOf(refOf(target.spec.gitBranchRef, target.metadata.namespace!));
+    return { branchKey, token: manager.fenceToken(shards?.branchKey(branchKey)) };
+  };
 }

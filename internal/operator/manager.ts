@@ -127,8 +127,9 @@ export class Manager implements Ownership {
 
   /**
    * The token this process writes a shard's branch state in Redis under (types/fence.ts): its
-   * holding's, or, for a process that does not share its work out, its own, so the process after
-   * it (a restart, a rolling update's new pod) fences it once it takes the branch's log.
+   * holding's, or, for a process that does not share its work out,
+   * its own, so the process after it (a restart, a rolling update's new pod) fences it from its
+   * first write of the branch's state on.
    */
   fenceToken(shard: string | undefined): FenceToken {
     if (!this.sharded) return { token: this.processToken };

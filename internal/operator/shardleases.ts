@@ -102,11 +102,15 @@ export class ShardLeases {
 
   /**
    * The fencing token of this process's holding of a shard (held, or handing over: its work
-   * still publishes), or why there is none: the shard's state in Redis is written under it.
+   * still publishes), or why there is none: the shard's state in Redis is written under it. A
+   * Lease not safely held may not be claimed with it, so a holder that woke past its deadline
+   * never takes the branch's state back from the replica that took the Lease.
    */
   fenceToken(shard: string): FenceToken {
     const holding = this.holdings.get(shard);
-    return holding ? { token: holding.token } : { refused: "this replica does not hold the branch's Lease" };
+    if (!holding) return { refused: "this replica does not hold the branch's Lease" };
+    const unsafe = this.safelyHeld(shard);
+    return unsafe === undefined ? { token: holding.token } : { token: holding.token, unclaimable: unsafe };
   }
 
   /** The shards held here now. */

@@ -15,6 +15,7 @@ import { RedisConnection, type RedisAccess } from "../../../internal/redis/conne
 import { EntrySeal } from "../../../internal/redis/seal.ts";
 import { redisEntriesRefused } from "../../../internal/telemetry/instruments.ts";
 import { RedisWriteLog, writeLogKey } from "../../../internal/redis/writelog.ts";
+import { RedisCursorStore } from "../../../internal/redis/cursors.ts";
 import { GitTargetEventStream, type StreamItem } from "../../../internal/stream/stream.ts";
 import type { Author } from "../../../internal/types/signature.ts";
 import { GitServer } from "../../support/gitserver.ts";
@@ -123,33 +124,103 @@ describe("the durable write queue's Redis Stream", () => {
   });
 
   it("a stale token's Redis writes are refused: a process that lost the branch adds nothing to its log and trims nothing once the new holder has read it; workers of one holding never fence each other", async () => {
-    const stale = new RedisWriteLog(connection, "apps/fenced", newHolder());
-    const before = [await stale.append("accepted before the freeze"), await stale.append("and another")];
-    // Another process takes the branch over (its Lease): its worker reads the log first.
-    const token = randomUUID();
-    const taker = new RedisWriteLog(connection, "apps/fenced", () => ({ token }));
-    assert.deepEqual(
-      (await taker.read()).map(([id]) => id),
-      before,
-    );
-    // The stale process wakes: its append and its trim are refused, and say why.
-    await assert.rejects(stale.append("after the takeover"), (err: Error) => {
-      assert.ok(err instanceof LogFenced, String(err));
-      assert.match(err.message, new RegExp(`held by ${token} now: this process lost the branch`));
-      return true;
-    });
-    await assert.rejects(stale.trim(idAfter(before[1]!)), LogFenced);
-    // A second worker of the same holding (a worker replaced within the process) writes on.
-    const successor = new RedisWriteLog(connection, "apps/fenced", () => ({ token }));
-    const appended = await successor.append("the new holder's write");
-    await taker.append("and its predecessor's");
-    assert.deepEqual((await successor.read()).map(([id]) => id).slice(0, 3), [...before, appended]);
-    // A process whose token is refused (it holds no Lease) writes nothing at all.
-    const unheld = new RedisWriteLog(connection, "apps/fenced", () => ({
-      refused: "this replica does not hold the branch's Lease",
-    }));
-    await assert.rejects(unheld.append("from nobody"), /does not hold the branch's Lease/);
-    assert.equal(await connection.client.xlen(writeLogKey("apps/fenced")), 4);
+    // Two processes, each with its own connection: the stale one, and the one that takes over.
+    const staleProcess = await connect(redis.address);
+    try {
+      const stale = new RedisWriteLog(staleProcess.connection, "apps/fenced", newHolder());
+      const before = [await stale.append("accepted before the freeze"), await stale.append("and another")];
+      // Another process takes the branch over (its Lease): its worker reads the log first.
+      const token = randomUUID();
+      const taker = new RedisWriteLog(connection, "apps/fenced", () => ({ token }));
+      assert.deepEqual(
+        (await taker.read()).map(([id]) => id),
+        before,
+      );
+      // The stale process wakes: its append and its trim are refused, and say why.
+      await assert.rejects(stale.append("after the takeover"), (err: Error) => {
+        assert.ok(err instanceof LogFenced, String(err));
+        assert.match(err.message, new RegExp(`held by ${token} now: this process lost the branch`));
+        return true;
+      });
+      await assert.rejects(stale.trim(idAfter(before[1]!)), LogFenced);
+      // A second worker of the same holding (a worker replaced within the process) writes on.
+      const successor = new RedisWriteLog(connection, "apps/fenced", () => ({ token }));
+      const appended = await successor.append("the new holder's write");
+      await taker.append("and its predecessor's");
+      assert.deepEqual((await successor.read()).map(([id]) => id).slice(0, 3), [...before, appended]);
+      // A process whose token is refused (it holds no Lease, or not safely) writes nothing at all.
+      const unheld = new RedisWriteLog(connection, "apps/fenced", () => ({
+        refused: "this replica does not hold the branch's Lease",
+      }));
+      await assert.rejects(unheld.append("from nobody"), /does not hold the branch's Lease/);
+      // A holding whose Lease is not safely held claims nothing (it may have been taken while it
+      // was frozen); one that claimed before writes on under its claim, which Redis still checks.
+      const late = randomUUID();
+      const unsafe = "the branch's Lease was last renewed 9.0 s ago, past the 6 s renew deadline";
+      const frozenBeforeClaiming = new RedisWriteLog(staleProcess.connection, "apps/fenced", () => ({
+        token: late,
+        unclaimable: unsafe,
+      }));
+      await assert.rejects(frozenBeforeClaiming.append("never claimed"), (err: Error) => {
+        assert.ok(err instanceof LogFenced, String(err));
+        assert.match(err.message, /past the 6 s renew deadline/);
+        return true;
+      });
+      const slowRenewal = new RedisWriteLog(connection, "apps/fenced", () => ({
+        token,
+        unclaimable: unsafe,
+      }));
+      await slowRenewal.append("claimed before its renewal ran late");
+      assert.equal(await connection.client.xlen(writeLogKey("apps/fenced")), 5);
+    } finally {
+      await staleProcess.stop();
+    }
+  });
+
+  it("a resume cursor saved by a process that lost the branch is not stored; the holder's is, and a restarted process's first save is", async () => {
+    const key = {
+      targetUid: "uid-1",
+      group: "",
+      resource: "configmaps",
+      namespace: "apps",
+      labelSelector: "",
+    };
+    const branchKey = "apps/cursors";
+    const process = async (token: string) => {
+      const { connection: own, stop } = await connect(redis.address);
+      const fence = (uid: string) =>
+        uid === key.targetUid ? { branchKey, token: { token } } : { refused: "its GitTarget is gone" };
+      return {
+        cursors: new RedisCursorStore(own, quiet, fence),
+        log: new RedisWriteLog(own, branchKey, () => ({ token })),
+        stop,
+      };
+    };
+    const [stale, holder] = [await process("stale"), await process("holder")];
+    try {
+      stale.cursors.save(key, "100");
+      assert.equal(await stale.cursors.load(key), "100");
+      // The new holder's worker takes the branch's log over, and saves its own cursor.
+      await holder.log.read();
+      holder.cursors.save(key, "200");
+      assert.equal(await holder.cursors.load(key), "200");
+      // A load flushes what its store has pending first: the stale save was tried, and refused.
+      stale.cursors.save(key, "300");
+      assert.equal(await stale.cursors.load(key), "200", "the stale process's cursor is not stored");
+      // The process after a restart of the holder saves from its first save on, before its
+      // worker has read anything: it is the branch's newest holding.
+      const restarted = await process("restarted");
+      try {
+        restarted.cursors.save(key, "400");
+        assert.equal(await restarted.cursors.load(key), "400");
+        holder.cursors.save(key, "500");
+        assert.equal(await holder.cursors.load(key), "400", "the process before the restart is fenced");
+      } finally {
+        await restarted.stop();
+      }
+    } finally {
+      await Promise.all([stale.stop(), holder.stop()]);
+    }
   });
 
   it("with Redis away an append rejects at once instead of waiting for it", async () => {
