@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 # starts the longest files first (the times this machine measured last, else
 # test/durations.json), prints the spec reporter's output, then each file's time and every test
 # past a quarter of its timeout.
-TEST_CONCURRENCY ?= 4
+TEST_CONCURRENCY ?= 5
 NODE_TEST := TEST_CONCURRENCY=$(TEST_CONCURRENCY) node --import ./hack/register.ts test/run.ts
 UNIT_TESTS := 'test/unit/**/*.test.ts'
 E2E_TESTS := 'test/e2e/**/*.test.ts'

@@ -13,7 +13,7 @@ import { RunTimes, type TestEvent } from "./support/timesreporter.ts";
 
 /** A test that names no timeout of its own has this one. */
 const timeoutMs = 300_000;
-const concurrency = Number(process.env.TEST_CONCURRENCY ?? 4);
+const concurrency = Number(process.env.TEST_CONCURRENCY ?? 5);
 
 const files = [...new Set(process.argv.slice(2).flatMap((pattern) => globSync(pattern)))];
 if (files.length === 0) {
