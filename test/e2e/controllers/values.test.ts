@@ -30,6 +30,7 @@ import { ageIdentity, sopsDecrypt, type AgeIdentity } from "../../support/sops.t
 import { eventually } from "../../support/wait.ts";
 import { snapshotsMeasured } from "./helpers.ts";
 import { unreadableRaw } from "../../../internal/sanitize/yamlstrings.ts";
+import { awkwardValue, type Reader } from "../../support/characters.ts";
 
 const run = promisify(execFile);
 const namespace = "values";
@@ -356,59 +357,10 @@ describe("Git holds every value a client set", () => {
 
   it("values with line separators and control characters read back the same through kustomize, sops and kubectl", async () => {
     const random = seededRandom(20261203);
-    // kustomize reads every one of them from our files as it is. But it prints what it built
-    // with its own YAML encoder, which writes DEL, the C1 controls, U+2028, U+2029, U+FFFE and
-    // U+FFFF unescaped, however the input spelled them: it then fails reading its own output
-    // ("control characters are not allowed"), or its reader, like Flux's, takes NEL and the
-    // separators for line breaks. No file carries those through kustomize's output; they go to
-    // the ConfigMaps that kubectl and sops read back (docs/sanitize.md).
-    const kustomizeCannot = new Set([
-      "\u007f",
-      "\u0080",
-      "\u0085",
-      "\u009f",
-      "\u2028",
-      "\u2029",
-      "\ufffe",
-      "\uffff",
-    ]);
-    const unreadable = [
-      "\u0001",
-      "\t",
-      "\r",
-      "\n",
-      "\u001b",
-      "\u007f",
-      "\u0080",
-      "\u0085",
-      "\u009f",
-      "\u00a0",
-      "\u2028",
-      "\u2029",
-      "\ufeff",
-      "\ufffe",
-      "\uffff",
-      '"',
-      "\\",
-      "'",
-      ": ",
-      " #",
-      "😀",
-      "é",
-    ];
-    type Reader = "kustomize" | "kubectl";
-    const valueOf = (through: Reader) => {
-      const pool = through === "kustomize" ? unreadable.filter((ch) => !kustomizeCannot.has(ch)) : unreadable;
-      let value = "";
-      const length = 1 + Math.floor(random() * 12);
-      for (let i = 0; i < length; i++) {
-        value +=
-          random() < 0.5
-            ? pool[Math.floor(random() * pool.length)]
-            : String.fromCharCode(0x21 + Math.floor(random() * 94));
-      }
-      return value;
-    };
+    // Every character class, and (for the ConfigMaps kustomize reads) those kustomize can carry
+    // through its own output (test/support/characters.ts; the others go to the ConfigMaps that
+    // kubectl and sops read back: docs/sanitize.md).
+    const valueOf = (through: Reader) => awkwardValue(random, through);
     const configMaps: [Made, Reader][] = [];
     for (let c = 0; c < 6; c++) {
       const through: Reader = c < 3 ? "kustomize" : "kubectl";
