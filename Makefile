@@ -38,7 +38,7 @@ build: node_modules ## Type-check and compile everything into dist/, and bundle 
 	node hack/bundle.ts
 
 .PHONY: lint
-lint: node_modules ## Type-check, run eslint, check formatting with prettier, and check that no imports go round in circles.
+lint: node_modules ## Type-check, run eslint, check formatting with prettier, and check the imports against the rooms of hack/layers.ts.
 	tsc -p tsconfig.json --noEmit
 	eslint .
 	prettier --check .

@@ -20,7 +20,7 @@ import { sleep } from "../internal/timing/sleep.ts";
 import { defaultLeaseTimings } from "../internal/operator/leaderelection.ts";
 import { applyMirror, configMapFolder, configMapName, fillNamespace } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";
-import type { Harness } from "./size.ts";
+import type { Harness } from "./harness.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 
 export interface FailoverResult {

@@ -12,7 +12,7 @@ import { measureThroughput, type ThroughputResult } from "./edits.ts";
 import { prefillRepository } from "./largerepo.ts";
 import { PushLog } from "./pushlog.ts";
 import { measureRestart } from "./restart.ts";
-import type { Harness } from "./size.ts";
+import type { Harness } from "./harness.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 
 export interface ProcessResult {

@@ -24,7 +24,7 @@ import { measureThroughput, type EditTarget, type ThroughputResult } from "./edi
 import { operatorEnvironment, peakRss } from "./process.ts";
 import { PushLog } from "./pushlog.ts";
 import { progress, seconds } from "./sampler.ts";
-import type { Harness } from "./size.ts";
+import type { Harness } from "./harness.ts";
 
 /** One replica's share when the edits began or ended: the shards it held, the phase's branches among them. */
 export interface ShardShare {

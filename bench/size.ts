@@ -18,6 +18,7 @@ import {
   targetReady,
 } from "./cluster.ts";
 import type { BenchConfig } from "./config.ts";
+import type { Harness } from "./harness.ts";
 import { measureLatency, measureThroughput } from "./edits.ts";
 import { measureProcess } from "./process.ts";
 import { measureFailover } from "./failover.ts";
@@ -35,17 +36,6 @@ import { measureWriteSide, type WriteSideResult } from "./writeside.ts";
 import { RedisConnection } from "../internal/redis/connection.ts";
 import { RedisServer } from "../test/support/redis.ts";
 import { quiet } from "../test/support/logger.ts";
-
-export interface Harness {
-  kc: KubeConfig;
-  git: GitServer;
-  user: { username: string; password: string };
-  workerRoot: string;
-  config: BenchConfig;
-  /** The control plane's admin kubeconfig, and where an operator process writes its log. */
-  kubeconfigPath: string;
-  logDir: string;
-}
 
 /** Measures one size; returns false when its snapshot did not complete (larger sizes would not either). */
 export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean): Promise<boolean> {

@@ -10,6 +10,7 @@ import { Clone } from "../internal/git/engine/clone.ts";
 import { materialize } from "../internal/git/folder/materialize.ts";
 import type { DecidedWrite } from "../internal/git/folder/writes.ts";
 import { FolderInventory } from "../internal/manifest/inventory/inventory.ts";
+import { kustomizationReferences } from "../internal/manifest/index.ts";
 import type { GitServer } from "../test/support/gitserver.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../test/support/reaper.ts";
 import { configMapIdentity } from "../test/support/streams.ts";
@@ -73,6 +74,7 @@ export async function measureWriter(
       url: git.repositoryUrl(repository),
       branch: "main",
       auth: user,
+      buildsFrom: kustomizationReferences,
     });
     await clone.fetchAndReset();
     const inventory = new FolderInventory(targetPath);

@@ -14,6 +14,7 @@ import type { KubernetesObject } from "@kubernetes/client-node";
 import { BranchWorker } from "../internal/git/worker/branchworker.ts";
 import { Clone } from "../internal/git/engine/clone.ts";
 import type { TargetSettings } from "../internal/git/folder/writes.ts";
+import { kustomizationReferences } from "../internal/manifest/index.ts";
 import { parseDuration } from "../internal/types/units.ts";
 import { sleep } from "../internal/timing/sleep.ts";
 import type { DesiredObject } from "../internal/stream/stream.ts";
@@ -21,7 +22,7 @@ import { configMapIdentity } from "../test/support/streams.ts";
 import { configMapData, configMapName } from "./cluster.ts";
 import { PushLog } from "./pushlog.ts";
 import { progress } from "./sampler.ts";
-import type { Harness } from "./size.ts";
+import type { Harness } from "./harness.ts";
 import { committing, unheardFolders } from "../test/support/worker.ts";
 import { quiet } from "../test/support/logger.ts";
 import type { RedisConnection } from "../internal/redis/connection.ts";
@@ -88,7 +89,13 @@ export async function measureWriteSide(
     prune: "OnEvent",
   };
   const worker = new BranchWorker({
-    clone: new Clone({ dir: join(h.workerRoot, repository), url, branch: "main", auth: user }),
+    clone: new Clone({
+      dir: join(h.workerRoot, repository),
+      url,
+      branch: "main",
+      auth: user,
+      buildsFrom: kustomizationReferences,
+    }),
     committer,
     bufferLimitBytes: 8 * 1024 * 1024,
     pushCooldownMs: 0,

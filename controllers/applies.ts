@@ -40,7 +40,7 @@ import {
 import { claimKey, type ClaimKind, type ClaimRef } from "../internal/types/claims.ts";
 import { keyOf, refOf } from "../internal/types/names.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 
 /** The field manager status.operation is written under, apart from the claim reconciler's own. */
 export const operationFieldManager = `${fieldManager}-applies`;

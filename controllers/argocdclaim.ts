@@ -26,7 +26,7 @@ import { keyOf } from "../internal/types/names.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { ClaimReconciler, claimConfig, placeInLine, readApplier, setupClaimController } from "./claims.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 
 /** What was read in the Application's cluster, when the claim's configuration let us read. */
 interface Reading {

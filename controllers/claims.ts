@@ -38,7 +38,7 @@ import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import type { ClaimKind } from "../internal/types/claims.ts";
 import { keyOf, refOf, type NamespacedName } from "../internal/types/names.ts";
 import { hostname } from "node:os";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 
 export interface ClaimInformers {
   targets: SharedInformer<GitTarget>;

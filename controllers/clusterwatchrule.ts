@@ -12,7 +12,7 @@ import { admitRules, type RuleLookups } from "../internal/rules/admit.ts";
 import { compileClusterWatchRule, originOf } from "../internal/rulestore/compile.ts";
 import type { RuleStore } from "../internal/rulestore/store.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 import { ruleLookups } from "./watchrule.ts";
 
 const recheckMs = 30_000;

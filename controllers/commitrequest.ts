@@ -23,7 +23,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import type { ResourceClient } from "../internal/kube/resourceclient.ts";
 import { keyOf } from "../internal/types/names.ts";
 import { commitRequests as commitRequestsTotal } from "../internal/telemetry/instruments.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 
 /** What the core needs besides the cluster it serves; the control cluster's informers provide the rest. */
 export type CommitRequestDeps = Pick<

@@ -31,7 +31,7 @@ import { keyOf } from "../internal/types/names.ts";
 import type { Controller, Request } from "../internal/operator/controller.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 import { ClaimReconciler, claimConfig, placeInLine, readApplier, setupClaimController } from "./claims.ts";
 
 /** What was read in the Kustomization's cluster, when the claim's configuration let us read. */

@@ -54,7 +54,7 @@ import {
   type UpdatePredicate,
 } from "../internal/operator/predicates.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 
 export const gitBranchFinalizer = "configbutler.ai/gitbranch";
 

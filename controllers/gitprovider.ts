@@ -25,7 +25,7 @@ import { Controller, type Reconciler, type Request, type Result } from "../inter
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 import { keyOf } from "../internal/types/names.ts";
 
 export interface GitProviderDeps {

@@ -12,7 +12,7 @@ import type { Manager } from "../internal/operator/manager.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import { receiverStatus, type TokenRead } from "../internal/receiver/decide.ts";
 import type { PushReceiver } from "../internal/receiver/receiver.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 
 /** How often the token is read again: a rotation is served within a minute. */
 const recheckMs = 60_000;

@@ -57,7 +57,7 @@ import { StatusWriter } from "../internal/operator/status.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { GitTargetEventStream } from "../internal/stream/stream.ts";
 import type { Logger } from "../internal/telemetry/logger.ts";
-import { fieldManager } from "./fieldmanager.ts";
+import { fieldManager } from "../internal/operator/fieldmanager.ts";
 
 const steadyRecheckMs = 5 * 60_000;
 const progressRecheckMs = 10_000;

@@ -53,7 +53,7 @@ import { setupWatchRuleController } from "./watchrule.ts";
 import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
 import { CommitRequestServer } from "./commitrequestserver.ts";
 import { keyOf, parseKey, refOf } from "../internal/types/names.ts";
-import { BranchShards, commitRequestShard } from "./branchshards.ts";
+import { BranchShards, commitRequestShard } from "../internal/gitbranch/branchshards.ts";
 
 export interface OperatorSettings {
   inClusterKubeProviders: readonly string[];

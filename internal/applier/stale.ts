@@ -4,17 +4,10 @@
 // either would commit the cluster's old values over the pushed change. So the branch worker
 // discards such a snapshot and asks for a fresh one once Git is no longer ahead. Pure: the
 // worker feeds it what it knows when each snapshot arrives, and asks it what to re-anchor.
+import type { CollectedWhile } from "../types/applied.ts";
 
 /** How long a GitTarget's snapshots are held at most, from its first discard. */
 export const staleHoldMs = 5 * 60_000;
-
-/** What the watch side read of the branch worker when a snapshot's collection started. */
-export interface CollectedWhile {
-  /** The apply epoch: raised at every send of an attempt and every end of one. */
-  epoch: number;
-  /** Whether Git was ahead of the cluster. */
-  ahead: boolean;
-}
 
 /**
  * What becomes of one snapshot: used; used as a GitTarget's first of a collection (the startup

@@ -6,6 +6,7 @@
 // watch compares each event with the one before it: internal/watch/lastwriter.ts) anything that
 // could be the edit itself is mirrored.
 
+import type { FieldsEntry } from "../types/applied.ts";
 import type { ClaimKind } from "../types/claims.ts";
 
 /** The field managers each applier writes as. */
@@ -17,14 +18,6 @@ export const applierManagers = {
 /** The field managers the applier of a claim of `kind` writes as. */
 export function applierManagersOf(kind: ClaimKind): readonly string[] {
   return applierManagers[kind === "FluxClaim" ? "Flux" : "ArgoCD"];
-}
-
-export interface FieldsEntry {
-  manager?: string;
-  time?: string;
-  subresource?: string;
-  /** The entry's field paths, only where the writer is not known: what a tie may have overwritten. */
-  fields?: string[];
 }
 
 export interface WindowFacts {

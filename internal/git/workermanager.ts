@@ -7,6 +7,7 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { FolderRenders } from "../kustomize/renders.ts";
+import { kustomizationReferences } from "../manifest/index.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { GitTargetEventStream } from "../stream/stream.ts";
@@ -315,6 +316,7 @@ export class WorkerManager implements Runnable {
         auth: spec.auth,
         callTimeoutMs,
         ...(spec.signingKey ? { signingKey: spec.signingKey } : {}),
+        buildsFrom: kustomizationReferences,
       }),
       committer: spec.committer,
       // Configured-author mode: the author is the committer until attribution names an actor.

@@ -10,7 +10,7 @@ import type {
   GitProvider,
   GitTarget,
 } from "../../generated/v1alpha3/index.ts";
-import type { AppliedBy } from "../applier/owner.ts";
+import type { AppliedBy } from "../types/applied.ts";
 import { normalizeRepositoryUrl } from "../types/repourl.ts";
 import type { NamespacedName } from "../types/names.ts";
 import { GitTargetCondition as C, GitTargetReason as R } from "../../generated/v1alpha3/conditions.ts";

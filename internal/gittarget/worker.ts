@@ -2,7 +2,7 @@
 // worker's spec, from the GitBranch and its GitProvider, is internal/gitbranch/workerspec.ts.)
 import type { GitTarget } from "../../generated/v1alpha3/index.ts";
 import type { TargetSettings } from "../git/index.ts";
-import type { AppliedBy } from "../applier/owner.ts";
+import type { AppliedBy } from "../types/applied.ts";
 import { parseDuration } from "../types/units.ts";
 import { objectKeyOf } from "../types/names.ts";
 

@@ -1,6 +1,6 @@
 // Label selectors: the string form list and watch requests take, read back, and matched against
 // an object's labels as the API server matches them. One home, below every room that selects.
-import type { LabelSelector } from "../../generated/v1alpha3/index.ts";
+import type { LabelSelector } from "../../generated/v1alpha3/kinds.ts";
 
 /** A LabelSelector in the string form list and watch requests take, with a stable order. */
 export function labelSelectorString(selector: LabelSelector | undefined): string {

@@ -5,7 +5,7 @@
 // are reached through here from outside.
 export { FolderWriter, describe } from "./writer.ts";
 export { FolderInventory, type SavedInventory, type VersionedTree } from "./inventory/inventory.ts";
-export { fileFacts, isKustomizationPath, type DocumentFacts } from "./inventory/facts.ts";
+export { fileFacts, kustomizationReferences, type DocumentFacts } from "./inventory/facts.ts";
 export { refusalOf, type Refusal } from "./inventory/acceptance.ts";
 export { groupOf, identityOfObject, type DocumentLocation, type FileTree } from "./document/tree.ts";
 export type { FollowedObjects } from "./document/identity.ts";

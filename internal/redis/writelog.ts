@@ -8,7 +8,7 @@
 // branch and woke (from a freeze, a partition) neither adds to the log nor trims what the new
 // holder still needs.
 import type { Redis } from "ioredis";
-import { LogFenced, type LogEntry, type WriteLog } from "../git/queue/writelog.ts";
+import { LogFenced, type LogEntry, type WriteLog } from "../git/index.ts";
 import type { FenceToken } from "../types/fence.ts";
 import type { RedisConnection } from "./connection.ts";
 import { BranchEpochs, Fenced, epochGuard, fenceExpiryMs, type Fence } from "./fence.ts";

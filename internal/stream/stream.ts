@@ -1,8 +1,16 @@
+// The one seam between the watch and Git: a GitTarget's ordered stream of desired state.
+// Who pushes: each collection's watch (internal/watch/collectionwatch.ts), through the stream
+// its WatchManager made for the GitTarget (`streamFor`), pushes a replaying marker, the
+// snapshot, then one upsert or delete per live event, in the watch's order. Who reads: the
+// branch worker of the GitTarget's GitBranch, through a reader (internal/git/streamreaders.ts)
+// that hands each item to the worker and reports it taken, so the watch saves its resume cursor
+// only past what Git's side keeps. Where the two are joined: the GitTarget reconciler
+// (controllers/gittarget.ts) takes the stream from the source context and attaches it to the
+// branch's worker (`WorkerManager.attach`); a detach parks the reader, and a release reads the
+// stream out before the watch lets it go. Nothing else passes between the two halves.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { AppliedBy } from "../applier/owner.ts";
-import type { CollectedWhile } from "../applier/stale.ts";
-import type { FieldsEntry } from "../applier/window.ts";
 import type { Defaulted } from "../sanitize/owned.ts";
+import type { AppliedBy, CollectedWhile, FieldsEntry } from "../types/applied.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import type { Author } from "../types/signature.ts";
 import type { Collection } from "./collection.ts";

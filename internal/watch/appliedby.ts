@@ -1,12 +1,32 @@
 // The watch side stamps which applier applied an object on its live events and snapshot
-// entries, read from the raw object, because sanitize strips the marks that say it. The branch
-// worker keeps another applier's objects out of a folder a claim applies (git/coordinated.ts).
-// A live item carries its event's resourceVersion too, which sanitize strips from the object.
+// entries, read from the raw object, because sanitize strips the marks that say it
+// (applier-claims.md, "Another applier's objects"): Flux's owner labels name the Kustomization,
+// else Argo CD's tracking annotation names the Application. The branch worker keeps another
+// applier's objects out of a folder a claim applies (git/folder/coordinated.ts). A live item
+// carries its event's resourceVersion too, which sanitize strips from the object.
 import type { KubernetesObject } from "@kubernetes/client-node";
-import { appliedBy, type AppliedBy } from "../applier/owner.ts";
-import type { FieldsEntry } from "../applier/window.ts";
 import type { StreamItem } from "../stream/stream.ts";
+import type { AppliedBy, FieldsEntry } from "../types/applied.ts";
 import { fieldPathsOf, type Writer } from "./lastwriter.ts";
+
+const fluxName = "kustomize.toolkit.fluxcd.io/name";
+const fluxNamespace = "kustomize.toolkit.fluxcd.io/namespace";
+const argoTracking = "argocd.argoproj.io/tracking-id";
+
+/** The applier whose marks `object` carries, if any. */
+export function appliedBy(object: KubernetesObject): AppliedBy | undefined {
+  const labels = object.metadata?.labels ?? {};
+  const name = labels[fluxName];
+  if (name) return { kind: "Kustomization", namespace: labels[fluxNamespace] ?? "", name };
+  // <app>:<group>/<kind>:<namespace>/<name>, where <app> is <namespace>_<name> for an
+  // Application outside Argo CD's own namespace.
+  const app = object.metadata?.annotations?.[argoTracking]?.split(":")[0];
+  if (!app) return undefined;
+  const underscore = app.indexOf("_");
+  return underscore < 0
+    ? { kind: "Application", name: app }
+    : { kind: "Application", namespace: app.slice(0, underscore), name: app.slice(underscore + 1) };
+}
 
 /** `{ appliedBy }` when an applier marked the object, else nothing: for spreading into an item. */
 export function appliedByOf(object: KubernetesObject): { appliedBy?: AppliedBy } {

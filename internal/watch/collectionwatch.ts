@@ -20,7 +20,6 @@
 // author, and the snapshot after it changes nothing.
 import { Watch, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { getJson } from "../kube/rawget.ts";
-import type { CollectedWhile } from "../applier/stale.ts";
 import { AcceptedState } from "../sanitize/accepted.ts";
 import { settle, unsettled, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import type { Logger } from "../telemetry/logger.ts";
@@ -33,6 +32,7 @@ import {
   type GitTargetEventStream,
   type StreamItem,
 } from "../stream/stream.ts";
+import type { CollectedWhile } from "../types/applied.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import { pathOf, type Collection } from "../stream/collection.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";

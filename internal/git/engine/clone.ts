@@ -5,14 +5,15 @@
 // that the remote still shows the root the commits were made on, then pushes with that root as
 // the lease, so the server's compare-and-swap holds too. The clone is partial (commits and trees;
 // a blob when a checked-out file needs it) and sparse: it checks out the folders its worker
-// lists and the directories their kustomizations build from (sparsecheckout.ts), so the rest of a large
-// repository costs neither fetch, checkout nor disk.
+// lists and the directories their kustomizations build from (sparsecheckout.ts, told which by
+// CloneOptions.buildsFrom), so the rest of a large repository costs neither fetch, checkout nor
+// disk.
 import * as fs from "node:fs";
 import { mkdir, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { runGit, type GitRun } from "./gitexec.ts";
 import { CommitStream } from "./commitstream.ts";
-import { filesUnder, SparseCheckout } from "./sparsecheckout.ts";
+import { filesUnder, SparseCheckout, type BuildsFrom } from "./sparsecheckout.ts";
 import { readFileAt, stagedFileAt, writeFileAt } from "./worktreefiles.ts";
 import { parseAdvertisement } from "./lsremote.ts";
 import { rootCommit, rootFrom, rootHolds, type Advertisement, type Root } from "./root.ts";
@@ -34,6 +35,11 @@ export interface CloneOptions {
   callTimeoutMs?: number;
   /** GitProvider.spec.commit.signing: every commit pushed is signed with it. */
   signingKey?: SigningKey;
+  /**
+   * What a checked-out file builds from outside its folder, checked out with it: the operator
+   * passes internal/manifest's kustomizationReferences. Without it, only the listed folders.
+   */
+  buildsFrom?: BuildsFrom;
 }
 
 /** Why a push did not land: the remote no longer shows the root the commits were made on. */
@@ -115,10 +121,14 @@ export class Clone implements Repository {
       },
       known: (tree) => (this.headTree = tree),
     });
-    this.sparse = new SparseCheckout(options.dir, {
-      local: (args) => this.git(args),
-      lazy: (args) => this.lazy(args),
-    });
+    this.sparse = new SparseCheckout(
+      options.dir,
+      {
+        local: (args) => this.git(args),
+        lazy: (args) => this.lazy(args),
+      },
+      options.buildsFrom ?? (() => []),
+    );
   }
 
   get dir(): string {

@@ -1,14 +1,21 @@
 // The clone's sparse checkout: which directories it checks out, kept in step with git's own list
 // (`git sparse-checkout`, cone mode). A target folder is added when its worker first lists it,
-// with every directory its kustomizations build from outside it (sparse.ts decides which); a
-// reset reads the kustomizations again, since a fetched commit can name a new base. A clone made
-// without a sparse checkout (before partial clones) stays a full one.
+// with every directory its files build from outside it (sparse.ts decides which); a reset reads
+// them again, since a fetched commit can name a new base. What a file builds from (a
+// kustomization's resources) is the caller's to say, as `BuildsFrom`: the engine knows no
+// kustomize. A clone made without a sparse checkout (before partial clones) stays a full one.
 import * as fs from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { fileFacts, isKustomizationPath } from "../../manifest/index.ts";
 import { coverOf, covers, uncoveredReferences } from "./sparse.ts";
 import { readFileAt } from "./worktreefiles.ts";
+
+/**
+ * The entries a checked-out file names to build from, relative to its directory (a
+ * kustomization's `resources:`, read by internal/manifest); none for a file that builds from
+ * nothing. `read` is the file's content, read only when asked.
+ */
+export type BuildsFrom = (path: string, read: () => string) => readonly string[];
 
 /** The git calls the sparse checkout makes in its clone. */
 export interface SparseGit {
@@ -25,6 +32,7 @@ export class SparseCheckout {
   constructor(
     private readonly dir: string,
     private readonly git: SparseGit,
+    private readonly buildsFrom: BuildsFrom,
   ) {}
 
   /** Whether the clone checks out only some directories: the sparse checkout it was made with. */
@@ -50,7 +58,7 @@ export class SparseCheckout {
     await this.includeReferences(folder);
   }
 
-  /** After a reset: what the fetched kustomizations build from is checked out too. */
+  /** After a reset: what the fetched files build from is checked out too. */
   async followReferences(): Promise<void> {
     for (const folder of await this.folders()) await this.includeReferences(folder);
   }
@@ -70,13 +78,13 @@ export class SparseCheckout {
     return this.included;
   }
 
-  /** Includes what the kustomizations under `folder` build from directories not checked out. */
+  /** Includes what the files under `folder` build from directories not checked out. */
   private async includeReferences(folder: string): Promise<void> {
-    const kustomizations = (await filesUnder(this.dir, folder)).filter(isKustomizationPath);
-    for (const path of kustomizations) {
-      const resources = fileFacts(path, readFileAt(this.dir, path) ?? "").kustomization?.resources ?? [];
+    for (const path of await filesUnder(this.dir, folder)) {
+      const entries = this.buildsFrom(path, () => readFileAt(this.dir, path) ?? "");
+      if (entries.length === 0) continue;
       const cover = coverOf((await this.folders()).values());
-      for (const dir of uncoveredReferences(path, resources, cover)) await this.include(dir);
+      for (const dir of uncoveredReferences(path, entries, cover)) await this.include(dir);
     }
   }
 }

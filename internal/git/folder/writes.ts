@@ -7,7 +7,7 @@ import type { Author } from "../../types/signature.ts";
 import type { MessageTemplates } from "../../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../../manifest/index.ts";
 import { keyOf } from "../../types/names.ts";
-import type { AppliedBy } from "../../applier/owner.ts";
+import type { AppliedBy } from "../../types/applied.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
 

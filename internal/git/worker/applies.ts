@@ -12,9 +12,10 @@ import {
   type Reason,
   type Recovery,
 } from "../../applier/due.ts";
-import { StaleSnapshots, type CollectedWhile } from "../../applier/stale.ts";
+import { StaleSnapshots } from "../../applier/stale.ts";
 import type { Overridden } from "../folder/threeway.ts";
-import { applierManagersOf, judgeWrite, type FieldsEntry, type WriteVerdict } from "../../applier/window.ts";
+import { applierManagersOf, judgeWrite, type WriteVerdict } from "../../applier/window.ts";
+import type { CollectedWhile, FieldsEntry } from "../../types/applied.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
 import { claimKey, type ClaimRef } from "../../types/claims.ts";

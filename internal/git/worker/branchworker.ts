@@ -34,7 +34,7 @@ import { DurableWrites, type DurableWritesOptions } from "../queue/durable.ts";
 import type { WriteLog } from "../queue/writelog.ts";
 import { oldestId } from "../queue/entryids.ts";
 import { WorkerApplies, type ApplyHooks, type AttemptReport } from "./applies.ts";
-import type { CollectedWhile } from "../../applier/stale.ts";
+import type { CollectedWhile } from "../../types/applied.ts";
 
 /** The seeds' fixed push cooldown: successful local commits wait this long after a push. */
 export const defaultPushCooldownMs = 5_000;

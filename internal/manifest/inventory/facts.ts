@@ -70,6 +70,15 @@ export function isKustomizationPath(path: string): boolean {
   return kustomizationNames.has(baseName(path));
 }
 
+/**
+ * The entries a file builds from: a kustomization's `resources:` and `bases:` as written,
+ * relative to its directory; none for any other file, which is not read. The clone checks them
+ * out with the folder (CloneOptions.buildsFrom): the Git engine knows no kustomize.
+ */
+export function kustomizationReferences(path: string, read: () => string): readonly string[] {
+  return isKustomizationPath(path) ? (fileFacts(path, read()).kustomization?.resources ?? []) : [];
+}
+
 /** Whether the folder scan reads this file at all (a .yaml/.yml file, or a `Kustomization`). */
 export function isYamlPath(path: string): boolean {
   return /\.ya?ml$/.test(path) || baseName(path) === "Kustomization";

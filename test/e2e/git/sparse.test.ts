@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Clone } from "../../../internal/git/engine/clone.ts";
+import { kustomizationReferences } from "../../../internal/manifest/index.ts";
 import { GitServer } from "../../support/gitserver.ts";
 import { git as gitCli } from "../../support/gitcli.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
@@ -47,7 +48,13 @@ describe("a clone of a large repository", () => {
   const seeded = async (name: string) => {
     const url = await git.createRepository(name);
     await git.pushForeignCommit(name, { files: repositoryFiles() });
-    return new Clone({ dir: join(scratch, name), url, branch: "main", auth: user });
+    return new Clone({
+      dir: join(scratch, name),
+      url,
+      branch: "main",
+      auth: user,
+      buildsFrom: kustomizationReferences,
+    });
   };
 
   it("checks out only the target folder and what its kustomization builds from, and commits keep the rest", async () => {
