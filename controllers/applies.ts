@@ -41,6 +41,7 @@ import { claimKey, type ClaimKind, type ClaimRef } from "../internal/types/claim
 import { keyOf, refOf } from "../internal/types/names.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "../internal/operator/fieldmanager.ts";
+import { errorText } from "../internal/telemetry/errortext.ts";
 
 /** The field manager status.operation is written under, apart from the claim reconciler's own. */
 export const operationFieldManager = `${fieldManager}-applies`;
@@ -196,7 +197,10 @@ export function setupApplies(
         return;
       } catch (err) {
         if (statusCodeOf(err) !== 409 || attempt === 3)
-          manager.logger.error("writing repairPending failed", { claim: claimKey(ref), error: String(err) });
+          manager.logger.error("writing repairPending failed", {
+            claim: claimKey(ref),
+            error: errorText(err),
+          });
       }
     }
   };

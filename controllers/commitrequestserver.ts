@@ -13,6 +13,7 @@ import type { Logger } from "../internal/telemetry/logger.ts";
 import type { Runnable } from "../internal/operator/manager.ts";
 import { untilAborted } from "../internal/timing/sleep.ts";
 import { CommitRequestReconciler } from "./commitrequest.ts";
+import { errorText } from "../internal/telemetry/errortext.ts";
 
 /** How one provider's watch stands, for its CommitRequestsServed. */
 export type ServedState = "watching" | "starting";
@@ -119,7 +120,9 @@ export class CommitRequestServer implements Runnable {
   private run(served: Served): void {
     served.running = Promise.all([
       served.informer.start().catch((err: unknown) => {
-        this.logger.error("the source cluster's CommitRequest watch failed to start", { error: String(err) });
+        this.logger.error("the source cluster's CommitRequest watch failed to start", {
+          error: errorText(err),
+        });
       }),
       served.controller.run(),
     ]);

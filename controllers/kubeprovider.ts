@@ -30,6 +30,7 @@ import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "../internal/operator/fieldmanager.ts";
 import type { CommitRequestServer } from "./commitrequestserver.ts";
 import { keyOf } from "../internal/types/names.ts";
+import { errorText } from "../internal/telemetry/errortext.ts";
 
 export interface KubeProviderDeps {
   sourceContexts: SourceContexts;
@@ -208,7 +209,7 @@ export class KubeProviderReconciler implements Reconciler {
       return {
         kind: "unreachable",
         server,
-        message: `${server} did not answer: ${err instanceof Error ? err.message : String(err)}`,
+        message: `${server} did not answer: ${errorText(err)}`,
       };
     }
   }

@@ -27,6 +27,7 @@ import {
 } from "./dispatch.ts";
 import type { Attempt } from "./due.ts";
 import { newToken } from "./operation.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export interface ArgoCDDispatcherOptions extends DispatcherOptions<ArgoCDClaim> {
   /** How long a sync somebody else set may hold a request before it fails: 5 minutes. */
@@ -227,12 +228,12 @@ class Sync extends SyncFollow {
               "RequestFailed",
               "A sync was set on the Application between the read and the update.",
             );
-          if (attempt >= 5) throw new Ending("RequestFailed", `The sync could not be set: ${String(err)}`);
+          if (attempt >= 5) throw new Ending("RequestFailed", `The sync could not be set: ${errorText(err)}`);
           app = fresh;
           continue;
         }
         if (await this.landed(app, token)) return undefined;
-        return `The answer to the sync request was lost (${String(err)}) and it never landed: the Application was refreshed at the version it was made from, so it never can.`;
+        return `The answer to the sync request was lost (${errorText(err)}) and it never landed: the Application was refreshed at the version it was made from, so it never can.`;
       }
     }
   }

@@ -13,6 +13,7 @@ import { precedence, type Attempt, type Outcome, type Reason, type Recovery } fr
 import type { Following } from "./following.ts";
 import { inFlight } from "./operation.ts";
 import type { ClaimKind } from "../types/claims.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** How an attempt ended, as the claim's Events and the metrics name it. */
 export type Ended =
@@ -242,7 +243,7 @@ export abstract class Follow<C extends AnyClaim> {
       const ended = proved.kind === "succeeded" ? "Succeeded" : "Failed";
       return this.report(ended, proved.message, proved.kind === "succeeded" && proved.mismatch === true);
     } catch (err) {
-      const ending = err instanceof Ending ? err : new Ending("Failed", String(err));
+      const ending = err instanceof Ending ? err : new Ending("Failed", errorText(err));
       if (this.stop.aborted) await this.onStop();
       // Recorded and never started (Stale, a refused request): put back what the status held.
       if (this.operation?.phase === "Requested") await this.withdraw(ending.message);

@@ -36,6 +36,7 @@ import {
   type GitRepositoryView,
   type KustomizationView,
 } from "./flux/view.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export interface FluxDispatcherOptions extends DispatcherOptions<FluxClaim> {
   /** How long the source may take to fetch the commit: 2 minutes. */
@@ -296,9 +297,9 @@ class Run extends FluxFollow {
         return undefined;
       } catch (err) {
         if (answerLost(err))
-          return `The resume's answer was lost (${String(err)}): followed as if it landed.`;
+          return `The resume's answer was lost (${errorText(err)}): followed as if it landed.`;
         if (statusCodeOf(err) !== 409 || attempt >= 5)
-          throw new Ending("RequestFailed", `The resume failed: ${String(err)}`);
+          throw new Ending("RequestFailed", `The resume failed: ${errorText(err)}`);
         view = await this.kustomization();
         if (view.uid !== k.uid) throw new Ending("RequestFailed", "The Kustomization was replaced.");
       }

@@ -3,6 +3,7 @@
 // caller is told why so it can report it on the GitTarget.
 import type { MessageData } from "./model.ts";
 import { parseTemplate, render, type Template } from "./template.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** GitTarget spec.commit.message. */
 export interface MessageTemplates {
@@ -101,7 +102,7 @@ export function commitMessage(templates: MessageTemplates | undefined, data: Mes
     if (problem === undefined) return { message };
     reason = problem;
   } catch (err) {
-    reason = err instanceof Error ? err.message : String(err);
+    reason = errorText(err);
   }
   return { message: renderDefault(field, data), fallback: { template: field, reason } };
 }

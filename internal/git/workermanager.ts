@@ -34,6 +34,7 @@ import type { WriteLog } from "./queue/writelog.ts";
 import { claimKey, type ClaimRef } from "../types/claims.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { keyOf as targetKey, parseKey } from "../types/names.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export { defaultWorkerRoot } from "./workerdirs.ts";
 
@@ -527,7 +528,7 @@ export class WorkerManager implements Runnable {
     for (const { worker } of this.workers.values()) worker.start();
     const sweep = setInterval(() => {
       this.sweep().catch((err: unknown) =>
-        this.options.logger.error("worker sweep failed", { error: String(err) }),
+        this.options.logger.error("worker sweep failed", { error: errorText(err) }),
       );
     }, this.options.sweepIntervalMs ?? 60_000);
     await untilAborted(signal);

@@ -8,6 +8,7 @@ import { gitBranches, type GitBranch } from "../../generated/v1alpha3/index.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import type { Outage } from "../git/index.ts";
 import { parseKey } from "../types/names.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** The branch worker's own field manager, so its fields never collide with the GitBranch controller's. */
 export const branchWorkerFieldManager = "gitops-reverser-branch-worker";
@@ -128,7 +129,7 @@ export class RemoteStatusPublisher {
     } catch (err) {
       this.logger.error("could not publish the branch's remote status", {
         gitBranch: branchKey,
-        error: String(err),
+        error: errorText(err),
       });
     }
   }

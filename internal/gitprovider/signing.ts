@@ -4,6 +4,7 @@
 import { GitProviderCondition, GitProviderReason } from "../../generated/v1alpha3/index.ts";
 import type { ConditionUpdate } from "../operator/conditions.ts";
 import { readSigningKey } from "../signing/sshkey.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** What the signing Secret held, as read. */
 export type SigningRead =
@@ -81,7 +82,7 @@ export function decideSigning(
       condition: condition(
         "False",
         GitProviderReason.CredentialsInvalid,
-        `The signing key ${read.key} in ${read.secret} cannot be used: ${err instanceof Error ? err.message : String(err)}. Nothing is committed until it can be read.`,
+        `The signing key ${read.key} in ${read.secret} cannot be used: ${errorText(err)}. Nothing is committed until it can be read.`,
       ),
     };
   }

@@ -6,6 +6,7 @@ import { withFields, type Logger } from "../telemetry/logger.ts";
 import { factsOf, generationChanged, type UpdatePredicate } from "./predicates.ts";
 import { WorkQueue } from "./workqueue.ts";
 import type { RateLimiter } from "./ratelimiter.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** Which object to reconcile. */
 export interface Request {
@@ -187,7 +188,7 @@ export class Controller {
       } catch (err) {
         logger.error("reconcile failed; retrying with backoff", {
           attempt: this.queue.numRequeues(key) + 1,
-          error: err instanceof Error ? err.message : String(err),
+          error: errorText(err),
         });
         this.queue.addRateLimited(key);
       } finally {

@@ -10,6 +10,7 @@ import type { WrittenKind } from "../../generated/v1alpha3/written.ts";
 import { statusCodeOf } from "../kube/resourceclient.ts";
 import type { Logger } from "../telemetry/logger.ts";
 import { sleep } from "../timing/sleep.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** A JSON schema as a CRD serves it, as far as this check reads it. */
 export interface FieldSchema {
@@ -131,7 +132,9 @@ export async function untilCrdsCurrent(
 ): Promise<void> {
   let refused = false;
   while (!signal.aborted) {
-    const result = await checkCrds(kubeConfig, kinds).catch((err: unknown) => ({ unchecked: String(err) }));
+    const result = await checkCrds(kubeConfig, kinds).catch((err: unknown) => ({
+      unchecked: errorText(err),
+    }));
     if ("unchecked" in result) {
       logger.warn("the CRDs could not be checked against this version; starting anyway", {
         reason: result.unchecked,

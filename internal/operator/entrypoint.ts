@@ -21,6 +21,7 @@ import { readCertificate, selfSignedCertificate } from "../telemetry/servingcert
 import type { Logger } from "../telemetry/logger.ts";
 import { Manager } from "./manager.ts";
 import { newProcessIdentity } from "./identity.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export interface ProcessFlags {
   leaderElect: boolean;
@@ -125,7 +126,7 @@ export async function runUntilStopped(
     process.once(signal, () => {
       logger.info("stopping", { signal });
       stopping.abort();
-      manager.stop().catch((err: unknown) => logger.error("stop failed", { error: String(err) }));
+      manager.stop().catch((err: unknown) => logger.error("stop failed", { error: errorText(err) }));
     });
   }
   let exitCode = 0;
@@ -134,7 +135,7 @@ export async function runUntilStopped(
     if (!stopping.signal.aborted) await manager.start();
     logger.info("stopped");
   } catch (err) {
-    logger.error("stopped on an error", { error: err instanceof Error ? err.message : String(err) });
+    logger.error("stopped on an error", { error: errorText(err) });
     exitCode = 1;
   }
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));

@@ -1,6 +1,7 @@
 import { EventsV1Api, V1MicroTime, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import type { Logger } from "../telemetry/logger.ts";
 import { keyOf } from "../types/names.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export const reportingController = "configbutler.ai/gitops-reverser";
 
@@ -66,7 +67,7 @@ export class EventRecorder {
       this.logger.warn("could not record an event", {
         reason,
         object: keyOf({ namespace, name }),
-        error: String(err),
+        error: errorText(err),
       });
     }
   }

@@ -4,6 +4,7 @@ import type { Logger } from "../telemetry/logger.ts";
 import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import { storeKeyOf } from "../types/names.ts";
 import { statusCodeOf } from "../kube/resourceclient.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export interface InformerHandlers<T extends KubernetesObject> {
   added?: (object: T) => void;
@@ -94,13 +95,13 @@ export class SharedInformer<T extends KubernetesObject> {
   private scheduleRestart(err: unknown): void {
     if (this.stopped) return;
     if (!expectedRetry(err)) {
-      this.logger.error("informer stopped; restarting", { path: this.source.path, error: String(err) });
+      this.logger.error("informer stopped; restarting", { path: this.source.path, error: errorText(err) });
     } else if (!this.waiting) {
       // The API server's normal state right after a CRD is installed: said once, not as a fault.
       this.waiting = true;
       this.logger.info("informer waiting for the API server to serve its kind", {
         path: this.source.path,
-        error: String(err),
+        error: errorText(err),
       });
     }
     clearTimeout(this.restartTimer);
@@ -124,5 +125,5 @@ export class SharedInformer<T extends KubernetesObject> {
  */
 export function expectedRetry(err: unknown): boolean {
   const code = statusCodeOf(err);
-  return code === 429 || code === 503 || /storage is \(re\)initializing/.test(String(err));
+  return code === 429 || code === 503 || /storage is \(re\)initializing/.test(errorText(err));
 }

@@ -2,6 +2,7 @@ import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@
 import type { Logger } from "../telemetry/logger.ts";
 import { statusCodeOf, unlessNotFound } from "../kube/resourceclient.ts";
 import { sleep } from "../timing/sleep.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export interface LeaderElectionConfig {
   namespace: string;
@@ -124,7 +125,7 @@ export class LeaderElector {
       const attempt = this.tryAcquireOrRenew().catch((err: unknown) => {
         // A conflict is another candidate's write landing first: the race an election is.
         const level = statusCodeOf(err) === 409 ? "debug" : "error";
-        this.logger[level]("lease update failed", { lease: this.config.name, error: String(err) });
+        this.logger[level]("lease update failed", { lease: this.config.name, error: errorText(err) });
         return false;
       });
       const deadline = lastRenewal + this.config.renewDeadlineMs - monotonic();
@@ -165,7 +166,7 @@ export class LeaderElector {
       lease.spec = { ...lease.spec, holderIdentity: "", renewTime: new V1MicroTime() };
       await this.api.replaceNamespacedLease({ namespace, name, body: lease });
     } catch (err) {
-      this.logger.error("could not release the lease", { lease: name, error: String(err) });
+      this.logger.error("could not release the lease", { lease: name, error: errorText(err) });
     }
     this.callbacks.onStoppedLeading();
   }

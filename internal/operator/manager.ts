@@ -9,6 +9,7 @@ import { LeaderElector, defaultLeaseTimings, type LeaderElectionConfig } from ".
 import { untilAborted } from "../timing/sleep.ts";
 import { keepConnections } from "../kube/connections.ts";
 import { ShardLeases, type ShardWork } from "./shardleases.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** Something the manager starts and stops, such as the watch manager or the branch workers. */
 export interface Runnable {
@@ -228,7 +229,7 @@ export class Manager implements Ownership {
           onStartedLeading: () => this.startLeading(),
           onStoppedLeading: () => {
             this.lostLease = !this.stopping;
-            this.stop().catch((err: unknown) => this.logger.error("stop failed", { error: String(err) }));
+            this.stop().catch((err: unknown) => this.logger.error("stop failed", { error: errorText(err) }));
           },
           onNewLeader: (identity) => this.logger.info("leader observed", { identity }),
         },

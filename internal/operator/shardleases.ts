@@ -21,6 +21,7 @@ import { sleep } from "../timing/sleep.ts";
 import { observe, type Observation } from "./leaderelection.ts";
 import { decideShares, type ShardView } from "./shares.ts";
 import type { FenceToken } from "../types/fence.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** Which Lease of the set a Lease is: `replica` (a heartbeat) or `shard`. */
 export const leaseKindLabel = "configbutler.ai/lease";
@@ -154,7 +155,7 @@ export class ShardLeases {
     try {
       while (!signal.aborted) {
         await this.round().catch((err: unknown) =>
-          this.logger.error("shard lease round failed", { error: String(err) }),
+          this.logger.error("shard lease round failed", { error: errorText(err) }),
         );
         this.dropLate();
         await sleep(this.config.retryPeriodMs, signal);
@@ -268,7 +269,7 @@ export class ShardLeases {
         holding.renewedAt = sentAt;
       } catch (err) {
         if (statusCodeOf(err) === 409) lost.push(shard);
-        else this.logger.error("shard lease renewal failed", { shard, error: String(err) });
+        else this.logger.error("shard lease renewal failed", { shard, error: errorText(err) });
       }
     });
     await Promise.all(renewals);
@@ -308,7 +309,7 @@ export class ShardLeases {
       return true;
     } catch (err) {
       const code = statusCodeOf(err);
-      if (code !== 409) this.logger.error("could not take a shard", { shard, error: String(err) });
+      if (code !== 409) this.logger.error("could not take a shard", { shard, error: errorText(err) });
       return false;
     }
   }
@@ -324,7 +325,7 @@ export class ShardLeases {
     const done = this.work
       .handOver(shard)
       .then(() => this.logger.info("handed a shard over", { shard, ms: Math.round(monotonic() - startedAt) }))
-      .catch((err: unknown) => this.logger.error("shard handover failed", { shard, error: String(err) }))
+      .catch((err: unknown) => this.logger.error("shard handover failed", { shard, error: errorText(err) }))
       .then(() => this.release(shard, !wanted))
       .finally(() => this.handovers.delete(done));
     this.handovers.add(done);
@@ -348,7 +349,7 @@ export class ShardLeases {
       await this.api.replaceNamespacedLease({ namespace, name, body: lease });
       this.givenBack.set(shard, monotonic());
     } catch (err) {
-      this.logger.error("could not release a shard", { shard, error: String(err) });
+      this.logger.error("could not release a shard", { shard, error: errorText(err) });
     }
   }
 

@@ -8,6 +8,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { Scalar, isMap, isScalar, isSeq } from "yaml";
 import { renderStable, stableDocument } from "../sanitize/stableyaml.ts";
 import { encryptValue, macBytes, type Leaf } from "./value.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** The keys a Secret's values are encrypted under: what Flux's documentation recommends. */
 export const secretEncryptedRegex = "^(data|stringData)$";
@@ -33,9 +34,7 @@ export async function encryptManifest(object: KubernetesObject, options: Encrypt
   try {
     return await encrypt(object, options);
   } catch (err) {
-    throw err instanceof EncryptionError
-      ? err
-      : new EncryptionError(err instanceof Error ? err.message : String(err));
+    throw err instanceof EncryptionError ? err : new EncryptionError(errorText(err));
   }
 }
 

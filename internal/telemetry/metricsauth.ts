@@ -13,6 +13,7 @@ import {
   type V1TokenReviewStatus,
   type V1UserInfo,
 } from "@kubernetes/client-node";
+import { errorText } from "./errortext.ts";
 
 /** What a scrape is answered: allowed, or the status it is refused with and why. */
 export type Verdict = { allowed: true } | { allowed: false; status: 401 | 403 | 500; reason: string };
@@ -87,7 +88,7 @@ export class MetricsAuthorizer {
       return {
         allowed: false,
         status: 500,
-        reason: `the API server could not review the scrape: ${String(err)}`,
+        reason: `the API server could not review the scrape: ${errorText(err)}`,
       };
     }
     this.cache.set(key, verdict);

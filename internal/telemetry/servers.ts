@@ -6,6 +6,7 @@ import type { Registry } from "prom-client";
 import type { Logger } from "./logger.ts";
 import type { Verdict } from "./metricsauth.ts";
 import { watchCertificate, type ServingCertificate } from "./servingcert.ts";
+import { errorText } from "./errortext.ts";
 
 /** A bind address as controller-runtime takes it: ":8080", "127.0.0.1:8080", or "0" for off. */
 export function parseBindAddress(address: string): { host: string; port: number } | undefined {
@@ -59,7 +60,7 @@ export async function serveMetrics(
   const respond = (res: ServerResponse) =>
     registry.metrics().then(
       (body) => res.writeHead(200, { "Content-Type": registry.contentType }).end(body),
-      (err: unknown) => res.writeHead(500).end(String(err)),
+      (err: unknown) => res.writeHead(500).end(errorText(err)),
     );
   if (!serving.secure) {
     const server = createServer((req, res) =>

@@ -12,6 +12,7 @@ import { dryRunBody, proofKey, provenDefaults, verdictOf } from "../sanitize/pro
 import { settle, type Projection, type Unsettled } from "../sanitize/sanitize.ts";
 import { defaultsProofs } from "../telemetry/instruments.ts";
 import { groupResourceOf, pathOf, type Collection } from "../stream/collection.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export interface DefaultsProverOptions {
   /** Dry-runs in flight at once. */
@@ -110,7 +111,7 @@ export class DefaultsProver {
   /** A failed dry-run proves nothing. A refusal is kept for the shape; an outage is asked again. */
   private unproven(kind: string, key: string, err: unknown): ReadonlySet<string> {
     const code = err instanceof ApiStatusError ? err.code : undefined;
-    const message = err instanceof Error ? err.message : String(err);
+    const message = errorText(err);
     if (code === 403) {
       const first = !this.forbidden.has(kind);
       if (first || this.forbidden.get(kind)! <= Date.now()) {

@@ -26,6 +26,7 @@ import {
   watchPlanChanges,
   watchPlanPasses,
 } from "../telemetry/instruments.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 /** Why a target's watches were planned: it was newly served, its rules changed, or the catalog did. */
 export type PlanTrigger = "served" | "rules" | "catalog";
@@ -225,7 +226,7 @@ export class WatchManager implements Runnable {
       if (refreshing) return;
       refreshing = true;
       this.refresh()
-        .catch((err: unknown) => this.logger.error("discovery failed", { error: String(err) }))
+        .catch((err: unknown) => this.logger.error("discovery failed", { error: errorText(err) }))
         .finally(() => (refreshing = false));
     }, this.options.catalogRefreshMs ?? 30_000);
     await untilAborted(signal);
@@ -254,7 +255,7 @@ export class WatchManager implements Runnable {
         const delay = backoffDelay(discoveryBackoff, failures);
         this.logger.error("discovery failed; trying again", {
           source: this.options.source ?? "",
-          error: String(err),
+          error: errorText(err),
           retryInMs: delay,
         });
         await sleep(delay, signal);

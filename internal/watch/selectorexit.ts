@@ -10,6 +10,7 @@ import type { SelectorExit, StreamItem } from "../stream/stream.ts";
 import type { ResourceIdentity } from "../types/identity.ts";
 import { pathOf, type Collection } from "../stream/collection.ts";
 import { keyOf } from "../types/names.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 // A cluster-wide collection of a namespaced type reads each object in its own namespace.
 const objectPath = (c: Collection, identity: ResourceIdentity) =>
@@ -35,7 +36,7 @@ export async function selectorExitOf(
     logger.warn("could not tell a selector exit from a deletion; taking it as a deletion", {
       collection: collection.key,
       object: keyOf(identity),
-      error: err instanceof Error ? err.message : String(err),
+      error: errorText(err),
     });
     return undefined;
   }

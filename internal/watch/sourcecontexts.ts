@@ -12,6 +12,7 @@ import type { CursorStore } from "./cursor.ts";
 import type { Collection } from "../stream/collection.ts";
 import { untilAborted } from "../timing/sleep.ts";
 import { closeThrottle } from "../kube/throttle.ts";
+import { errorText } from "../telemetry/errortext.ts";
 
 export interface SourceContext {
   key: string;
@@ -134,7 +135,7 @@ export class SourceContexts implements Runnable {
     const abort = new AbortController();
     void untilAborted(parent).then(() => abort.abort());
     const done = context.watchManager.start(abort.signal).catch((err: unknown) => {
-      const meta = { provider: context.key, error: String(err) };
+      const meta = { provider: context.key, error: errorText(err) };
       // Once stopped, its client is closed and what still waited fails: not an error of its own.
       if (abort.signal.aborted) this.logger.info("source context stopped during discovery", meta);
       else this.logger.error("source context stopped on an error", meta);

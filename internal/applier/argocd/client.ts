@@ -15,6 +15,7 @@ import {
   type ApplicationView,
   type Operation,
 } from "./view.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 /** The CRD whose schema tells the Argo CD version: 3.1 added syncPolicy.automated.enabled. */
 export const applicationCrd = "applications.argoproj.io";
@@ -53,7 +54,7 @@ export class ArgoCDClient {
     } catch (err) {
       return {
         kind: "unknown",
-        message: `CustomResourceDefinition ${applicationCrd} could not be read to tell the Argo CD version (${String(err)}); the KubeProvider's identity needs get on it.`,
+        message: `CustomResourceDefinition ${applicationCrd} could not be read to tell the Argo CD version (${errorText(err)}); the KubeProvider's identity needs get on it.`,
       };
     }
     if (!crd)

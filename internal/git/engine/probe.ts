@@ -15,6 +15,7 @@ import {
 import { GitCommandError, runGit } from "./gitexec.ts";
 import { redactUrl } from "../../types/repourl.ts";
 import { isSshUrl, withTransport } from "./transport.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 export type ProbeOutcome =
   /** The remote advertised its refs. */
@@ -164,7 +165,7 @@ async function probeSsh(
   } catch (err) {
     if (signal.aborted)
       return { kind: "failed", transient: true, detail: "the remote did not answer in time" };
-    return sshOutcomeOf(err instanceof GitCommandError ? err.stderr : String(err), request.url);
+    return sshOutcomeOf(err instanceof GitCommandError ? err.stderr : errorText(err), request.url);
   }
 }
 
@@ -258,7 +259,7 @@ function classify(err: unknown, signal: AbortSignal, secrets: string[]): ProbeOu
   if (code && code in transientCodes) {
     return { kind: "failed", transient: true, detail: `${transientCodes[code]} (${code})` };
   }
-  const message = err instanceof Error ? err.message : String(err);
+  const message = errorText(err);
   return { kind: "failed", transient: true, detail: scrub(message, secrets) };
 }
 

@@ -19,6 +19,7 @@ import type { CollectedWhile, FieldsEntry } from "../../types/applied.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
 import { claimKey, type ClaimRef } from "../../types/claims.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 /** What the process provides a worker for applying: its appliers, and how an attempt is carried out. */
 export interface ApplyHooks {
@@ -225,7 +226,7 @@ export class WorkerApplies {
       void this.hooks
         .dispatch(attempt, () => current(attempt.commit))
         .catch((err: unknown): Outcome => {
-          this.logger.error("an apply attempt failed", { error: String(err) });
+          this.logger.error("an apply attempt failed", { error: errorText(err) });
           return { kind: "failed" };
         })
         .then((outcome) => this.report({ attempt, outcome }));
@@ -434,7 +435,7 @@ export class WorkerApplies {
     const attempt: Attempt = { claim: applier.claim, commit, token, targets: [] };
     void recovery.outcome
       .catch((err: unknown): Outcome => {
-        this.logger.error("following a recovered apply failed", { error: String(err) });
+        this.logger.error("following a recovered apply failed", { error: errorText(err) });
         return { kind: "failed" };
       })
       .then((outcome) => this.report({ attempt, outcome }));

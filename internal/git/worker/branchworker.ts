@@ -35,6 +35,7 @@ import type { WriteLog } from "../queue/writelog.ts";
 import { oldestId } from "../queue/entryids.ts";
 import { WorkerApplies, type ApplyHooks, type AttemptReport } from "./applies.ts";
 import type { CollectedWhile } from "../../types/applied.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 /** The seeds' fixed push cooldown: successful local commits wait this long after a push. */
 export const defaultPushCooldownMs = 5_000;
@@ -665,7 +666,7 @@ export class BranchWorker {
     this.saves.stopped(Date.now());
     this.stopped = true;
     const failed = (what: string) => (err: unknown) =>
-      this.options.logger.error(`${what} failed`, { error: String(err) });
+      this.options.logger.error(`${what} failed`, { error: errorText(err) });
     // Kept so a restart reads only what changed since; without it, a restart reads every folder.
     await this.folders.saveInventories().catch(failed("saving the folders' inventories"));
     await this.options.clone.close().catch(failed("closing the clone"));

@@ -20,6 +20,7 @@ import { materialize, type MaterializeOptions, type WorkTree } from "../folder/m
 import { ParentMissingError, rootCommit, type Root } from "../engine/root.ts";
 import type { Intake, TargetFolders } from "../folder/targetfolders.ts";
 import type { DecidedWrite } from "../folder/writes.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 export interface PublicationOptions {
   repository: Repository & WorkTree;
@@ -173,7 +174,7 @@ export class Publication {
       await this.applyRetained(retained, onReleased, Date.now() + sliceMs);
     } catch (err) {
       this.options.logger.error("committing ahead of the push failed; the next cycle replays", {
-        error: err instanceof Error ? err.message : String(err),
+        error: errorText(err),
       });
       if (faultOf(err) === "local") await this.resetClone(err);
     }
@@ -205,7 +206,7 @@ export class Publication {
       this.contention.ended();
       // The remote may have moved while it could not be reached: the next cycle proves it again.
       this.baseTrusted = false;
-      const error = err instanceof Error ? err.message : String(err);
+      const error = errorText(err);
       if (faultOf(err) === "local") {
         await this.resetClone(err);
         return this.reported({ kind: "failed", error, fault: "local" });
@@ -304,7 +305,7 @@ export class Publication {
     for (const target of folders.targets()) folders.inventory(target).invalidate();
     await repository
       .discard()
-      .catch((err: unknown) => logger.error("removing the local clone failed", { error: String(err) }));
+      .catch((err: unknown) => logger.error("removing the local clone failed", { error: errorText(err) }));
   }
 
   /**

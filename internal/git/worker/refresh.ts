@@ -10,6 +10,7 @@ import type { WorkTree } from "../folder/materialize.ts";
 import type { Publication } from "./publication.ts";
 import type { TargetFolders } from "../folder/targetfolders.ts";
 import type { TargetSettings } from "../folder/writes.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 export interface Refreshing {
   publication: Publication;
@@ -20,8 +21,6 @@ export interface Refreshing {
   onProved?: (commit: string | undefined, by: "Fetch" | "Advertisement") => void;
 }
 
-const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
 /** Proves where the remote branch is; a moved branch has every folder read again. */
 export async function proveBranch(worker: Refreshing): Promise<void> {
   try {
@@ -29,7 +28,7 @@ export async function proveBranch(worker: Refreshing): Promise<void> {
     worker.onProved?.(worker.publication.tip, by);
     if (by === "Fetch") await readFolders(worker, worker.folders.targets(), false);
   } catch (err) {
-    worker.logger.error("proving where the remote branch is failed", { error: messageOf(err) });
+    worker.logger.error("proving where the remote branch is failed", { error: errorText(err) });
   }
 }
 
@@ -51,7 +50,7 @@ export async function readFolders(
       folders.checked(target, folders.verdict(target) ?? (await renderRefusal(worker, inventory)));
     }
   } catch (err) {
-    worker.logger.error("reading the folders again failed", { error: messageOf(err) });
+    worker.logger.error("reading the folders again failed", { error: errorText(err) });
   }
 }
 
