@@ -115,10 +115,25 @@ class EnvironmentCommand extends Command {
 }
 
 export function flagParser(): Command {
-  return withLeaseTimingFlags(withTelemetryFlags(new EnvironmentCommand("gitops-reverser")))
-    .description(
-      "Watches a Kubernetes cluster and writes the desired state of the objects it follows to Git.",
-    )
+  const command = withLeaseTimingFlags(withTelemetryFlags(new EnvironmentCommand("gitops-reverser")));
+  command.description(
+    "Watches a Kubernetes cluster and writes the desired state of the objects it follows to Git.",
+  );
+  for (const group of [
+    withSourceFlags,
+    withRedisFlags,
+    withAttributionFlags,
+    withServingFlags,
+    withGitFlags,
+    withProcessFlags,
+  ])
+    group(command);
+  return command.allowExcessArguments(false);
+}
+
+/** What the operator may do with the source clusters' credentials. */
+function withSourceFlags(command: Command): Command {
+  return command
     .option(
       "--in-cluster-kube-providers <list>",
       "comma-separated namespace/name of the KubeProviders allowed to use the operator's own identity (spec.inCluster)",
@@ -138,7 +153,12 @@ export function flagParser(): Command {
       "let KubeProvider kubeconfigs skip TLS verification of the source API server",
       parseBool,
       false,
-    )
+    );
+}
+
+/** Redis: where it is, how the operator signs in, and the key that signs what is kept there. */
+function withRedisFlags(command: Command): Command {
+  return command
     .option(
       "--redis-addr <host:port>",
       "Redis (or Valkey) for watch resume cursors and the redis attribution transport; rediss://host:port for TLS; empty runs without it",
@@ -165,7 +185,12 @@ export function flagParser(): Command {
       "--redis-hmac-key <key>",
       "sign every durable-queue entry and audit fact kept in Redis with this key (the same on every replica) and drop any read back without it; give it in GITOPS_REVERSER_REDIS_HMAC_KEY",
       "",
-    )
+    );
+}
+
+/** Author attribution: whether it is on, how long a change waits for its fact, and how facts travel. */
+function withAttributionFlags(command: Command): Command {
+  return command
     .option(
       "--author-attribution [bool]",
       "name the actor of each change as the commit author, from audit events (on by default, as the seeds say: the install manifests and the chart pass false for a first install)",
@@ -186,7 +211,12 @@ export function flagParser(): Command {
     .option(
       "--author-attribution-audit-route-annotation-key <key>",
       "serve the bare /audit-webhook, where each event names its audit route in this annotation",
-    )
+    );
+}
+
+/** How many replicas run, and what the process serves: the audit ingress and the push receiver. */
+function withServingFlags(command: Command): Command {
+  return command
     .option(
       "--replica-count <n>",
       "how many replicas of the operator run: more than one needs --leader-elect and --redis-addr, and the in-process fact transport needs exactly one",
@@ -213,7 +243,12 @@ export function flagParser(): Command {
       "serve the audit ingress over plain HTTP with no client certificate: for a test bench, never production",
       parseBool,
       false,
-    )
+    );
+}
+
+/** The write side: a branch's buffer, its refresh, CommitRequest retention, the claims' recheck, what is written encrypted, where clones live, kustomize. */
+function withGitFlags(command: Command): Command {
+  return command
     .addOption(
       new Option("--branch-buffer-max-size <quantity>", "bytes one branch may hold accepted and unpublished")
         .argParser(invalid("--branch-buffer-max-size", parseQuantity))
@@ -261,7 +296,12 @@ export function flagParser(): Command {
       "--kustomize-path <path>",
       "the kustomize binary that renders a kustomize folder to judge it against live (never to write it)",
       "kustomize",
-    )
+    );
+}
+
+/** The process: leader election, and its logs. */
+function withProcessFlags(command: Command): Command {
+  return command
     .option(
       "--leader-elect [bool]",
       "elect one active process on a Lease before running the watch plane and the branch workers",
@@ -280,8 +320,7 @@ export function flagParser(): Command {
       "json or text",
       invalid("--log-format", (v) => oneOf(v, ["json", "text"])),
       "json",
-    )
-    .allowExcessArguments(false);
+    );
 }
 
 /** A recheck interval: under a second would have every claim read its applier without pause. */

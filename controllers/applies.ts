@@ -14,19 +14,20 @@ import {
   type ArgoCDClaim,
   type FluxClaim,
 } from "../generated/v1alpha3/index.ts";
-import { ArgoCDDispatcher } from "../internal/applier/argocddispatch.ts";
-import { holdsApplication } from "../internal/applier/argocdclaim.ts";
-import type { AnyClaim, DispatchReport } from "../internal/applier/dispatch.ts";
-import { FluxDispatcher } from "../internal/applier/fluxdispatch.ts";
-import { holdsApplier } from "../internal/applier/fluxclaim.ts";
-import type { Following } from "../internal/applier/following.ts";
+import {
+  ArgoCDDispatcher,
+  FluxDispatcher,
+  type AnyClaim,
+  type DispatchReport,
+} from "../internal/applier/dispatch/index.ts";
+import { holdsApplication, holdsApplier, type Following } from "../internal/applier/claim/index.ts";
 import type { ProcessApplies } from "../internal/git/index.ts";
 import { statusCodeOf, type ResourceClient } from "../internal/kube/resourceclient.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import type { SharedInformer } from "../internal/operator/informer.ts";
 import type { Manager } from "../internal/operator/manager.ts";
-import { applierManagersOf, tieNote, tieOf } from "../internal/applier/window.ts";
+import { applierManagersOf, tieNote, tieOf } from "../internal/applier/decide/index.ts";
 import { overrideNote } from "../internal/git/index.ts";
 import {
   applyDuration,

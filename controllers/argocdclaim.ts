@@ -17,9 +17,9 @@ import {
   decideArgoCDClaim,
   type ArgoCDClaimDecision,
   type ArgoCDClaimWorld,
-} from "../internal/applier/argocdclaim.ts";
-import { judgeBinding, type Verdict } from "../internal/applier/eligibility.ts";
-import type { Following } from "../internal/applier/following.ts";
+  type Following,
+} from "../internal/applier/claim/index.ts";
+import { judgeBinding, type Verdict } from "../internal/applier/decide/index.ts";
 import type { Controller, Request } from "../internal/operator/controller.ts";
 import type { Manager } from "../internal/operator/manager.ts";
 import { keyOf } from "../internal/types/names.ts";

@@ -12,22 +12,21 @@ import {
   type GitTarget,
   type KubeProvider,
 } from "../generated/v1alpha3/index.ts";
-import type { AnyClaim } from "../internal/applier/dispatch.ts";
+import type { AnyClaim } from "../internal/applier/dispatch/index.ts";
 import {
+  inFlight,
   judgeConfig,
+  line,
   type ClaimConfig,
   type ReferringTarget,
   type Verdict,
-} from "../internal/applier/eligibility.ts";
-import { line } from "../internal/applier/line.ts";
-import type { Following } from "../internal/applier/following.ts";
-import { inFlight } from "../internal/applier/operation.ts";
+} from "../internal/applier/decide/index.ts";
+import type { ClaimDecision, Following } from "../internal/applier/claim/index.ts";
 import { targetWrites } from "../internal/gittarget/claim.ts";
 import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import { unlessNotFound, type ResourceClient, type ResourceType } from "../internal/kube/resourceclient.ts";
 import { ensureFinalizer, removeFinalizerPatch } from "../internal/operator/finalizers.ts";
-import type { ClaimDecision } from "../internal/applier/claimstatus.ts";
 import { StatusWriter } from "../internal/operator/status.ts";
 import type { ConditionUpdate } from "../internal/operator/conditions.ts";
 import type { SourceContext, SourceContexts } from "../internal/watch/sourcecontexts.ts";
@@ -188,7 +187,7 @@ export function watchClaimInputs<T extends KubernetesObject>(
 }
 
 /**
- * Where a claim stands in the line for its applier in one cluster (internal/applier/line.ts):
+ * Where a claim stands in the line for its applier in one cluster (internal/applier/decide/line.ts):
  * the claim that holds the applier when it is another (only for a bound claim), and whether
  * another eligible claim could take it over. A FluxClaim's line puts a claim with an operation in
  * flight first, then one carrying its finalizer; an ArgoCDClaim's has neither rule (`finalizer`

@@ -9,9 +9,8 @@ import {
   type ApplierClaimStatus,
   type FluxClaim,
 } from "../generated/v1alpha3/index.ts";
-import { judgeBinding, type Verdict } from "../internal/applier/eligibility.ts";
+import { judgeBinding, newToken, type Verdict } from "../internal/applier/decide/index.ts";
 import { FluxClient } from "../internal/applier/flux/client.ts";
-import { newToken } from "../internal/applier/operation.ts";
 import { otherConsumers } from "../internal/applier/flux/consumers.ts";
 import {
   viewGitRepository,
@@ -24,8 +23,8 @@ import {
   fluxClaimFinalizer,
   type FluxClaimDecision,
   type FluxClaimWorld,
-} from "../internal/applier/fluxclaim.ts";
-import type { Following } from "../internal/applier/following.ts";
+  type Following,
+} from "../internal/applier/claim/index.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { keyOf } from "../internal/types/names.ts";
 import type { Controller, Request } from "../internal/operator/controller.ts";

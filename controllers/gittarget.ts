@@ -350,29 +350,8 @@ export function setupGitTargetController(
     fluxClaims: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
     argoClaims: manager.informer<ArgoCDClaim>(informerSource(kc, resourceTypes.ArgoCDClaim)),
   };
-  /** The targets whose applierClaimRef names the claim. */
-  const targetsNamingClaim = (kind: string) => (claim: KubernetesObject) =>
-    informers.targets
-      .list(claim.metadata?.namespace)
-      .filter(
-        (t) => t.spec.applierClaimRef?.kind === kind && t.spec.applierClaimRef.name === claim.metadata?.name,
-      )
-      .map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! }));
-  /** The targets whose `kind` reference names `ref`. */
-  const targetsReferencing = (
-    kind: "kubeProviderRef" | "gitBranchRef",
-    ref: { namespace: string; name: string },
-  ) =>
-    informers.targets
-      .list()
-      .filter((t) => sameRef(refOf(t.spec[kind], t.metadata.namespace!), ref))
-      .map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! }));
-  const targetsNaming = (kind: "kubeProviderRef" | "gitBranchRef") => (object: KubernetesObject) =>
-    targetsReferencing(kind, {
-      namespace: object.metadata?.namespace ?? "",
-      name: object.metadata?.name ?? "",
-    });
-
+  const { targetsNamingClaim, targetsReferencing, targetsNaming, targetsOfProvider } =
+    targetLookups(informers);
   const reconciler = new GitTargetReconciler(
     manager,
     informers,
@@ -396,22 +375,7 @@ export function setupGitTargetController(
     .watches(informers.providers, targetsNaming("kubeProviderRef"), anyOf(generationChanged, readyTransition))
     .watches(informers.branches, targetsNaming("gitBranchRef"), anyOf(generationChanged, readyTransition))
     // A signing key that stops (or starts) being usable stops (or starts) the targets' writes.
-    .watches(
-      informers.gitProviders,
-      (provider) =>
-        informers.branches
-          .list()
-          .filter((b) =>
-            sameRef(
-              refOf(b.spec.gitProviderRef, b.metadata.namespace!),
-              refOf({ name: provider.metadata.name! }, provider.metadata.namespace!),
-            ),
-          )
-          .flatMap((b) =>
-            targetsReferencing("gitBranchRef", { namespace: b.metadata.namespace!, name: b.metadata.name! }),
-          ),
-      anyOf(generationChanged, readyTransition),
-    )
+    .watches(informers.gitProviders, targetsOfProvider, anyOf(generationChanged, readyTransition))
     .watches(
       informers.namespaces,
       (ns) =>
@@ -439,4 +403,44 @@ export function setupGitTargetController(
   });
   manager.addController(controller);
   return { controller, reconciler };
+}
+
+/** Which GitTargets an object of another kind concerns, read from the informers: what the controller's watches map to. */
+function targetLookups(informers: Informers) {
+  const refs = (targets: GitTarget[]) =>
+    targets.map((t) => ({ namespace: t.metadata.namespace, name: t.metadata.name! }));
+  /** The targets whose applierClaimRef names the claim. */
+  const targetsNamingClaim = (kind: string) => (claim: KubernetesObject) =>
+    refs(
+      informers.targets
+        .list(claim.metadata?.namespace)
+        .filter(
+          (t) =>
+            t.spec.applierClaimRef?.kind === kind && t.spec.applierClaimRef.name === claim.metadata?.name,
+        ),
+    );
+  /** The targets whose `kind` reference names `ref`. */
+  const targetsReferencing = (
+    kind: "kubeProviderRef" | "gitBranchRef",
+    ref: { namespace: string; name: string },
+  ) => refs(informers.targets.list().filter((t) => sameRef(refOf(t.spec[kind], t.metadata.namespace!), ref)));
+  const targetsNaming = (kind: "kubeProviderRef" | "gitBranchRef") => (object: KubernetesObject) =>
+    targetsReferencing(kind, {
+      namespace: object.metadata?.namespace ?? "",
+      name: object.metadata?.name ?? "",
+    });
+  /** The targets of every GitBranch on the provider: a signing key that stops (or starts) being usable stops (or starts) their writes. */
+  const targetsOfProvider = (provider: GitProvider) =>
+    informers.branches
+      .list()
+      .filter((b) =>
+        sameRef(
+          refOf(b.spec.gitProviderRef, b.metadata.namespace!),
+          refOf({ name: provider.metadata.name! }, provider.metadata.namespace!),
+        ),
+      )
+      .flatMap((b) =>
+        targetsReferencing("gitBranchRef", { namespace: b.metadata.namespace!, name: b.metadata.name! }),
+      );
+  return { targetsNamingClaim, targetsReferencing, targetsNaming, targetsOfProvider };
 }

@@ -22,22 +22,8 @@ import { RuleStore } from "../internal/rulestore/store.ts";
 import { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { BranchClaims } from "../internal/gitbranch/branchclaim.ts";
 import { RemoteStatusPublisher } from "../internal/gitbranch/remotestatus.ts";
-import { Exclusions, WorkerManager, defaultWorkerRoot } from "../internal/git/index.ts";
-import {
-  applyOwnershipConflicts,
-  commitWindows,
-  gitCommitFailures,
-  gitDocuments,
-  gitFetches,
-  gitQueueAppends,
-  gitQueueReplayed,
-  gitPushes,
-  placementRefusals,
-  secretEncryptions,
-  gitCommits,
-  placements,
-  writesDropped,
-} from "../internal/telemetry/instruments.ts";
+import { WorkerManager, defaultWorkerRoot } from "../internal/git/index.ts";
+import { branchTelemetry } from "../internal/telemetry/branchobserver.ts";
 import { setupAttribution } from "./attribution.ts";
 import { setupScrapeGauges } from "./metrics.ts";
 import { setupClusterWatchRuleController } from "./clusterwatchrule.ts";
@@ -47,7 +33,7 @@ import { setupGitTargetController } from "./gittarget.ts";
 import { setupFluxClaimController } from "./fluxclaim.ts";
 import { setupArgoCDClaimController } from "./argocdclaim.ts";
 import { setupApplies } from "./applies.ts";
-import { Following } from "../internal/applier/following.ts";
+import { Following } from "../internal/applier/claim/index.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
 import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
@@ -95,19 +81,7 @@ export interface OperatorSettings {
   identity?: string;
 }
 
-/** The source label of gitopsreverser_placements_total, by rung. */
-const placementSourceLabel = {
-  Declared: "declared",
-  KustomizeRoot: "kustomize",
-  BuiltIn: "builtin",
-} as const;
-
 const targetRef = parseKey;
-
-function targetLabels(key: string) {
-  const { namespace, name } = targetRef(key);
-  return { gittarget_namespace: namespace, gittarget_name: name };
-}
 
 export interface Operator {
   rules: RuleStore;
@@ -142,97 +116,9 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   manager.addRunnable(sourceContexts);
   const claims = new BranchClaims();
   const remoteStatus = new RemoteStatusPublisher(manager.kubeConfig, manager.logger);
-  const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
-  const exclusions = new Exclusions();
   /** The apply operations this process follows: the dispatcher's, read by the FluxClaim reconciler. */
   const following = new Following();
-  const workers = new WorkerManager({
-    applies: setupApplies(manager, sourceContexts, following, settings.applyBudgetMs),
-    onWindowClosed: (branchKey, reason) => {
-      const { namespace, name } = targetRef(branchKey);
-      commitWindows.inc({ gitbranch_namespace: namespace, gitbranch_name: name, close_reason: reason });
-    },
-    onGit: (branchKey, { operation, outcome }) => {
-      const { namespace, name } = targetRef(branchKey);
-      const labels = { gitbranch_namespace: namespace, gitbranch_name: name };
-      if (operation === "fetch") gitFetches.inc({ ...labels, outcome });
-      else if (operation === "push") gitPushes.inc({ ...labels, outcome });
-      else gitCommitFailures.inc({ ...labels, reason: outcome });
-    },
-    onDocument: (write, outcome) => gitDocuments.inc({ outcome, ...targetLabels(write.target.key) }),
-    // With Redis, each branch's accepted writes outlive the process: a crash replays them.
-    ...(redis
-      ? {
-          writeLog: (branchKey: string) =>
-            new RedisWriteLog(redis, branchKey, () => manager.fenceToken(shards?.branchKey(branchKey))),
-        }
-      : {}),
-    onQueue: (branchKey, event, count) => {
-      const { namespace, name } = targetRef(branchKey);
-      const labels = { gitbranch_namespace: namespace, gitbranch_name: name };
-      if (event === "replayed") gitQueueReplayed.inc(labels, count);
-      else gitQueueAppends.inc({ ...labels, outcome: event }, count);
-    },
-    onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
-    onBranchProved: (branchKey, commit, by) => {
-      if (commit) remoteStatus.record(branchKey, commit, by);
-    },
-    onBranchState: (branchKey, state) => remoteStatus.recordOutage(branchKey, state.outage),
-    refreshIntervalMs: settings.gitRefreshInterval,
-    root: settings.workerRoot ?? defaultWorkerRoot,
-    namedByGitBranch: (uid) => branches.list().some((b) => b.metadata.uid === uid),
-    bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
-    pushCooldownMs: settings.pushCooldownMs,
-    additionalSensitive: settings.additionalSensitiveResources ?? [],
-    kustomizePath: settings.kustomizePath,
-    onRefused: (write, identity, reason, message) => {
-      manager.logger.error("refused to write a resource", {
-        gitTarget: write.target.key,
-        resource: `${identity.group}/${identity.resource}`,
-        object: keyOf(identity),
-        reason,
-        message,
-      });
-      placementRefusals.inc({ reason, ...targetLabels(write.target.key) });
-      if (reason === "encryption_failed")
-        secretEncryptions.inc({ outcome: "failed", ...targetLabels(write.target.key) });
-    },
-    onExcluded: (key, excluded) => {
-      for (const identity of exclusions.firstSeen(key, excluded)) {
-        manager.logger.info("kept another applier's object out of a coordinated folder", {
-          gitTarget: key,
-          resource: `${identity.group}/${identity.resource}`,
-          object: keyOf(identity),
-        });
-        applyOwnershipConflicts.inc(targetLabels(key));
-      }
-    },
-    onCommitted: (write) =>
-      gitCommits.inc({ author_kind: write.author?.kind ?? "none", ...targetLabels(write.target.key) }),
-    onEncrypted: (write, _identity, outcome) =>
-      secretEncryptions.inc({ outcome, ...targetLabels(write.target.key) }),
-    folders: {
-      onDropped: (key, reason, count) => writesDropped.inc({ reason, ...targetLabels(key) }, count),
-      onPlaced: (key, { group, version, resource }, source) =>
-        placements.inc({
-          source: placementSourceLabel[source],
-          group,
-          version,
-          resource,
-          ...targetLabels(key),
-        }),
-      onResyncRequested: (key, collections) => sourceContexts.resync(targetRef(key), collections),
-    },
-    renderHoldMs: settings.renderHoldMs,
-    logger: manager.logger,
-    ...(shards
-      ? {
-          holds: (branchKey: string) => manager.owns(shards.branchKey(branchKey)),
-          mayPush: (branchKey: string) => manager.mayPush(shards.branchKey(branchKey)),
-        }
-      : {}),
-  });
-  manager.addRunnable(workers);
+  const workers = setupWorkers(manager, settings, { sourceContexts, following, remoteStatus, redis, shards });
   setupScrapeGauges(manager, sourceContexts, workers);
   const commitRequestServer = setupCommitRequests(manager, settings, workers, attribution, shards);
   const kubeProviders = setupKubeProviderController(manager, {
@@ -289,6 +175,62 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
     ...(redis ? { redis } : {}),
     ...(receiver ? { receiver } : {}),
   };
+}
+
+/**
+ * The branch workers: each reports to its branch's metrics and logs (branchTelemetry), tells
+ * the GitBranch's remote status what it pushed, proved or cannot reach, asks the watch side for
+ * fresh snapshots, and with Redis keeps the writes it accepted in the branch's durable queue.
+ */
+function setupWorkers(
+  manager: Manager,
+  settings: OperatorSettings,
+  parts: {
+    sourceContexts: SourceContexts;
+    following: Following;
+    remoteStatus: RemoteStatusPublisher;
+    redis: RedisConnection | undefined;
+    shards: BranchShards | undefined;
+  },
+): WorkerManager {
+  const { sourceContexts, following, remoteStatus, redis, shards } = parts;
+  const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
+  const workers = new WorkerManager({
+    applies: setupApplies(manager, sourceContexts, following, settings.applyBudgetMs),
+    observer: (branchKey) => branchTelemetry(branchKey, manager.logger),
+    // With Redis, each branch's accepted writes outlive the process: a crash replays them.
+    ...(redis
+      ? {
+          writeLog: (branchKey: string) =>
+            new RedisWriteLog(redis, branchKey, () => manager.fenceToken(shards?.branchKey(branchKey))),
+        }
+      : {}),
+    onBranchPublished: (branchKey, commit) => remoteStatus.record(branchKey, commit, "Push"),
+    onBranchProved: (branchKey, commit, by) => {
+      if (commit) remoteStatus.record(branchKey, commit, by);
+    },
+    onBranchState: (branchKey, state) => remoteStatus.recordOutage(branchKey, state.outage),
+    refreshIntervalMs: settings.gitRefreshInterval,
+    root: settings.workerRoot ?? defaultWorkerRoot,
+    namedByGitBranch: (uid) => branches.list().some((b) => b.metadata.uid === uid),
+    bufferLimitBytes: settings.branchBufferMaxSize ?? 8 * 1024 * 1024,
+    pushCooldownMs: settings.pushCooldownMs,
+    additionalSensitive: settings.additionalSensitiveResources ?? [],
+    kustomizePath: settings.kustomizePath,
+    folders: {
+      onResyncRequested: (key, collections) => sourceContexts.resync(targetRef(key), collections),
+    },
+    renderHoldMs: settings.renderHoldMs,
+    logger: manager.logger,
+    ...(shards
+      ? {
+          holds: (branchKey: string) => manager.owns(shards.branchKey(branchKey)),
+          mayPush: (branchKey: string) => manager.mayPush(shards.branchKey(branchKey)),
+        }
+      : {}),
+  });
+  manager.addRunnable(workers);
+  return workers;
 }
 
 /** The push receiver, with --receiver-bind-address: a delivery wakes the workers its repository names. */

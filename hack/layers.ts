@@ -89,10 +89,13 @@ export const layers: Layers = {
     "internal/manifest/yamledit",
     "internal/manifest",
     "internal/kustomize",
-    // Applier claims.
+    // The appliers: the pure decisions (no I/O), what is read of Flux's and Argo CD's objects and
+    // the clients that write them, the claim holds, and the dispatchers that carry applies out.
+    "internal/applier/decide",
     "internal/applier/argocd",
     "internal/applier/flux",
-    "internal/applier",
+    "internal/applier/claim",
+    "internal/applier/dispatch",
     // The watch side: the stream (the seam), the watch plane, attribution, the rules' decisions,
     // and CommitRequests, which take attribution's facts.
     "internal/stream",
@@ -133,6 +136,17 @@ export const layers: Layers = {
       why: "the Git engine runs git and knows no worker, folder or kustomize: what a folder builds from is passed in (CloneOptions.buildsFrom)",
     },
     {
+      from: ["internal/applier/decide"],
+      to: [
+        "internal/kube",
+        "generated/v1alpha3/clients",
+        "internal/operator",
+        "internal/applier/flux",
+        "internal/applier/argocd",
+      ],
+      why: "the applier's decisions are pure: each is fed what its caller read, so it imports no Kubernetes access, client or controller runtime",
+    },
+    {
       from: ["internal/stream", "internal/watch"],
       to: ["internal/applier/**"],
       why: "the watch side knows no applier claim: what a stream item says of who applied and wrote an object are nouns of internal/types/applied.ts",
@@ -171,6 +185,24 @@ export const layers: Layers = {
       face: "internal/manifest/index.ts",
       except: ["bench"],
       why: "the manifest room's face is what the write path and the kustomize judge use of it; the benchmark, which times its insides, is the exception",
+    },
+    {
+      folder: "internal/applier/decide",
+      face: "internal/applier/decide/index.ts",
+      except: [],
+      why: "the applier's pure decisions are used through their face, by the claims and dispatchers beside them as by the reconcilers and the branch worker",
+    },
+    {
+      folder: "internal/applier/claim",
+      face: "internal/applier/claim/index.ts",
+      except: [],
+      why: "the claim holds are used through their face: each kind's step per pass, and which operations this process follows",
+    },
+    {
+      folder: "internal/applier/dispatch",
+      face: "internal/applier/dispatch/index.ts",
+      except: [],
+      why: "the dispatchers are started and heard from through their face alone",
     },
     {
       folder: "internal/manifest/yamledit",

@@ -1,6 +1,6 @@
 // The write path's face: what the rest of the operator uses of internal/git. The process-wide
 // manager and what it reports, a target's settings and folder report, the durable queue's log
-// (which internal/redis implements), the shared exclusions of coordinated folders, the messages
+// (which internal/redis implements), what a branch's observer hears (BranchObserver), the messages
 // a status says of a worker's outage and contention, and the one remote probe the GitProvider's
 // check makes. The rooms below (engine/, worker/, folder/, queue/) are reached through here from
 // outside; the benchmark, which times their insides, is the exception (hack/layers.ts).
@@ -22,5 +22,5 @@ export { contentionFacts, contentionMessage, type ContentionFacts } from "./work
 export type { TargetSettings } from "./folder/writes.ts";
 export type { FolderReport } from "./folder/targetfolders.ts";
 export { unwrittenMessage, type RefusedWrite } from "./folder/refusedwrites.ts";
-export { Exclusions } from "./folder/coordinated.ts";
+export type { BranchObserver, QueueEvent } from "./worker/observer.ts";
 export { probeRemote, type ProbeOutcome } from "./engine/probe.ts";

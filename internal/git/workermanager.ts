@@ -3,7 +3,8 @@
 // their branch's worker. A worker whose repository identity changes (its GitProvider recreated,
 // its credential rotated) is replaced: the old one publishes what it decided, and takes its
 // clone with it. A clone directory is claimed by its owner file (workerdirs.ts), and the sweep
-// leaves every directory another running process owns.
+// leaves every directory another running process owns. Each worker reports to its branch's
+// observer (worker/observer.ts), which the process makes: metrics and logs.
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { FolderRenders } from "../kustomize/renders.ts";
@@ -11,14 +12,12 @@ import { kustomizationReferences } from "../manifest/index.ts";
 import type { Runnable } from "../operator/manager.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
 import type { GitTargetEventStream } from "../stream/stream.ts";
-import type { ResourceIdentity } from "../types/identity.ts";
 import { BranchWorker, type BranchWorkerOptions } from "./worker/branchworker.ts";
 import type { BranchState } from "./worker/report.ts";
 import { Clone, type CloneOptions } from "./engine/clone.ts";
 import type { Signature } from "../types/signature.ts";
 import type { SigningKey } from "../signing/sshkey.ts";
-import type { MaterializeOptions } from "./folder/materialize.ts";
-import type { GitEvent, Unpublished } from "./worker/publication.ts";
+import type { Unpublished } from "./worker/publication.ts";
 import { commitMessageFor } from "./folder/message.ts";
 import { branchWakesTarget, reportWakesTarget } from "./targetwake.ts";
 import { StreamReaders } from "./streamreaders.ts";
@@ -26,9 +25,9 @@ import { SaveRoutes } from "./saveroutes.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./folder/targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./folder/writes.ts";
-import type { Applier, Attempt, Covered, Outcome, Recovery } from "../applier/due.ts";
-import type { WriteVerdict } from "../applier/window.ts";
-import type { CloseReason } from "./worker/window.ts";
+import type { Applier, Attempt, Covered, Outcome, Recovery, WriteVerdict } from "../applier/decide/index.ts";
+import { unobserved, type BranchObserver } from "./worker/observer.ts";
+import { Exclusions } from "./folder/coordinated.ts";
 import type { JudgedWrite, OverrideReport } from "./worker/applies.ts";
 import type { WriteLog } from "./queue/writelog.ts";
 import { claimKey, type ClaimRef } from "../types/claims.ts";
@@ -57,15 +56,7 @@ export interface WorkerSpec {
 
 export interface WorkerManagerOptions extends Omit<
   BranchWorkerOptions,
-  | "clone"
-  | "committer"
-  | "materialize"
-  | "folders"
-  | "onWindowClosed"
-  | "onGit"
-  | "applies"
-  | "queue"
-  | "mayPush"
+  "clone" | "committer" | "materialize" | "folders" | "observer" | "applies" | "queue" | "mayPush"
 > {
   /** --worker-root: where the clones live, one directory per GitBranch uid. */
   root: string;
@@ -74,34 +65,28 @@ export interface WorkerManagerOptions extends Omit<
   namedByGitBranch?: (uid: string) => boolean;
   /** resource.group names treated as sensitive besides core Secrets. */
   additionalSensitive: readonly string[];
-  onRefused: MaterializeOptions["onRefused"];
-  onEncrypted?: MaterializeOptions["onEncrypted"];
-  onCommitted?: MaterializeOptions["onCommitted"];
-  onDocument?: MaterializeOptions["onDocument"];
+  /**
+   * Each GitBranch's observer (by namespace/name), made with its worker: what the worker
+   * reports, and another applier's objects kept out of its targets' coordinated folders, for
+   * metrics and logs. None: nobody hears.
+   */
+  observer?: (branchKey: string) => BranchObserver;
   /** --kustomize-path: the kustomize that judges folders as they render; none: as written. */
   kustomizePath?: string;
   /** Called after a push landed on a GitBranch's branch, with the new tip. */
   onBranchPublished?: (branchKey: string, commit: string) => void;
-  /** Another applier's objects kept out of a coordinated folder, by GitTarget key. */
-  onExcluded?: (targetKey: string, excluded: ResourceIdentity[]) => void;
   /** Called when a refresh proved where a GitBranch's branch is without a push. */
   onBranchProved?: (branchKey: string, commit: string | undefined, by: "Fetch" | "Advertisement") => void;
-  /** Called when a branch's backlog, intake or outage changes, for its metrics. */
+  /** Called when a branch's backlog, intake or outage changes, for the GitBranch's remote status. */
   onBranchState?: (branchKey: string, state: BranchState) => void;
   /** How long a call to the Git server may take; two minutes unless a test shortens it. */
   callTimeoutMs?: number;
-  /** Drops, placements and snapshot requests of every folder, for metrics and the watch side. */
-  folders?: Partial<Omit<TargetFolderCallbacks, "onReport">>;
-  /** Called whenever a branch's commit window closes, with why. */
-  onWindowClosed?: (branchKey: string, reason: CloseReason) => void;
-  /** Each fetch, push and failed publication cycle of a branch. */
-  onGit?: (branchKey: string, event: GitEvent) => void;
+  /** The fresh snapshots every folder asks of the watch side. */
+  folders?: Partial<Pick<TargetFolderCallbacks, "onResyncRequested">>;
   /** How the branches' applies are carried out; none: no worker asks an applier for anything. */
   applies?: ProcessApplies;
   /** Each GitBranch's durable write queue (by namespace/name); none: accepted writes live in memory only. */
   writeLog?: (branchKey: string) => WriteLog;
-  /** Each append to a branch's durable queue, and each entry a worker replayed from it. */
-  onQueue?: (branchKey: string, event: "appended" | "failed" | "fenced" | "replayed", count: number) => void;
   /**
    * With more than one replica: whether this replica holds a GitBranch's repository branch. A
    * worker is never made for one it does not, so a reconcile that raced a handover cannot write
@@ -131,13 +116,13 @@ export interface ProcessApplies {
   sourceOf(claim: ClaimRef): string | undefined;
   /** The commit a claim's last succeeded operation applied. */
   lastApplied(claim: ClaimRef): string | undefined;
-  /** Follows an operation a stopped process left in flight on a claim (internal/applier/fluxdispatch.ts). */
+  /** Follows an operation a stopped process left in flight on a claim (internal/applier/dispatch/fluxdispatch.ts). */
   recover?(claim: ClaimRef): Recovery | undefined;
-  /** How the apply window judged a live write to a claim's folder (internal/applier/window.ts). */
+  /** How the apply window judged a live write to a claim's folder (internal/applier/decide/window.ts). */
   judged?(claim: ClaimRef, verdict: WriteVerdict, write: JudgedWrite): void;
   /** A first snapshot's commit wrote live values over pushed changes (internal/git/folder/threeway.ts). */
   pushedChangeOverridden?(claim: ClaimRef, report: OverrideReport): void;
-  /** A snapshot of a claim's folder discarded while Git is ahead, or used once held too long (internal/applier/stale.ts). */
+  /** A snapshot of a claim's folder discarded while Git is ahead, or used once held too long (internal/applier/decide/stale.ts). */
   staleSnapshot?(target: TargetRef, outcome: "discarded" | "used"): void;
   /** Whether a claim's status says a Repair is pending. */
   repairPendingAtStart?(claim: ClaimRef): boolean;
@@ -174,8 +159,13 @@ const refusedEntry = (identity: { resource: string; namespace: string; name: str
 export class WorkerManager implements Runnable {
   readonly name = "branch-workers";
   readonly needLeaderElection = true;
-  private readonly workers = new Map<string, { spec: WorkerSpec; worker: BranchWorker }>();
+  private readonly workers = new Map<
+    string,
+    { spec: WorkerSpec; worker: BranchWorker; observer: BranchObserver }
+  >();
   private readonly attachments = new Map<string, Attachment>();
+  /** Which excluded objects were reported, so each is logged and counted once by the process. */
+  private readonly exclusions = new Exclusions();
   private readonly readers = new StreamReaders(
     (stream) => {
       for (const attachment of this.attachments.values()) {
@@ -184,7 +174,12 @@ export class WorkerManager implements Runnable {
       }
       return undefined;
     },
-    (settings, excluded) => this.options.onExcluded?.(settings.key, excluded),
+    (settings, excluded) => {
+      const first = this.exclusions.firstSeen(settings.key, excluded);
+      const attachment = this.attachments.get(settings.key);
+      const observer = attachment && this.workers.get(attachment.branchKey)?.observer;
+      if (first.length > 0) observer?.excluded(settings.key, first);
+    },
   );
   private readonly targetStates = new Map<string, TargetWriteState>();
   private readonly targetListeners: ((target: TargetRef) => void)[] = [];
@@ -288,27 +283,22 @@ export class WorkerManager implements Runnable {
       sweepIntervalMs: _sweep,
       namedByGitBranch: _named,
       additionalSensitive,
-      onRefused,
-      onEncrypted,
-      onCommitted,
-      onDocument,
+      observer: observe,
       kustomizePath,
       onBranchPublished,
       onBranchProved,
       onBranchState,
-      onExcluded: _excluded,
       callTimeoutMs,
       folders,
-      onWindowClosed,
-      onGit,
       applies,
       writeLog,
-      onQueue,
       mayPush,
       ...workerOptions
     } = this.options;
+    const observer = observe?.(spec.key) ?? unobserved;
     const worker = new BranchWorker({
       ...workerOptions,
+      observer,
       clone: new Clone({
         dir: join(root, spec.uid),
         url: spec.url,
@@ -324,25 +314,14 @@ export class WorkerManager implements Runnable {
       materialize: {
         committer: spec.committer,
         additionalSensitive,
-        onCommitted,
-        ...(onDocument ? { onDocument } : {}),
         renders: kustomizePath ? new FolderRenders({ binary: kustomizePath }) : undefined,
-        onRefused: (write, identity, reason, message) => {
-          onRefused(write, identity, reason, message);
+        onRefused: (write, identity, reason) => {
           // EncryptionConfigured reports what encryption would have let through; a write that
-          // had nowhere to land is logged and counted by its reason.
+          // had nowhere to land is logged and counted by its reason, through the observer.
           if (reason !== "encryption_unavailable" && reason !== "encryption_failed") return;
           this.updateTarget(write.target.key, (s) => s.refused.add(refusedEntry(identity)));
         },
-        // Counted as git_documents_total{outcome="healed"} through onDocument.
-        onHealed: (write, identity, healed) =>
-          this.options.logger.warn("rewrote a file Go's YAML readers refused, from the live object", {
-            gitTarget: write.target.key,
-            object: `${identity.kind} ${identity.namespace ? `${identity.namespace}/` : ""}${identity.name}`,
-            healed,
-          }),
-        onEncrypted: (write, identity, outcome) => {
-          onEncrypted?.(write, identity, outcome);
+        onEncrypted: (write, identity) => {
           const entry = refusedEntry(identity);
           if (this.targetStates.get(write.target.key)?.refused.has(entry))
             this.updateTarget(write.target.key, (s) => s.refused.delete(entry));
@@ -357,18 +336,8 @@ export class WorkerManager implements Runnable {
       },
       onProved: (commit, by) => onBranchProved?.(spec.key, commit, by),
       onSave: (id) => this.saves.reported(id),
-      onWindowClosed: (reason) => onWindowClosed?.(spec.key, reason),
-      onGit: (event) => onGit?.(spec.key, event),
       ...(mayPush ? { mayPush: () => mayPush(spec.key) } : {}),
-      ...(writeLog
-        ? {
-            queue: {
-              log: writeLog(spec.key),
-              onAppend: (outcome) => onQueue?.(spec.key, outcome, 1),
-              onReplayed: (entries) => onQueue?.(spec.key, "replayed", entries),
-            },
-          }
-        : {}),
+      ...(writeLog ? { queue: { log: writeLog(spec.key) } } : {}),
       ...(applies
         ? {
             applies: {
@@ -408,12 +377,10 @@ export class WorkerManager implements Runnable {
             (s) => (s.folder = report),
             (before) => reportWakesTarget(before.folder, report, byWrite),
           ),
-        onDropped: (...args) => folders?.onDropped?.(...args),
-        onPlaced: (...args) => folders?.onPlaced?.(...args),
         onResyncRequested: (...args) => folders?.onResyncRequested?.(...args),
       },
     });
-    this.workers.set(spec.key, { spec, worker });
+    this.workers.set(spec.key, { spec, worker, observer });
     if (this.started) worker.start();
     // A replaced worker leaves what it could not publish in the durable queue, and the streams
     // attached to its branch are read on into the new one: it replays their entries first.

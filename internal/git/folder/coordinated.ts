@@ -5,7 +5,7 @@
 // neither upserted nor treated as missing, so the sweep leaves its document alone, under
 // prune.mode: Always too. An object owned by nobody, or by the folder's own applier, is
 // mirrored as before, and a folder with no claim excludes nothing.
-import { isApplier } from "../../applier/owner.ts";
+import { isApplier } from "../../applier/decide/index.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import { keyOf } from "../../types/names.ts";
 import type { StreamItem } from "../../stream/stream.ts";

@@ -1,20 +1,22 @@
 // A branch worker's side of applying (applier-claims.md, "The design, as built"): every
 // observation of the remote passes here, the worker asks once per wake whether an apply is due,
 // flushes before it sends, and hands each attempt to the dispatcher, whose report comes back
-// through the worker's queue. What is due is decided by internal/applier/due.ts; this file only
+// through the worker's queue. What is due is decided by internal/applier/decide/due.ts; this file only
 // feeds it what the worker sees and carries its answers out.
 import { randomBytes } from "node:crypto";
 import {
   ApplyDue,
+  StaleSnapshots,
+  applierManagersOf,
+  judgeWrite,
   type Applier,
   type Attempt,
   type Outcome,
   type Reason,
   type Recovery,
-} from "../../applier/due.ts";
-import { StaleSnapshots } from "../../applier/stale.ts";
+  type WriteVerdict,
+} from "../../applier/decide/index.ts";
 import type { Overridden } from "../folder/threeway.ts";
-import { applierManagersOf, judgeWrite, type WriteVerdict } from "../../applier/window.ts";
 import type { CollectedWhile, FieldsEntry } from "../../types/applied.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";

@@ -12,7 +12,7 @@ import type { Repository } from "../engine/clone.ts";
 import { DeliveryLooks, proveBranch, readFolders, type Refreshing } from "./refresh.ts";
 import { identityKeyOf } from "../../types/identity.ts";
 import type { MaterializeOptions, WorkTree } from "../folder/materialize.ts";
-import { Publication, type GitEvent, type Unpublished } from "./publication.ts";
+import { Publication, type Unpublished } from "./publication.ts";
 import { RetrySchedule } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "../folder/targetfolders.ts";
@@ -20,7 +20,7 @@ import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
 import type { BranchState } from "./report.ts";
 import { WorkerQueue } from "./workerqueue.ts";
 import { InventoryStore } from "../folder/inventorystore.ts";
-import { CommitWindow, type CloseReason, type ClosedWindow } from "./window.ts";
+import { CommitWindow, type ClosedWindow } from "./window.ts";
 import {
   RetainedWrites,
   liveChange,
@@ -30,12 +30,13 @@ import {
   type TargetSettings,
 } from "../folder/writes.ts";
 import { WorkerSaves, type Report, type SaveRequest, type WithdrawAnswer } from "./saves.ts";
-import { DurableWrites, type DurableWritesOptions } from "../queue/durable.ts";
+import { DurableWrites } from "../queue/durable.ts";
 import type { WriteLog } from "../queue/writelog.ts";
 import { oldestId } from "../queue/entryids.ts";
 import { WorkerApplies, type ApplyHooks, type AttemptReport } from "./applies.ts";
 import type { CollectedWhile } from "../../types/applied.ts";
 import { errorText } from "../../telemetry/errortext.ts";
+import { unobserved, type BranchObserver } from "./observer.ts";
 
 /** The seeds' fixed push cooldown: successful local commits wait this long after a push. */
 export const defaultPushCooldownMs = 5_000;
@@ -54,28 +55,27 @@ export interface BranchWorkerOptions {
   refreshIntervalMs?: number;
   /** How long shutdown's one publication may take, inside the pod's termination grace: 20 s. */
   shutdownGraceMs?: number;
-  materialize: MaterializeOptions;
+  /** How documents are written; what becomes of each is reported to the observer, not here. */
+  materialize: Omit<MaterializeOptions, "onDocument" | "onCommitted" | "onHealed">;
   logger: Logger;
+  /** Hears everything the worker reports, for metrics and logs; none: nobody does. */
+  observer?: BranchObserver;
   /** Called after every push that landed, with the new tip. */
   onPublished?: (commit: string, writes: DecidedWrite[]) => void;
   /** Called when a refresh proved where the branch is without a push of ours. */
   onProved?: (commit: string | undefined, by: "Fetch" | "Advertisement") => void;
   /** Called whenever the branch's backlog, intake or outage changes. */
   onState?: (state: BranchState) => void;
-  /** What each folder's gates and placement report, and what they drop. */
-  folders: TargetFolderCallbacks;
+  /** What each folder's gates report, and the fresh snapshots they ask for (drops and placements: the observer). */
+  folders: Omit<TargetFolderCallbacks, "onDropped" | "onPlaced">;
   /** How long the render gate holds live events: 10 minutes unless a test shortens it. */
   renderHoldMs?: number;
   /** Called whenever a CommitRequest's phase or outcome changes on this worker. */
   onSave?: (id: string, report: Report) => void;
-  /** Called whenever a commit window closes, with why. */
-  onWindowClosed?: (reason: CloseReason) => void;
-  /** Each fetch, push and failed publication cycle. */
-  onGit?: (event: GitEvent) => void;
   /** The appliers the branch's GitTargets name through their claims, and how an apply is carried out. */
   applies?: ApplyHooks;
-  /** The branch's durable write queue, with what the metrics count of it; none: writes live in memory only. */
-  queue?: { log: WriteLog } & Pick<DurableWritesOptions, "onAppend" | "onReplayed">;
+  /** The branch's durable write queue; none: writes live in memory only. */
+  queue?: { log: WriteLog };
 }
 
 type Event =
@@ -118,8 +118,11 @@ export class BranchWorker {
   private proveNotBefore = 0;
   private readonly durable: DurableWrites | undefined;
   private queueState: BranchState["durableQueue"];
+  private readonly observer: BranchObserver;
 
   constructor(private readonly options: BranchWorkerOptions) {
+    const observer = options.observer ?? unobserved;
+    this.observer = observer;
     this.window = new CommitWindow(options.bufferLimitBytes);
     this.suspensions = new Suspensions((key) => options.folders.onResyncRequested(key, undefined));
     const applies =
@@ -130,6 +133,8 @@ export class BranchWorker {
       options.queue &&
       new DurableWrites(options.queue.log, {
         ...options.queue,
+        onAppend: (outcome) => observer.queue(outcome, 1),
+        onReplayed: (entries) => observer.queue("replayed", entries),
         additionalSensitive: options.materialize.additionalSensitive,
         logger: options.logger,
         holdMs: options.renderHoldMs ?? 10 * 60_000,
@@ -143,20 +148,29 @@ export class BranchWorker {
       { holdMs: options.renderHoldMs ?? 10 * 60_000, budgetBytes: options.bufferLimitBytes },
       {
         ...options.folders,
+        onDropped: (key, reason, count) => observer.dropped(key, reason, count),
         // A new document in a folder an applier applies is adopted by an apply of the tip.
         onPlaced: (key, identity, source) => {
-          options.folders.onPlaced(key, identity, source);
+          observer.placed(key, identity, source);
           applies?.placed(key);
         },
       },
       dir === undefined ? undefined : new InventoryStore(dir),
     );
-    const { onRefused } = options.materialize;
+    const { onRefused, onEncrypted } = options.materialize;
     this.publication = new Publication({
       repository: options.clone,
       materialize: {
         ...options.materialize,
+        onDocument: (write, outcome) => observer.document(write, outcome),
+        onCommitted: (write, commit) => observer.committed(write, commit),
+        onHealed: (write, identity, healed) => observer.healed(write, identity, healed),
+        onEncrypted: (write, identity, outcome) => {
+          observer.encrypted(write, identity, outcome);
+          onEncrypted?.(write, identity, outcome);
+        },
         onRefused: (write, identity, reason, message) => {
+          observer.refused(write, identity, reason, message);
           onRefused(write, identity, reason, message);
           // A refusal names an edit, whether a watch event or a snapshot found it: the writer
           // refuses only a live object that differs from the document (an edit made while its
@@ -171,7 +185,7 @@ export class BranchWorker {
       attempts: options.pushAttempts,
       ...(options.mayPush ? { mayPush: options.mayPush } : {}),
       onFetched: (tip) => applies?.fetched(tip),
-      ...(options.onGit ? { onGit: options.onGit } : {}),
+      onGit: (event) => observer.git(event),
     });
     this.saves = new WorkerSaves(
       {
@@ -507,7 +521,7 @@ export class BranchWorker {
 
   private decide(closed: ClosedWindow<WindowWrite> | undefined): void {
     if (closed) {
-      this.options.onWindowClosed?.(closed.reason);
+      this.observer.windowClosed(closed.reason);
       this.options.logger.debug("commit window closed", {
         target: closed.owner.target,
         author: closed.owner.author,

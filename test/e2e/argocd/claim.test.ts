@@ -9,8 +9,8 @@ import { after, before, describe, it } from "node:test";
 import { EventsV1Api } from "@kubernetes/client-node";
 import { argoCDClaims, gitTargets, type ApplyOperation } from "../../../generated/v1alpha3/index.ts";
 import { ArgoCDClient } from "../../../internal/applier/argocd/client.ts";
-import { ArgoCDDispatcher } from "../../../internal/applier/argocddispatch.ts";
-import { Following } from "../../../internal/applier/following.ts";
+import { ArgoCDDispatcher } from "../../../internal/applier/dispatch/index.ts";
+import { Following } from "../../../internal/applier/claim/index.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
 import {
   application,

@@ -16,7 +16,7 @@ import {
 } from "../../../generated/v1alpha3/index.ts";
 import { operationFieldManager, repairFieldManager } from "../../../controllers/applies.ts";
 import { kustomizationType, type Kustomization } from "../../../internal/applier/flux/view.ts";
-import { holdsApplier } from "../../../internal/applier/fluxclaim.ts";
+import { holdsApplier } from "../../../internal/applier/claim/index.ts";
 import { ResourceClient } from "../../../internal/kube/resourceclient.ts";
 import {
   fluxClaim,

@@ -10,6 +10,7 @@ import { compareIds, idAfter } from "../../../internal/git/queue/entryids.ts";
 import { LogFenced, type WriteLog } from "../../../internal/git/queue/writelog.ts";
 import { decodeEntry, encodeEntry, type LiveItem } from "../../../internal/git/queue/entries.ts";
 import { BranchWorker, type BranchWorkerOptions } from "../../../internal/git/worker/branchworker.ts";
+import { unobserved, type BranchObserver } from "../../../internal/git/worker/observer.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
 import { RedisConnection, type RedisAccess } from "../../../internal/redis/connection.ts";
 import { EntrySeal } from "../../../internal/redis/seal.ts";
@@ -257,7 +258,7 @@ describe("a branch worker's durable write queue", () => {
   const xlen = (branch: string) => connection.client.xlen(writeLogKey(branch));
 
   /** A worker of the branch whose log is `queue.log`, cloning `url` afresh, stopped after the tests. */
-  function worker(url: string, queue: BranchWorkerOptions["queue"]): BranchWorker {
+  function worker(url: string, queue: BranchWorkerOptions["queue"], observer?: BranchObserver): BranchWorker {
     const subject = new BranchWorker({
       clone: new Clone({ dir: join(dir, `clone-${running.length}`), url, branch: "main", auth: user }),
       committer,
@@ -268,6 +269,7 @@ describe("a branch worker's durable write queue", () => {
       folders: unheardFolders,
       logger: quiet,
       queue,
+      ...(observer ? { observer } : {}),
     });
     running.push(subject);
     return subject;
@@ -398,7 +400,6 @@ describe("a branch worker's durable write queue", () => {
       pushCooldownMs: 0,
       shutdownGraceMs: 2_000,
       additionalSensitive: [],
-      onRefused: () => undefined,
       logger: quiet,
       writeLog: (key) => new RedisWriteLog(connection, key, newHolder()),
     });
@@ -565,10 +566,17 @@ describe("a branch worker's durable write queue", () => {
   it("an edit of a suspended GitTarget leaves the durable queue without a push", async () => {
     const { url, start, branch, target } = await repository("suspended", { key: "apps/s", suspend: true });
     const outcomes: string[] = [];
-    const subject = worker(url, {
-      log: new RedisWriteLog(connection, branch, newHolder()),
-      onAppend: (outcome) => outcomes.push(outcome),
-    });
+    const subject = worker(
+      url,
+      { log: new RedisWriteLog(connection, branch, newHolder()) },
+      // What the queue's appends came to, as the observer hears them (replays aside).
+      {
+        ...unobserved,
+        queue: (event) => {
+          if (event !== "replayed") outcomes.push(event);
+        },
+      },
+    );
     subject.start();
     await subject.accept(target, upsert("paused", "edited", alice));
     assert.deepEqual(outcomes, ["appended"]);

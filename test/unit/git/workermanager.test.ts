@@ -16,7 +16,6 @@ const manager = (dir: string) =>
     root: dir,
     bufferLimitBytes: 1024,
     additionalSensitive: [],
-    onRefused: () => undefined,
     logger: quiet,
   });
 const spec = (uid: string): WorkerSpec => ({
@@ -80,7 +79,6 @@ describe("the worker manager's sweep", () => {
       root: dir,
       bufferLimitBytes: 1024,
       additionalSensitive: [],
-      onRefused: () => undefined,
       namedByGitBranch: (uid) => uid === "named",
       logger: quiet,
     });

@@ -224,20 +224,33 @@ describe("hack/layers.ts", () => {
 
   it("keeps the stream and the watch plane from the applier claims", () => {
     const problems = house({
-      "internal/applier/owner.ts": "export interface AppliedBy { name: string }\n",
+      "internal/applier/decide/index.ts": "export interface AppliedBy { name: string }\n",
       "internal/stream/stream.ts":
-        'import type { AppliedBy } from "../applier/owner.ts";\nexport type A = AppliedBy;\n',
+        'import type { AppliedBy } from "../applier/decide/index.ts";\nexport type A = AppliedBy;\n',
       "internal/watch/appliedby.ts":
-        'import type { AppliedBy } from "../applier/owner.ts";\nexport type A = AppliedBy;\n',
+        'import type { AppliedBy } from "../applier/decide/index.ts";\nexport type A = AppliedBy;\n',
     });
     assert.equal(problems.length, 2);
     assert.match(
       problems[0]!,
-      /^forbidden: internal\/stream\/stream\.ts imports internal\/applier\/owner\.ts/,
+      /^forbidden: internal\/stream\/stream\.ts imports internal\/applier\/decide\/index\.ts/,
     );
     assert.match(
       problems[1]!,
-      /^forbidden: internal\/watch\/appliedby\.ts imports internal\/applier\/owner\.ts/,
+      /^forbidden: internal\/watch\/appliedby\.ts imports internal\/applier\/decide\/index\.ts/,
+    );
+  });
+
+  it("keeps the applier's pure decisions off Kubernetes access and the clients", () => {
+    const problems = house({
+      "internal/kube/resourceclient.ts": "export const statusCodeOf = () => 0;\n",
+      "internal/applier/decide/due.ts":
+        'import { statusCodeOf } from "../../kube/resourceclient.ts";\nexport const d = statusCodeOf;\n',
+    });
+    assert.equal(problems.length, 1);
+    assert.match(
+      problems[0]!,
+      /^forbidden: internal\/applier\/decide\/due\.ts imports internal\/kube\/resourceclient\.ts/,
     );
   });
 

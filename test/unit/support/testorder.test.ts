@@ -49,7 +49,7 @@ describe("the order make test starts its files in", () => {
 
 describe("the tools a set of test files needs", () => {
   it("follows the files' imports to the calls that find each tool, and names none for a file that calls none", () => {
-    assert.deepEqual(needs(reached(["test/unit/applier/due.test.ts"])), []);
+    assert.deepEqual(needs(reached(["test/unit/applier/decide/due.test.ts"])), []);
     assert.deepEqual(needs(reached(["test/e2e/packaging/chart.test.ts"])), ["testenv", "helm"]);
     assert.ok(needs(reached(["test/e2e/flux/apply.test.ts"])).includes("flux"));
     assert.ok(needs(reached(["test/e2e/argocd/claim.test.ts"])).includes("argocd"));

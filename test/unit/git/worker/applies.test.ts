@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Applier, Attempt, Outcome } from "../../../../internal/applier/due.ts";
-import type { WriteVerdict } from "../../../../internal/applier/window.ts";
+import type { Applier, Attempt, Outcome, WriteVerdict } from "../../../../internal/applier/decide/index.ts";
 import {
   WorkerApplies,
   windowGraceMs,

@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { ApplyOperation, FluxClaim } from "../../../generated/v1alpha3/index.ts";
-import type { Verdict } from "../../../internal/applier/eligibility.ts";
-import type { KustomizationView } from "../../../internal/applier/flux/view.ts";
+import type { ApplyOperation, FluxClaim } from "../../../../generated/v1alpha3/index.ts";
+import type { Verdict } from "../../../../internal/applier/decide/eligibility.ts";
+import type { KustomizationView } from "../../../../internal/applier/flux/view.ts";
 import {
   decideFluxClaim,
   holdsApplier,
   fluxClaimFinalizer,
   type FluxClaimWorld,
-} from "../../../internal/applier/fluxclaim.ts";
-import { releaseBudgetMs } from "../../../internal/applier/claimstatus.ts";
+} from "../../../../internal/applier/claim/fluxclaim.ts";
+import { releaseBudgetMs } from "../../../../internal/applier/claim/claimstatus.ts";
 
 const now = new Date("2026-12-02T10:00:00Z");
 const bound: Verdict = { kind: "bound", targets: [{ ref: { namespace: "shop", name: "web" }, uid: "u1" }] };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ApplyDue, refusalSpacingMs, type Applier } from "../../../internal/applier/due.ts";
+import { ApplyDue, refusalSpacingMs, type Applier } from "../../../../internal/applier/decide/due.ts";
 
 const applier = (
   name: string,

@@ -5,15 +5,21 @@
 // applier is asked and followed: a Flux Kustomization resumed and suspended again, an Argo CD
 // Application given a pinned sync.
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { ApplyOperation, ArgoCDClaim, FluxClaim, GitTarget } from "../../generated/v1alpha3/index.ts";
-import { statusCodeOf, type ResourceClient } from "../kube/resourceclient.ts";
-import type { Runnable } from "../operator/manager.ts";
-import { untilAborted } from "../timing/sleep.ts";
-import { precedence, type Attempt, type Outcome, type Reason, type Recovery } from "./due.ts";
-import type { Following } from "./following.ts";
-import { inFlight } from "./operation.ts";
-import type { ClaimKind } from "../types/claims.ts";
-import { errorText } from "../telemetry/errortext.ts";
+import type { ApplyOperation, ArgoCDClaim, FluxClaim, GitTarget } from "../../../generated/v1alpha3/index.ts";
+import { statusCodeOf, type ResourceClient } from "../../kube/resourceclient.ts";
+import type { Runnable } from "../../operator/manager.ts";
+import { untilAborted } from "../../timing/sleep.ts";
+import {
+  inFlight,
+  precedence,
+  type Attempt,
+  type Outcome,
+  type Reason,
+  type Recovery,
+} from "../decide/index.ts";
+import type { Following } from "../claim/index.ts";
+import type { ClaimKind } from "../../types/claims.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 /** How an attempt ended, as the claim's Events and the metrics name it. */
 export type Ended =

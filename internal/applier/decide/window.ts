@@ -6,8 +6,8 @@
 // watch compares each event with the one before it: internal/watch/lastwriter.ts) anything that
 // could be the edit itself is mirrored.
 
-import type { FieldsEntry } from "../types/applied.ts";
-import type { ClaimKind } from "../types/claims.ts";
+import type { FieldsEntry } from "../../types/applied.ts";
+import type { ClaimKind } from "../../types/claims.ts";
 
 /** The field managers each applier writes as. */
 export const applierManagers = {

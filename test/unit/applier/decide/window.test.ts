@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { applierManagers, judgeWrite, tieNote, tieOf } from "../../../internal/applier/window.ts";
-import type { FieldsEntry } from "../../../internal/types/applied.ts";
+import { applierManagers, judgeWrite, tieNote, tieOf } from "../../../../internal/applier/decide/window.ts";
+import type { FieldsEntry } from "../../../../internal/types/applied.ts";
 
 const flux = applierManagers.Flux;
 const at = (s: number) => new Date(Date.UTC(2026, 11, 2, 10, 0, s)).toISOString();

@@ -3,8 +3,8 @@
 // and decides every retry the same way as a first attempt; the dispatcher only carries one
 // attempt out. Pure: the worker feeds it observations and reports, and asks it at the end of
 // every wake which attempts to send.
-import { claimKey, type ClaimRef } from "../types/claims.ts";
-import type { NamespacedName } from "../types/names.ts";
+import { claimKey, type ClaimRef } from "../../types/claims.ts";
+import type { NamespacedName } from "../../types/names.ts";
 
 export type Reason = "ForeignCommit" | "Refusal" | "Repair" | "CatchUp";
 

@@ -3,10 +3,10 @@
 // claim's KubeProvider (spec.allowedApplierClaims, for the claim's namespace and the applier's),
 // and writing the repository and branch the applier's source fetches. Judged from those inputs
 // alone, never from the GitTarget's Ready, which reads the claim's own Ready back.
-import type { KubeProvider } from "../../generated/v1alpha3/index.ts";
-import { FluxClaimReason as R } from "../../generated/v1alpha3/conditions.ts";
-import { admitsSourceNamespace, grantsAdmit } from "../grants/namespaces.ts";
-import { keyOf, type NamespacedName } from "../types/names.ts";
+import type { KubeProvider } from "../../../generated/v1alpha3/kinds.ts";
+import { FluxClaimReason as R } from "../../../generated/v1alpha3/conditions.ts";
+import { admitsSourceNamespace, grantsAdmit } from "../../grants/namespaces.ts";
+import { keyOf, type NamespacedName } from "../../types/names.ts";
 
 export interface ReferringTarget {
   ref: NamespacedName;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { isApplier } from "../../../internal/applier/owner.ts";
-import { appliedBy } from "../../../internal/watch/appliedby.ts";
+import { isApplier } from "../../../../internal/applier/decide/owner.ts";
+import { appliedBy } from "../../../../internal/watch/appliedby.ts";
 
 const object = (labels: Record<string, string> = {}, annotations: Record<string, string> = {}) => ({
   metadata: { name: "web", namespace: "shop", labels, annotations },

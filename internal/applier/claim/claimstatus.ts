@@ -2,12 +2,11 @@
 // the kstatus trio. Configured's first checks (nothing names the claim, a reference not judged
 // yet or refused, the applier missing, another claim holding it) are the same for every kind;
 // each kind adds its own after them.
-import type { ApplierClaimStatus, ApplyOperation } from "../../generated/v1alpha3/index.ts";
-import { FluxClaimCondition as C, FluxClaimReason as R } from "../../generated/v1alpha3/conditions.ts";
-import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
-import { keyOf, type NamespacedName } from "../types/names.ts";
-import type { Verdict } from "./eligibility.ts";
-import { failed, inFlight } from "./operation.ts";
+import type { ApplierClaimStatus, ApplyOperation } from "../../../generated/v1alpha3/index.ts";
+import { FluxClaimCondition as C, FluxClaimReason as R } from "../../../generated/v1alpha3/conditions.ts";
+import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../../operator/conditions.ts";
+import { keyOf, type NamespacedName } from "../../types/names.ts";
+import { failed, inFlight, type Verdict } from "../decide/index.ts";
 
 export type EventNote = { type: "Normal" | "Warning"; reason: string; note: string };
 

@@ -3,7 +3,7 @@
 // objects"). A folder a claim applies belongs to that claim's applier; an object another applier
 // applies, mirrored into it, would be applied by both, and two appliers applying one object
 // fight each other.
-import type { AppliedBy } from "../types/applied.ts";
+import type { AppliedBy } from "../../types/applied.ts";
 
 /** Whether `owner` is `applier` itself; an Application named without a namespace matches by name. */
 export function isApplier(owner: AppliedBy, applier: Required<AppliedBy>): boolean {

@@ -1,6 +1,6 @@
 // An apply operation as the claim's status records it (status.operation), and the tokens that
 // mark the writes that start and end one.
-import type { ApplyOperation } from "../../generated/v1alpha3/index.ts";
+import type { ApplyOperation } from "../../../generated/v1alpha3/kinds.ts";
 
 const ended = new Set<ApplyOperation["phase"]>(["Succeeded", "Failed"]);
 

@@ -5,12 +5,12 @@
 // switch up on hand-back. A switch an ApplicationSet or another field manager applies is never
 // written, only checked. Automated sync off needs no suspend after a sync: an Argo CD operation
 // that completed is followed by none nobody started.
-import type { ArgoCDClaim } from "../../generated/v1alpha3/index.ts";
-import { ArgoCDClaimCondition as C, ArgoCDClaimReason as R } from "../../generated/v1alpha3/conditions.ts";
-import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../operator/conditions.ts";
-import { keyOf, type NamespacedName } from "../types/names.ts";
-import type { VersionCheck } from "./argocd/client.ts";
-import { branchOf, type ApplicationView } from "./argocd/view.ts";
+import type { ArgoCDClaim } from "../../../generated/v1alpha3/index.ts";
+import { ArgoCDClaimCondition as C, ArgoCDClaimReason as R } from "../../../generated/v1alpha3/conditions.ts";
+import { progressingTrio, readyTrio, stalledTrio, type ConditionUpdate } from "../../operator/conditions.ts";
+import { keyOf, type NamespacedName } from "../../types/names.ts";
+import type { VersionCheck } from "../argocd/client.ts";
+import { branchOf, type ApplicationView } from "../argocd/view.ts";
 import {
   boundNames,
   conditionsOf,
@@ -22,9 +22,8 @@ import {
   type EventNote,
   type Trio,
 } from "./claimstatus.ts";
-import type { Verdict } from "./eligibility.ts";
 import { unfollowedGraceMs } from "./following.ts";
-import { failed, inFlight } from "./operation.ts";
+import { failed, inFlight, type Verdict } from "../decide/index.ts";
 
 export const argoCDClaimFinalizer = "configbutler.ai/argocd-trigger";
 

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { KubeProvider } from "../../../generated/v1alpha3/index.ts";
+import type { KubeProvider } from "../../../../generated/v1alpha3/index.ts";
 import {
   judgeBinding,
   judgeConfig,
   type ClaimConfig,
   type ReferringTarget,
-} from "../../../internal/applier/eligibility.ts";
+} from "../../../../internal/applier/decide/eligibility.ts";
 
 const provider = (spec: Partial<KubeProvider["spec"]> = {}): KubeProvider =>
   ({

@@ -2,15 +2,15 @@
 // eligible GitTarget references holds its Kustomization suspended under our field manager;
 // one that no longer may hands it back. Every write that suspends carries a token, and nothing
 // counts as held until Flux has handled it (flux/view.ts says why that proves it).
-import type { ApplyOperation, FluxClaim } from "../../generated/v1alpha3/index.ts";
-import { FluxClaimCondition as C, FluxClaimReason as R } from "../../generated/v1alpha3/conditions.ts";
+import type { ApplyOperation, FluxClaim } from "../../../generated/v1alpha3/index.ts";
+import { FluxClaimCondition as C, FluxClaimReason as R } from "../../../generated/v1alpha3/conditions.ts";
 import {
   progressingTrio,
   readyTrio,
   retryingTrio,
   stalledTrio,
   type ConditionUpdate,
-} from "../operator/conditions.ts";
+} from "../../operator/conditions.ts";
 import {
   conditionsOf,
   configuredAt,
@@ -20,10 +20,9 @@ import {
   type ClaimDecision,
   type ClaimFacts,
 } from "./claimstatus.ts";
-import { keyOf, type NamespacedName } from "../types/names.ts";
-import type { Verdict } from "./eligibility.ts";
-import { suspendHandled, type KustomizationView } from "./flux/view.ts";
-import { failed, inFlight } from "./operation.ts";
+import { keyOf, type NamespacedName } from "../../types/names.ts";
+import { suspendHandled, type KustomizationView } from "../flux/view.ts";
+import { failed, inFlight, type Verdict } from "../decide/index.ts";
 import { unfollowedGraceMs } from "./following.ts";
 
 export const fluxClaimFinalizer = "configbutler.ai/flux-trigger";

@@ -4,7 +4,7 @@
 // GitTarget references it, or it carries its finalizer (it holds the applier, or is handing it
 // back), so an older claim that is not eligible keeps no younger one out, and a holder stays
 // first until it has let go.
-import type { NamespacedName } from "../types/names.ts";
+import type { NamespacedName } from "../../types/names.ts";
 
 export interface InLine {
   claim: NamespacedName;

@@ -8,15 +8,15 @@
 // Application is written at the version the update was made from, asking only for a refresh,
 // after which the update can never land. Automated sync off needs nothing after a sync.
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { ApplyOperation, ArgoCDClaim } from "../../generated/v1alpha3/index.ts";
-import { statusCodeOf } from "../kube/resourceclient.ts";
-import { sleep } from "../timing/sleep.ts";
-import { keyOf } from "../types/names.ts";
-import { normalizeRepositoryUrl } from "../types/repourl.ts";
-import { ArgoCDClient } from "./argocd/client.ts";
-import { syncOperation, syncState } from "./argocd/sync.ts";
-import { viewApplication, type Application } from "./argocd/view.ts";
-import { applicationRefOf, holdsApplication, syncRefusal } from "./argocdclaim.ts";
+import type { ApplyOperation, ArgoCDClaim } from "../../../generated/v1alpha3/index.ts";
+import { statusCodeOf } from "../../kube/resourceclient.ts";
+import { sleep } from "../../timing/sleep.ts";
+import { keyOf } from "../../types/names.ts";
+import { normalizeRepositoryUrl } from "../../types/repourl.ts";
+import { ArgoCDClient } from "../argocd/client.ts";
+import { syncOperation, syncState } from "../argocd/sync.ts";
+import { viewApplication, type Application } from "../argocd/view.ts";
+import { applicationRefOf, holdsApplication, syncRefusal } from "../claim/index.ts";
 import {
   Dispatcher,
   Ending,
@@ -25,9 +25,8 @@ import {
   type DispatcherOptions,
   type Proved,
 } from "./dispatch.ts";
-import type { Attempt } from "./due.ts";
-import { newToken } from "./operation.ts";
-import { errorText } from "../telemetry/errortext.ts";
+import { newToken, type Attempt } from "../decide/index.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 export interface ArgoCDDispatcherOptions extends DispatcherOptions<ArgoCDClaim> {
   /** How long a sync somebody else set may hold a request before it fails: 5 minutes. */

@@ -6,11 +6,11 @@
 // that token handled and proof that a reconcile ran, reads the outcome table, suspends again
 // and completes once that suspend is handled. Each phase is written to the claim's
 // status.operation, so a person (and a later process) sees where it is.
-import type { ApplyOperation, FluxClaim } from "../../generated/v1alpha3/index.ts";
-import { statusCodeOf } from "../kube/resourceclient.ts";
-import { sleep } from "../timing/sleep.ts";
-import { normalizeRepositoryUrl } from "../types/repourl.ts";
-import { keyOf } from "../types/names.ts";
+import type { ApplyOperation, FluxClaim } from "../../../generated/v1alpha3/index.ts";
+import { statusCodeOf } from "../../kube/resourceclient.ts";
+import { sleep } from "../../timing/sleep.ts";
+import { normalizeRepositoryUrl } from "../../types/repourl.ts";
+import { keyOf } from "../../types/names.ts";
 import {
   Dispatcher,
   Ending,
@@ -19,24 +19,23 @@ import {
   type DispatcherOptions,
   type Proved,
 } from "./dispatch.ts";
-import type { Attempt } from "./due.ts";
-import { claimedRef, holdsApplier } from "./fluxclaim.ts";
-import { FluxClient } from "./flux/client.ts";
-import { newToken } from "./operation.ts";
+import { newToken, type Attempt } from "../decide/index.ts";
+import { claimedRef, holdsApplier } from "../claim/index.ts";
+import { FluxClient } from "../flux/client.ts";
 import {
   fluxOutcome,
   revisionHolds,
   type FluxOutcome,
   type RecoveredMark,
   type ResumeMark,
-} from "./flux/outcome.ts";
+} from "../flux/outcome.ts";
 import {
   viewGitRepository,
   viewKustomization,
   type GitRepositoryView,
   type KustomizationView,
-} from "./flux/view.ts";
-import { errorText } from "../telemetry/errortext.ts";
+} from "../flux/view.ts";
+import { errorText } from "../../telemetry/errortext.ts";
 
 export interface FluxDispatcherOptions extends DispatcherOptions<FluxClaim> {
   /** How long the source may take to fetch the commit: 2 minutes. */

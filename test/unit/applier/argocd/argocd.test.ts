@@ -1,21 +1,21 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { ArgoCDClaim } from "../../../generated/v1alpha3/index.ts";
-import { syncOperation, syncState, withSync } from "../../../internal/applier/argocd/sync.ts";
+import type { ArgoCDClaim } from "../../../../generated/v1alpha3/index.ts";
+import { syncOperation, syncState, withSync } from "../../../../internal/applier/argocd/sync.ts";
 import {
   branchOf,
   tokenInfo,
   viewApplication,
   type Application,
   type ApplicationView,
-} from "../../../internal/applier/argocd/view.ts";
+} from "../../../../internal/applier/argocd/view.ts";
 import {
   argoCDClaimFinalizer,
   decideArgoCDClaim,
   holdsApplication,
   type ArgoCDClaimWorld,
-} from "../../../internal/applier/argocdclaim.ts";
-import type { Verdict } from "../../../internal/applier/eligibility.ts";
+} from "../../../../internal/applier/claim/argocdclaim.ts";
+import type { Verdict } from "../../../../internal/applier/decide/eligibility.ts";
 
 const now = new Date("2026-12-03T10:00:00Z");
 const bound: Verdict = { kind: "bound", targets: [{ ref: { namespace: "shop", name: "web" }, uid: "u1" }] };

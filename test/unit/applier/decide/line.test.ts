@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { line, type InLine } from "../../../internal/applier/line.ts";
+import { line, type InLine } from "../../../../internal/applier/decide/line.ts";
 
 const claim = (name: string, facts: Partial<InLine> = {}): InLine => ({
   claim: { namespace: "shop", name },

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { GitTarget } from "../../../generated/v1alpha3/index.ts";
-import type { Attempt } from "../../../internal/applier/due.ts";
-import type { KustomizationView } from "../../../internal/applier/flux/view.ts";
-import { stillAsking } from "../../../internal/applier/dispatch.ts";
-import { handled, rejection } from "../../../internal/applier/fluxdispatch.ts";
+import type { GitTarget } from "../../../../generated/v1alpha3/index.ts";
+import type { Attempt } from "../../../../internal/applier/decide/due.ts";
+import type { KustomizationView } from "../../../../internal/applier/flux/view.ts";
+import { stillAsking } from "../../../../internal/applier/dispatch/dispatch.ts";
+import { handled, rejection } from "../../../../internal/applier/dispatch/fluxdispatch.ts";
 
 const target = (uid: string, spec: Partial<GitTarget["spec"]> = {}, deleting = false): GitTarget =>
   ({

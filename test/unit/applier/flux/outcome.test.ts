@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { fluxOutcome, reconcileRan, revisionHolds } from "../../../internal/applier/flux/outcome.ts";
-import type { KustomizationView } from "../../../internal/applier/flux/view.ts";
+import { fluxOutcome, reconcileRan, revisionHolds } from "../../../../internal/applier/flux/outcome.ts";
+import type { KustomizationView } from "../../../../internal/applier/flux/view.ts";
 
 const commit = "0123456789abcdef0123456789abcdef01234567";
 const mark = { readyTransition: "2026-12-02T10:00:00Z" };

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { StaleSnapshots, staleHoldMs } from "../../../internal/applier/stale.ts";
+import { StaleSnapshots, staleHoldMs } from "../../../../internal/applier/decide/stale.ts";
 
 const quiet = { epoch: 4, ahead: false };
 

@@ -4,7 +4,7 @@
 // either would commit the cluster's old values over the pushed change. So the branch worker
 // discards such a snapshot and asks for a fresh one once Git is no longer ahead. Pure: the
 // worker feeds it what it knows when each snapshot arrives, and asks it what to re-anchor.
-import type { CollectedWhile } from "../types/applied.ts";
+import type { CollectedWhile } from "../../types/applied.ts";
 
 /** How long a GitTarget's snapshots are held at most, from its first discard. */
 export const staleHoldMs = 5 * 60_000;
