@@ -98,36 +98,86 @@ export function setupApplies(
   };
   const kindOf = (ref: ClaimRef) => kinds[ref.kind] as Kind<AnyClaim>;
   const claimOf = (ref: ClaimRef) => kindOf(ref).informer.get(ref.name, ref.namespace);
-  const refOfClaim = (kind: ClaimKind, claim: AnyClaim): ClaimRef => ({
-    kind,
-    namespace: claim.metadata.namespace ?? "",
-    name: claim.metadata.name ?? "",
-  });
-  /** Claims whose last attempt failed: the next failure records no Event. */
-  const failing = new Set<string>();
   const record = (claim: AnyClaim, type: "Normal" | "Warning", reason: string, note: string) =>
     events.record(claim, type, reason, "Apply", note).catch(() => undefined);
-
-  const callbacks = (kind: ClaimKind) => ({
-    onEnded: (report: DispatchReport) => ended(refOfClaim(kind, report.claim), report),
-    onRequested: (claim: AnyClaim, operation: ApplyOperation) =>
-      void record(
-        claim,
-        "Normal",
-        "ApplyRequested",
-        `Applying ${operation.commit} (${operation.reason ?? "CatchUp"}) with token ${operation.requestToken}.`,
-      ),
-    onUnresolved: (claim: AnyClaim, operation: ApplyOperation) => {
-      void record(
-        claim,
-        "Warning",
-        "ApplyUnresolved",
-        kind === "FluxClaim"
-          ? `The apply of ${operation.commit} ran past its 5-minute budget: the Kustomization is suspended again, and the apply is still followed.`
-          : `The sync of ${operation.commit} ran past its 5-minute budget: it is still followed.`,
-      );
-    },
+  const clusterOf = (claim: AnyClaim): KubeConfig | undefined =>
+    sourceContexts.get(keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!)))?.kubeConfig;
+  const shared = {
+    targets: gitTargets(kc),
+    clusterOf,
+    fieldManager,
+    operationManager: operationFieldManager,
+    following,
+    ...(budgetMs !== undefined ? { budgetMs } : {}),
+  };
+  const reports = attemptReports(manager, record);
+  const flux = new FluxDispatcher({ ...shared, claims: kinds.FluxClaim.client, ...reports("FluxClaim") });
+  const argo = new ArgoCDDispatcher({
+    ...shared,
+    claims: kinds.ArgoCDClaim.client,
+    ...reports("ArgoCDClaim"),
   });
+  manager.addRunnable(flux);
+  manager.addRunnable(argo);
+
+  /** A Warning on the GitTarget whose folder holds the objects, and on its claim. */
+  const warn = (ref: ClaimRef, target: string, reason: string, note: string) => {
+    const [namespace, name] = target.split("/");
+    const gitTarget = { apiVersion, kind: "GitTarget", metadata: { namespace, name } };
+    void events.record(gitTarget, "Warning", reason, "Mirror", note);
+    const claim = claimOf(ref);
+    if (claim) void record(claim, "Warning", reason, note);
+  };
+  const writeRepairPending = repairPendingWriter(manager, (ref) => kindOf(ref).client);
+  return {
+    dispatch: (branch, attempt, current) =>
+      attempt.claim.kind === "FluxClaim"
+        ? flux.dispatch(branch, attempt, current)
+        : argo.dispatch(branch, attempt, current),
+    snapshotsSettled: (target) => sourceContexts.snapshotsSettled(target),
+    // A claim still adopting, releasing or refused is asked for nothing: it does not hold its applier.
+    holds: (ref) => {
+      const claim = claimOf(ref);
+      return claim !== undefined && kindOf(ref).holds(claim);
+    },
+    sourceOf: (ref) => {
+      const claim = claimOf(ref);
+      const source = claim?.status?.source;
+      if (!claim || !source?.name) return undefined;
+      const provider = keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!));
+      return `${provider}|${source.kind}/${source.namespace}/${source.name}`;
+    },
+    ...windowReports(manager, warn),
+    repairPendingAtStart: (ref) => claimOf(ref)?.status?.repairPending === true,
+    repairPending: (ref, pending) => void writeRepairPending(ref, pending),
+    lastApplied: (ref) => {
+      const operation = claimOf(ref)?.status?.operation;
+      return operation?.phase === "Succeeded" ? operation.commit : undefined;
+    },
+    // An operation the last process left in flight, followed to its end before a live write to the claim's folders is judged.
+    recover: (ref) => {
+      const claim = claimOf(ref);
+      if (!claim) return undefined;
+      return ref.kind === "FluxClaim" ? flux.recover(claim as FluxClaim) : argo.recover(claim as ArgoCDClaim);
+    },
+  };
+}
+
+type RecordEvent = (
+  claim: AnyClaim,
+  type: "Normal" | "Warning",
+  reason: string,
+  note: string,
+) => Promise<unknown>;
+
+/**
+ * What a dispatcher reports of its attempts, for one claim kind: the ApplyRequested and
+ * ApplyUnresolved Events, and an attempt's end in the metrics, the log, and (the first failure of
+ * a run only) a Warning.
+ */
+function attemptReports(manager: Manager, record: RecordEvent) {
+  /** Claims whose last attempt failed: the next failure records no Event. */
+  const failing = new Set<string>();
   const ended = (ref: ClaimRef, report: DispatchReport) => {
     const labels = labelsOf(ref);
     const key = claimKey(ref);
@@ -155,74 +205,39 @@ export function setupApplies(
       `The apply of ${report.commit} ended ${report.ended}: ${report.message}`,
     );
   };
-  const clusterOf = (claim: AnyClaim): KubeConfig | undefined =>
-    sourceContexts.get(keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!)))?.kubeConfig;
-  const shared = {
-    targets: gitTargets(kc),
-    clusterOf,
-    fieldManager,
-    operationManager: operationFieldManager,
-    following,
-    ...(budgetMs !== undefined ? { budgetMs } : {}),
-  };
-  const flux = new FluxDispatcher({ ...shared, claims: kinds.FluxClaim.client, ...callbacks("FluxClaim") });
-  const argo = new ArgoCDDispatcher({
-    ...shared,
-    claims: kinds.ArgoCDClaim.client,
-    ...callbacks("ArgoCDClaim"),
+  const refOfClaim = (kind: ClaimKind, claim: AnyClaim): ClaimRef => ({
+    kind,
+    namespace: claim.metadata.namespace ?? "",
+    name: claim.metadata.name ?? "",
   });
-  manager.addRunnable(flux);
-  manager.addRunnable(argo);
+  return (kind: ClaimKind) => ({
+    onEnded: (report: DispatchReport) => ended(refOfClaim(kind, report.claim), report),
+    onRequested: (claim: AnyClaim, operation: ApplyOperation) =>
+      void record(
+        claim,
+        "Normal",
+        "ApplyRequested",
+        `Applying ${operation.commit} (${operation.reason ?? "CatchUp"}) with token ${operation.requestToken}.`,
+      ),
+    onUnresolved: (claim: AnyClaim, operation: ApplyOperation) => {
+      void record(
+        claim,
+        "Warning",
+        "ApplyUnresolved",
+        kind === "FluxClaim"
+          ? `The apply of ${operation.commit} ran past its 5-minute budget: the Kustomization is suspended again, and the apply is still followed.`
+          : `The sync of ${operation.commit} ran past its 5-minute budget: it is still followed.`,
+      );
+    },
+  });
+}
 
-  /** A Warning on the GitTarget whose folder holds the objects, and on its claim. */
-  const warn = (ref: ClaimRef, target: string, reason: string, note: string) => {
-    const [namespace, name] = target.split("/");
-    const gitTarget = { apiVersion, kind: "GitTarget", metadata: { namespace, name } };
-    void events.record(gitTarget, "Warning", reason, "Mirror", note);
-    const claim = claimOf(ref);
-    if (claim) void record(claim, "Warning", reason, note);
-  };
-
-  /** status.repairPending onto the claim's version; a conflict reads it again, three times. */
-  const writeRepairPending = async (ref: ClaimRef, pending: boolean) => {
-    const client = kindOf(ref).client;
-    for (let attempt = 1; attempt <= 3; attempt++) {
-      const claim = await client.get(ref.namespace, ref.name).catch(() => undefined);
-      if (!claim || claim.metadata.deletionTimestamp) return;
-      const { namespace, name, resourceVersion } = claim.metadata;
-      try {
-        await client.applyStatus(
-          { metadata: { namespace, name, resourceVersion }, status: { repairPending: pending } } as AnyClaim,
-          repairFieldManager,
-        );
-        return;
-      } catch (err) {
-        if (statusCodeOf(err) !== 409 || attempt === 3)
-          manager.logger.error("writing repairPending failed", {
-            claim: claimKey(ref),
-            error: errorText(err),
-          });
-      }
-    }
-  };
+/** What the apply window tells of the writes it judged, and of snapshots that met a pushed commit: metrics, log and Warnings. */
+function windowReports(
+  manager: Manager,
+  warn: (ref: ClaimRef, target: string, reason: string, note: string) => void,
+): Pick<ProcessApplies, "judged" | "pushedChangeOverridden" | "staleSnapshot"> {
   return {
-    dispatch: (branch, attempt, current) =>
-      attempt.claim.kind === "FluxClaim"
-        ? flux.dispatch(branch, attempt, current)
-        : argo.dispatch(branch, attempt, current),
-    snapshotsSettled: (target) => sourceContexts.snapshotsSettled(target),
-    // A claim still adopting, releasing or refused is asked for nothing: it does not hold its applier.
-    holds: (ref) => {
-      const claim = claimOf(ref);
-      return claim !== undefined && kindOf(ref).holds(claim);
-    },
-    sourceOf: (ref) => {
-      const claim = claimOf(ref);
-      const source = claim?.status?.source;
-      if (!claim || !source?.name) return undefined;
-      const provider = keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!));
-      return `${provider}|${source.kind}/${source.namespace}/${source.name}`;
-    },
     judged: (ref, verdict, { target, object, writers }) => {
       const labels = labelsOf(ref);
       if (verdict === "echo") applyEchoes.inc({ ...labels, outcome: "not_mirrored" });
@@ -262,17 +277,30 @@ export function setupApplies(
           },
         );
     },
-    repairPendingAtStart: (ref) => claimOf(ref)?.status?.repairPending === true,
-    repairPending: (ref, pending) => void writeRepairPending(ref, pending),
-    lastApplied: (ref) => {
-      const operation = claimOf(ref)?.status?.operation;
-      return operation?.phase === "Succeeded" ? operation.commit : undefined;
-    },
-    // An operation the last process left in flight, followed to its end before a live write to the claim's folders is judged.
-    recover: (ref) => {
-      const claim = claimOf(ref);
-      if (!claim) return undefined;
-      return ref.kind === "FluxClaim" ? flux.recover(claim as FluxClaim) : argo.recover(claim as ArgoCDClaim);
-    },
+  };
+}
+
+/** status.repairPending onto the claim's version; a conflict reads it again, three times. */
+function repairPendingWriter(manager: Manager, clientOf: (ref: ClaimRef) => ResourceClient<AnyClaim>) {
+  return async (ref: ClaimRef, pending: boolean) => {
+    const client = clientOf(ref);
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const claim = await client.get(ref.namespace, ref.name).catch(() => undefined);
+      if (!claim || claim.metadata.deletionTimestamp) return;
+      const { namespace, name, resourceVersion } = claim.metadata;
+      try {
+        await client.applyStatus(
+          { metadata: { namespace, name, resourceVersion }, status: { repairPending: pending } } as AnyClaim,
+          repairFieldManager,
+        );
+        return;
+      } catch (err) {
+        if (statusCodeOf(err) !== 409 || attempt === 3)
+          manager.logger.error("writing repairPending failed", {
+            claim: claimKey(ref),
+            error: errorText(err),
+          });
+      }
+    }
   };
 }

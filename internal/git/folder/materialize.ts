@@ -131,9 +131,8 @@ export async function materialize(
   const verdict = await rendering(judging ? "commit" : "known");
   if (verdict.refusal) return { refusal: verdict.refusal, placements: [], decided: [] };
 
-  const folder = write.target.path;
   const writer: FolderWriter = new FolderWriter(tree, inventory, {
-    targetPath: folder,
+    targetPath: write.target.path,
     placement: write.target.placement,
     additionalSensitive: options.additionalSensitive,
     encryption: write.target.encryption,
@@ -144,98 +143,149 @@ export async function materialize(
     // nothing yet, of the worktree as it is otherwise.
     rendered: async () => (await rendering(writer.touched.size === 0 ? "commit" : "worktree")).objects,
   });
-  const applied: AppliedChange[] = [];
-  const decided: Change[] = [];
-  const placements: MaterializeResult["placements"] = [];
-  const refusedWrites: RefusedWrite[] = [];
-  const counted = (outcome: DocumentOutcome) => {
-    if (!replay) options.onDocument?.(write, outcome);
+  const run: Run = {
+    tree,
+    inventory,
+    write,
+    options,
+    state,
+    followed,
+    writer,
+    replay,
+    // A first snapshot with an applier: what was pushed since the commit last applied stays
+    // where nobody edited it live (the three-way rule).
+    pushed: replay ? undefined : await pushedSince(tree, inventory, write, options),
+    applied: [],
+    decided: [],
+    placements: [],
+    refusedWrites: [],
+    overridden: [],
   };
-  const refuse = (identity: ResourceIdentity, reason: string, message: string) => {
-    options.onRefused(write, identity, reason, message);
-    // Encryption has a condition of its own; any other refusal is a change left unwritten.
-    if (reason !== "encryption_unavailable")
-      refusedWrites.push({ key: identityKeyOf(identity), message, reason });
-  };
-  const remove = async (identity: ResourceIdentity, at: DocumentLocation | undefined, inferred: boolean) => {
-    if (!pruneRemoves(state.prune, inferred ? "inferred" : "observed")) return;
-    const path = await writer.remove(at);
-    if (!path) return;
-    counted("deleted");
-    applied.push({ operation: "delete", identity, path });
-    decided.push({ op: "delete", identity, ...(inferred ? { inferred } : {}) });
-  };
-
-  // A first snapshot with an applier: what was pushed since the commit last applied stays where
-  // nobody edited it live (the three-way rule).
-  const pushed = replay ? undefined : await pushedSince(tree, inventory, write, options);
-  const overridden: Overridden[] = [];
-
   // The snapshot is measured before its own upserts change what it measures; a replay measures
   // nothing, as it decides nothing.
   const divergences = judging
     ? await measure(writer, write, verdict.objects, options.additionalSensitive)
     : undefined;
+  for (const change of write.decided ?? write.changes) await writeChange(run, change);
+  if (write.sweep && !replay && pruneRemoves(state.prune, "inferred")) await sweep(run, write.sweep);
+  return finish(run, divergences);
+}
 
-  for (const change of write.decided ?? write.changes) {
-    const { identity } = change;
-    if (change.replayed && holdsAlready(writer, inventory, change.identity, change.replayed)) {
-      counted("unchanged");
-      continue;
-    }
-    if (change.op === "delete") {
-      const lookup = writer.find(identity);
-      await remove(
-        identity,
-        lookup && "found" in lookup ? lookup.found : undefined,
-        change.inferred === true,
-      );
-      continue;
-    }
-    const verdict = pushed?.upsert(identity, change.object, change.digest) ?? "as_ever";
-    if (verdict === "keep_tip") {
-      counted("unchanged");
-      continue;
-    }
-    const outcome = await writer.upsert(identity, change.object, change.defaulted, change.digest);
-    if (verdict === "api_wins" && !("refused" in outcome) && outcome.changed)
-      overridden.push({ identity, commits: pushed!.commitsOf(identity) });
-    if ("refused" in outcome) {
-      refuse(identity, outcome.reason, outcome.refused);
-      counted("refused");
-      continue;
-    }
-    if (outcome.unwritten) refuse(identity, outcome.unwritten.reason, outcome.unwritten.refused);
-    if (outcome.encryption && !replay) options.onEncrypted?.(write, identity, outcome.encryption);
-    // A replay places again what its first commit placed: counted once, on that first commit.
-    if (outcome.placedBy && !replay) placements.push({ identity, source: outcome.placedBy });
-    if (outcome.changed) {
-      applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });
-      decided.push(change);
-    }
-    if (outcome.healed && !replay) options.onHealed?.(write, identity, outcome.healed);
-    counted(
-      outcome.changed ? (outcome.created ? "created" : outcome.healed ? "healed" : "updated") : "unchanged",
+/** One write's work in its folder: what it reads, and what it has done so far. */
+interface Run {
+  tree: WorkTree;
+  inventory: FolderInventory;
+  write: DecidedWrite;
+  options: MaterializeOptions;
+  state: FolderState;
+  followed: ReturnType<typeof followedObjects>;
+  writer: FolderWriter;
+  /** A retained write made again on a new tip: it decides nothing, and is counted on its first commit. */
+  replay: boolean;
+  pushed: PushedSince | undefined;
+  applied: AppliedChange[];
+  decided: Change[];
+  placements: MaterializeResult["placements"];
+  refusedWrites: RefusedWrite[];
+  overridden: Overridden[];
+}
+
+/** A document's outcome, counted on a write's first commit only. */
+function counted(run: Run, outcome: DocumentOutcome): void {
+  if (!run.replay) run.options.onDocument?.(run.write, outcome);
+}
+
+function refuse(run: Run, identity: ResourceIdentity, reason: string, message: string): void {
+  run.options.onRefused(run.write, identity, reason, message);
+  // Encryption has a condition of its own; any other refusal is a change left unwritten.
+  if (reason !== "encryption_unavailable")
+    run.refusedWrites.push({ key: identityKeyOf(identity), message, reason });
+}
+
+/** Removes a document, when the prune mode the target has now lets this removal through. */
+async function remove(
+  run: Run,
+  identity: ResourceIdentity,
+  at: DocumentLocation | undefined,
+  inferred: boolean,
+): Promise<void> {
+  if (!pruneRemoves(run.state.prune, inferred ? "inferred" : "observed")) return;
+  const path = await run.writer.remove(at);
+  if (!path) return;
+  counted(run, "deleted");
+  run.applied.push({ operation: "delete", identity, path });
+  run.decided.push({ op: "delete", identity, ...(inferred ? { inferred } : {}) });
+}
+
+/** One change of the write, made in the folder (or left, or refused, and counted as such). */
+async function writeChange(run: Run, change: Change): Promise<void> {
+  const { writer, inventory, replay, pushed } = run;
+  const { identity } = change;
+  if (change.replayed && holdsAlready(writer, inventory, change.identity, change.replayed)) {
+    counted(run, "unchanged");
+    return;
+  }
+  if (change.op === "delete") {
+    const lookup = writer.find(identity);
+    await remove(
+      run,
+      identity,
+      lookup && "found" in lookup ? lookup.found : undefined,
+      change.inferred === true,
     );
+    return;
   }
-
-  if (write.sweep && !replay && pruneRemoves(state.prune, "inferred")) {
-    const { group, version, resource, kind, namespaced } = write.sweep.collection;
-    for (const written of inventory.documents()) {
-      // Judged where it renders: a kustomization's namespace, or the one its name is followed in.
-      const doc = { ...written, namespace: sweptNamespace(inventory, written, namespaced, followed) };
-      if (!sweepReaches(doc, write.sweep, state.collections)) continue;
-      // A document a push added, which the cluster does not run yet: the apply creates it.
-      if (pushed?.addedByPush(doc.key)) continue;
-      const identity = { group, version, resource, kind, namespace: doc.namespace, name: doc.name, uid: "" };
-      const before = decided.length;
-      await remove(identity, doc, true);
-      const commits = pushed?.commitsOf(identity) ?? [];
-      if (decided.length > before && commits.length > 0) overridden.push({ identity, commits });
-    }
+  const verdict = pushed?.upsert(identity, change.object, change.digest) ?? "as_ever";
+  if (verdict === "keep_tip") {
+    counted(run, "unchanged");
+    return;
   }
+  const outcome = await writer.upsert(identity, change.object, change.defaulted, change.digest);
+  if (verdict === "api_wins" && !("refused" in outcome) && outcome.changed)
+    run.overridden.push({ identity, commits: pushed!.commitsOf(identity) });
+  if ("refused" in outcome) {
+    refuse(run, identity, outcome.reason, outcome.refused);
+    counted(run, "refused");
+    return;
+  }
+  if (outcome.unwritten) refuse(run, identity, outcome.unwritten.reason, outcome.unwritten.refused);
+  if (outcome.encryption && !replay) run.options.onEncrypted?.(run.write, identity, outcome.encryption);
+  // A replay places again what its first commit placed: counted once, on that first commit.
+  if (outcome.placedBy && !replay) run.placements.push({ identity, source: outcome.placedBy });
+  if (outcome.changed) {
+    run.applied.push({ operation: outcome.created ? "create" : "update", identity, path: outcome.path });
+    run.decided.push(change);
+  }
+  if (outcome.healed && !replay) run.options.onHealed?.(run.write, identity, outcome.healed);
+  counted(
+    run,
+    outcome.changed ? (outcome.created ? "created" : outcome.healed ? "healed" : "updated") : "unchanged",
+  );
+}
 
-  const judged = replay ? {} : { refusedWrites };
+/** Under prune Always, a snapshot removes what it observed absent from its collection. */
+async function sweep(run: Run, swept: NonNullable<DecidedWrite["sweep"]>): Promise<void> {
+  const { group, version, resource, kind, namespaced } = swept.collection;
+  for (const written of run.inventory.documents()) {
+    // Judged where it renders: a kustomization's namespace, or the one its name is followed in.
+    const doc = { ...written, namespace: sweptNamespace(run.inventory, written, namespaced, run.followed) };
+    if (!sweepReaches(doc, swept, run.state.collections)) continue;
+    // A document a push added, which the cluster does not run yet: the apply creates it.
+    if (run.pushed?.addedByPush(doc.key)) continue;
+    const identity = { group, version, resource, kind, namespace: doc.namespace, name: doc.name, uid: "" };
+    const before = run.decided.length;
+    await remove(run, identity, doc, true);
+    const commits = run.pushed?.commitsOf(identity) ?? [];
+    if (run.decided.length > before && commits.length > 0) run.overridden.push({ identity, commits });
+  }
+}
+
+/** The write's commit (with the folder's bootstrap files where it needs them), and what it did. */
+async function finish(run: Run, divergences: MeasuredDivergence[] | undefined): Promise<MaterializeResult> {
+  const { tree, inventory, write, options, writer, placements, decided, applied, overridden, refusedWrites } =
+    run;
+  const folder = write.target.path;
+  const judged = run.replay ? {} : { refusedWrites };
   // A folder an applier claim applies must exist before it is applied (Argo CD retries a sync of
   // a missing path for minutes, and Flux fails it): a resync into a folder the branch does not
   // hold yet commits the bootstrap files alone. Elsewhere they come only with content.
