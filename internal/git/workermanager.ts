@@ -19,6 +19,7 @@ import type { Signature } from "../types/signature.ts";
 import type { SigningKey } from "../signing/sshkey.ts";
 import type { Unpublished } from "./worker/publication.ts";
 import { commitMessageFor } from "./folder/message.ts";
+import type { MaterializeOptions } from "./folder/materialize.ts";
 import { branchWakesTarget, reportWakesTarget } from "./targetwake.ts";
 import { StreamReaders } from "./streamreaders.ts";
 import { SaveRoutes } from "./saveroutes.ts";
@@ -28,7 +29,7 @@ import type { TargetSettings } from "./folder/writes.ts";
 import type { Applier, Attempt, Covered, Outcome, Recovery, WriteVerdict } from "../applier/decide/index.ts";
 import { unobserved, type BranchObserver } from "./worker/observer.ts";
 import { Exclusions } from "./folder/coordinated.ts";
-import type { JudgedWrite, OverrideReport } from "./worker/applies.ts";
+import type { ApplyHooks, JudgedWrite, OverrideReport } from "./worker/applies.ts";
 import type { WriteLog } from "./queue/writelog.ts";
 import { claimKey, type ClaimRef } from "../types/claims.ts";
 import { untilAborted } from "../timing/sleep.ts";
@@ -282,12 +283,12 @@ export class WorkerManager implements Runnable {
       root,
       sweepIntervalMs: _sweep,
       namedByGitBranch: _named,
-      additionalSensitive,
+      additionalSensitive: _sensitive,
       observer: observe,
-      kustomizePath,
+      kustomizePath: _kustomize,
       onBranchPublished,
       onBranchProved,
-      onBranchState,
+      onBranchState: _state,
       callTimeoutMs,
       folders,
       applies,
@@ -311,23 +312,7 @@ export class WorkerManager implements Runnable {
       }),
       committer: spec.committer,
       // Configured-author mode: the author is the committer until attribution names an actor.
-      materialize: {
-        committer: spec.committer,
-        additionalSensitive,
-        renders: kustomizePath ? new FolderRenders({ binary: kustomizePath }) : undefined,
-        onRefused: (write, identity, reason) => {
-          // EncryptionConfigured reports what encryption would have let through; a write that
-          // had nowhere to land is logged and counted by its reason, through the observer.
-          if (reason !== "encryption_unavailable" && reason !== "encryption_failed") return;
-          this.updateTarget(write.target.key, (s) => s.refused.add(refusedEntry(identity)));
-        },
-        onEncrypted: (write, identity) => {
-          const entry = refusedEntry(identity);
-          if (this.targetStates.get(write.target.key)?.refused.has(entry))
-            this.updateTarget(write.target.key, (s) => s.refused.delete(entry));
-        },
-        message: commitMessageFor(spec.committer, this.options.logger),
-      },
+      materialize: this.materializeOptions(spec),
       onPublished: (commit, writes) => {
         const at = new Date();
         for (const key of new Set(writes.map((w) => w.target.key)))
@@ -338,38 +323,8 @@ export class WorkerManager implements Runnable {
       onSave: (id) => this.saves.reported(id),
       ...(mayPush ? { mayPush: () => mayPush(spec.key) } : {}),
       ...(writeLog ? { queue: { log: writeLog(spec.key) } } : {}),
-      ...(applies
-        ? {
-            applies: {
-              appliers: () => this.appliersOf(spec.key),
-              dispatch: (attempt, current) =>
-                applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
-              lastApplied: (claim) => applies.lastApplied(claim),
-              recover: (claim) => applies.recover?.(claim),
-              judged: (claim, verdict, write) => applies.judged?.(claim, verdict, write),
-              staleSnapshot: (target, outcome) => applies.staleSnapshot?.(parseKey(target), outcome),
-              pushedChangeOverridden: (claim, report) => applies.pushedChangeOverridden?.(claim, report),
-              repairPendingAtStart: (claim) => applies.repairPendingAtStart?.(claim) ?? false,
-              repairPending: (claim, pending) => applies.repairPending?.(claim, pending),
-            },
-          }
-        : {}),
-      onState: (state) => {
-        onBranchState?.(spec.key, state);
-        this.branchStates.set(spec.key, state);
-        for (const listener of this.branchListeners) listener(spec.key);
-        for (const [key, attachment] of this.attachments) {
-          if (attachment.branchKey !== spec.key) continue;
-          // A paused branch's watches stop reading, with their cursors kept, until a push lands.
-          if (state.intakePaused) attachment.stream.pause();
-          else attachment.stream.resume();
-          this.updateTarget(
-            key,
-            (s) => (s.branch = state),
-            (before) => branchWakesTarget(before.branch, state),
-          );
-        }
-      },
+      ...(applies ? { applies: this.applyHooks(spec, applies) } : {}),
+      onState: (state) => this.branchStateChanged(spec.key, state),
       folders: {
         onReport: (key, report, byWrite) =>
           this.updateTarget(
@@ -388,6 +343,62 @@ export class WorkerManager implements Runnable {
       for (const attachment of this.attachments.values())
         if (attachment.branchKey === spec.key) void worker.replay(attachment.settings.current);
     return worker;
+  }
+
+  /** How a branch's worker writes its folders: its committer, renders, and the refusals its targets report. */
+  private materializeOptions(spec: WorkerSpec): MaterializeOptions {
+    const { additionalSensitive, kustomizePath } = this.options;
+    return {
+      committer: spec.committer,
+      additionalSensitive,
+      renders: kustomizePath ? new FolderRenders({ binary: kustomizePath }) : undefined,
+      onRefused: (write, identity, reason) => {
+        // EncryptionConfigured reports what encryption would have let through; a write that
+        // had nowhere to land is logged and counted by its reason, through the observer.
+        if (reason !== "encryption_unavailable" && reason !== "encryption_failed") return;
+        this.updateTarget(write.target.key, (s) => s.refused.add(refusedEntry(identity)));
+      },
+      onEncrypted: (write, identity) => {
+        const entry = refusedEntry(identity);
+        if (this.targetStates.get(write.target.key)?.refused.has(entry))
+          this.updateTarget(write.target.key, (s) => s.refused.delete(entry));
+      },
+      message: commitMessageFor(spec.committer, this.options.logger),
+    };
+  }
+
+  /** The process's applies, as one branch's worker asks them: its appliers, its dispatches. */
+  private applyHooks(spec: WorkerSpec, applies: ProcessApplies): ApplyHooks {
+    return {
+      appliers: () => this.appliersOf(spec.key),
+      dispatch: (attempt, current) =>
+        applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
+      lastApplied: (claim) => applies.lastApplied(claim),
+      recover: (claim) => applies.recover?.(claim),
+      judged: (claim, verdict, write) => applies.judged?.(claim, verdict, write),
+      staleSnapshot: (target, outcome) => applies.staleSnapshot?.(parseKey(target), outcome),
+      pushedChangeOverridden: (claim, report) => applies.pushedChangeOverridden?.(claim, report),
+      repairPendingAtStart: (claim) => applies.repairPendingAtStart?.(claim) ?? false,
+      repairPending: (claim, pending) => applies.repairPending?.(claim, pending),
+    };
+  }
+
+  /** A branch's worker reported its state: every target on the branch hears it, and a paused branch's watches stop reading. */
+  private branchStateChanged(branchKey: string, state: BranchState): void {
+    this.options.onBranchState?.(branchKey, state);
+    this.branchStates.set(branchKey, state);
+    for (const listener of this.branchListeners) listener(branchKey);
+    for (const [key, attachment] of this.attachments) {
+      if (attachment.branchKey !== branchKey) continue;
+      // A paused branch's watches stop reading, with their cursors kept, until a push lands.
+      if (state.intakePaused) attachment.stream.pause();
+      else attachment.stream.resume();
+      this.updateTarget(
+        key,
+        (s) => (s.branch = state),
+        (before) => branchWakesTarget(before.branch, state),
+      );
+    }
   }
 
   /**

@@ -351,6 +351,24 @@ export class CollectionWatch {
     return getJson(this.kubeConfig, pathOf(this.collection), labelSelector ? { labelSelector } : {});
   }
 
+  /**
+   * One of the initial events of a streamed snapshot, kept in `buffer`; "complete" at the
+   * bookmark that ends them. Until then their versions are no cursor: an end before it initializes.
+   */
+  private initialEvent(
+    phase: WatchEvent[0],
+    object: KubernetesObject,
+    buffer: Map<string, KubernetesObject>,
+  ): "pending" | "complete" {
+    const rv = object.metadata?.resourceVersion;
+    if (rv) this.resourceVersion = rv;
+    if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true")
+      return "complete";
+    if (phase === "ADDED" || phase === "MODIFIED") buffer.set(objectKeyOf(object), object);
+    else if (phase === "DELETED") buffer.delete(objectKeyOf(object));
+    return "pending";
+  }
+
   /** One connection, from open to close. */
   private async connect(
     accepted: AcceptedState,
@@ -413,18 +431,11 @@ export class CollectionWatch {
         }
         const rv = object.metadata?.resourceVersion;
         if (snapshotPending) {
-          // Until the snapshot is complete its versions are no cursor: an end before then initializes.
-          if (rv) this.resourceVersion = rv;
-          if (phase === "BOOKMARK" && object.metadata?.annotations?.[initialEventsEnd] === "true") {
-            this.emitSnapshot(accepted, buffer, rv, collected);
-            this.meter.replayed("watchlist", buffer.size, opened);
-            snapshotPending = false;
-            if (rv) this.processed(rv);
-          } else if (phase === "ADDED" || phase === "MODIFIED") {
-            buffer.set(objectKeyOf(object), object);
-          } else if (phase === "DELETED") {
-            buffer.delete(objectKeyOf(object));
-          }
+          if (this.initialEvent(phase, object, buffer) === "pending") return;
+          this.emitSnapshot(accepted, buffer, rv, collected);
+          this.meter.replayed("watchlist", buffer.size, opened);
+          snapshotPending = false;
+          if (rv) this.processed(rv);
           return;
         }
         if (phase !== "BOOKMARK") this.onLiveEvent(accepted, phase, object);
