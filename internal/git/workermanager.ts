@@ -176,10 +176,12 @@ export class WorkerManager implements Runnable {
       return undefined;
     },
     (settings, excluded) => {
-      const first = this.exclusions.firstSeen(settings.key, excluded);
+      // Marked seen only once reported: a target between two workers reports them again later.
       const attachment = this.attachments.get(settings.key);
       const observer = attachment && this.workers.get(attachment.branchKey)?.observer;
-      if (first.length > 0) observer?.excluded(settings.key, first);
+      if (!observer) return;
+      const first = this.exclusions.firstSeen(settings.key, excluded);
+      if (first.length > 0) observer.excluded(settings.key, first);
     },
   );
   private readonly targetStates = new Map<string, TargetWriteState>();

@@ -87,11 +87,17 @@ export class RedisCursorStore implements CursorStore {
     const batch = [...this.pending];
     this.pending.clear();
     this.flushing = undefined;
-    await Promise.all(batch.map(([text, { key, rv }]) => this.write(text, key, rv)));
+    // One lookup of each GitTarget's branch per flush, however many of its collections saved.
+    const targets = new Map<string, ReturnType<CursorFence>>();
+    const targetOf = (uid: string) => {
+      let target = targets.get(uid);
+      if (!target) targets.set(uid, (target = this.fence(uid)));
+      return target;
+    };
+    await Promise.all(batch.map(([text, { key, rv }]) => this.write(text, targetOf(key.targetUid), rv)));
   }
 
-  private async write(text: string, key: CursorKey, rv: string): Promise<void> {
-    const target = this.fence(key.targetUid);
+  private async write(text: string, target: ReturnType<CursorFence>, rv: string): Promise<void> {
     try {
       if ("refused" in target) throw new Fenced(target.refused);
       const fence = await this.epochs.fence(target.branchKey, target.token);

@@ -22,17 +22,17 @@ const pageSize = 500;
 
 /** The Stream key of a GitBranch's log: the same on every replica, so whoever holds the branch finds it. */
 export const writeLogKey = (branchKey: string) => keyPrefix + branchKey;
-/** The scripts' start: KEYS[1] the epoch key, KEYS[2] the stream; ARGV[1] the epoch, ARGV[2] the token, ARGV[3] the expiry. */
-const holderGuard = epochGuard;
+// Both scripts start with the epoch guard: KEYS[1] the epoch key, KEYS[2] the stream; ARGV[1] the
+// epoch, ARGV[2] the token, ARGV[3] the stream's expiry.
 
 /** An append (ARGV[4..]: the entry's fields) under the holding's epoch. */
-const appendScript = `${holderGuard}
+const appendScript = `${epochGuard}
 local id = redis.call('XADD', KEYS[2], '*', unpack(ARGV, 4))
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return id`;
 
 /** A trim (ARGV[4]: the MINID) under the holding's epoch. */
-const trimScript = `${holderGuard}
+const trimScript = `${epochGuard}
 redis.call('XTRIM', KEYS[2], 'MINID', ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[3])
 return 1`;

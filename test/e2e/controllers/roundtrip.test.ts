@@ -3,7 +3,8 @@
 // string can sit in its spec), mirrored through a WatchRule and a ClusterWatchRule. What Git
 // holds is read back by the real kubectl (Go's YAML reader, sent to the API server as JSON) and,
 // for values kustomize can carry, by the pinned kustomize building a folder around the file: both
-// must give the live object's spec and annotations (docs/sanitize.md).
+// must give the live object's spec and annotations (docs/sanitize.md). The operator runs as it
+// ships: its ServiceAccount under config/rbac's roles, granted read of the two kinds only.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -23,6 +24,7 @@ import { installCrdFiles, installCrds } from "../../support/manifests.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { startOperator } from "../../support/operator.ts";
 import { seededRandom } from "../../support/random.ts";
+import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 
@@ -145,7 +147,12 @@ describe("the round trip of every character through Git, beyond the built-in kin
       mirrorFieldManager,
     );
     workerRoot = makeOwnedTempDir("workers");
-    operator = startOperator(kc, {
+    // As a user installs it: its ServiceAccount under config/rbac's roles, reading exactly the
+    // two kinds, as the ClusterRole a user labels to aggregate into gitops-reverser-watched.
+    const watched = [
+      { apiGroups: [group], resources: ["widgets", "gadgets"], verbs: ["get", "list", "watch"] },
+    ];
+    operator = startOperator((await shippedOperatorIdentity(plane, kc, watched)).kubeConfig, {
       inClusterKubeProviders: [`${namespace}/self`],
       workerRoot,
       pushCooldownMs: 0,
