@@ -21,7 +21,7 @@ import {
   type DispatchReport,
 } from "../internal/applier/dispatch/index.ts";
 import { holdsApplication, holdsApplier, type Following } from "../internal/applier/claim/index.ts";
-import type { ProcessApplies } from "../internal/git/index.ts";
+import type { Applies } from "../internal/git/index.ts";
 import { statusCodeOf, type ResourceClient } from "../internal/kube/resourceclient.ts";
 import { informerSource } from "../internal/kube/sources.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
@@ -81,7 +81,7 @@ export function setupApplies(
   following: Following,
   /** How long an apply may run before it is Unresolved: 5 minutes unless a test shortens it. */
   budgetMs?: number,
-): ProcessApplies {
+): Applies {
   const kc = manager.kubeConfig;
   const events = new EventRecorder(kc, hostname(), manager.logger);
   const kinds: { FluxClaim: Kind<FluxClaim>; ArgoCDClaim: Kind<ArgoCDClaim> } = {
@@ -236,7 +236,7 @@ function attemptReports(manager: Manager, record: RecordEvent) {
 function windowReports(
   manager: Manager,
   warn: (ref: ClaimRef, target: string, reason: string, note: string) => void,
-): Pick<ProcessApplies, "judged" | "pushedChangeOverridden" | "staleSnapshot"> {
+): Pick<Applies, "judged" | "pushedChangeOverridden" | "staleSnapshot"> {
   return {
     judged: (ref, verdict, { target, object, writers }) => {
       const labels = labelsOf(ref);

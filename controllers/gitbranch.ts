@@ -5,8 +5,13 @@
 // proved one. It publishes the normalized repository and how many GitTargets write through it.
 // The claim lives in memory: deleting a GitBranch releases it behind a finalizer, so a younger
 // candidate takes the branch over at once, and then stops its worker, which publishes what it
-// holds (or the finalizer reports what it could not) before the finalizer goes. While the
-// worker's publications fail, Ready says so, as every GitTarget on the branch does.
+// holds (or the finalizer reports what it could not) before the finalizer goes. The controller
+// alone runs the GitBranch's branch worker: while the GitBranch holds its branch on this replica
+// and its provider's credential and signing key can be used, it makes the worker (once a served
+// GitTarget asks for it) and replaces it when they change; otherwise it holds a running worker,
+// which goes on publishing what it decided but takes no target. The GitTargets on the branch
+// attach to it. While the worker's publications fail, Ready says so, as every GitTarget on the
+// branch does.
 import { hostname } from "node:os";
 import { CoreV1Api, type KubernetesObject } from "@kubernetes/client-node";
 import {
@@ -18,6 +23,7 @@ import {
 } from "../generated/v1alpha3/index.ts";
 import type { BranchClaims, BranchKey, Candidate } from "../internal/gitbranch/branchclaim.ts";
 import type { WorkerManager } from "../internal/git/index.ts";
+import { workerSpec, type WorkerSpecOutcome } from "../internal/gitbranch/workerspec.ts";
 import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import { admitBranch, providerRefOf } from "../internal/gitbranch/admission.ts";
 import {
@@ -34,9 +40,22 @@ import {
   type RecheckIntervals,
 } from "../internal/gitprovider/recheck.ts";
 import { probeWith, type RemoteCheck } from "../internal/gitprovider/remotecheck.ts";
-import { loadCredential, secretOf } from "../internal/gitprovider/secrets.ts";
+import {
+  loadProviderSecrets,
+  secretOf,
+  type CredentialProblem,
+  type LoadedCredential,
+  type ProviderSecrets,
+} from "../internal/gitprovider/secrets.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
-import { Controller, type Reconciler, type Request, type Result } from "../internal/operator/controller.ts";
+import {
+  Controller,
+  type ReconcileContext,
+  type Reconciler,
+  type Request,
+  type Result,
+} from "../internal/operator/controller.ts";
+import type { Logger } from "../internal/telemetry/logger.ts";
 import { storeKey, keyOf } from "../internal/types/names.ts";
 import { EventRecorder } from "../internal/operator/events.ts";
 import { ConditionEvents } from "../internal/operator/conditionevents.ts";
@@ -67,8 +86,22 @@ export interface GitBranchDeps {
   now?: () => Date;
   /** Has the branch's worker prove where the branch is now: reconcile.configbutler.ai/requestedAt. */
   onReconcileRequested?: (branchKey: string) => void;
-  /** The branch workers: what each reports, for Ready, and retiring one when its GitBranch goes. */
-  workers?: Pick<WorkerManager, "branchState" | "onBranchChanged" | "release">;
+  /**
+   * The branch workers: the GitBranch's worker made, replaced and released here, and what each
+   * reports, for Ready. None: no worker runs (the claim and the push session are still proved).
+   */
+  workers?: Pick<
+    WorkerManager,
+    | "branchState"
+    | "onBranchChanged"
+    | "release"
+    | "ensure"
+    | "hold"
+    | "mayRun"
+    | "has"
+    | "wanted"
+    | "onWorkerWanted"
+  >;
   /** Called once a GitBranch's worker is retired, to forget what was published for it. */
   onReleased?: (branchKey: string) => void;
   /** This process's leader Lease identity: status.heldBy of the branches it holds. */
@@ -94,6 +127,8 @@ export class GitBranchReconciler implements Reconciler {
   private readonly handledRequests = new Map<string, string>();
   /** The branch claimed or lost, its publications failing or landing again: as Events. */
   private readonly transitions: ConditionEvents;
+  /** Why each GitBranch runs no worker, as last logged. */
+  private readonly noWorker = new Map<string, string>();
 
   constructor(
     private readonly core: CoreV1Api,
@@ -109,7 +144,7 @@ export class GitBranchReconciler implements Reconciler {
     this.status = new StatusWriter(fieldManager, this.now);
   }
 
-  async reconcile(request: Request): Promise<Result> {
+  async reconcile(request: Request, context?: ReconcileContext): Promise<Result> {
     const key = storeKey(request);
     const found = this.informers.branches.get(request.name, request.namespace);
     if (!found) {
@@ -131,8 +166,11 @@ export class GitBranchReconciler implements Reconciler {
     const admission = admitBranch(branch, provider, labels);
 
     let facts: BranchFacts;
+    let secrets: ProviderSecrets | undefined;
     if (admission.admitted) {
-      facts = { ...(await this.claim(key, branch, admission.provider)), admission };
+      // Read once for the pass: the push session's proof and the worker both use them.
+      secrets = await loadProviderSecrets(this.core, admission.provider);
+      facts = { ...(await this.claim(key, branch, admission.provider, secrets.credential)), admission };
     } else {
       // Not admitted (any more): it gives its branch up.
       this.deps.claims.withdraw(branch.metadata.uid!);
@@ -153,6 +191,7 @@ export class GitBranchReconciler implements Reconciler {
       },
     });
     await this.transitions.observe(key, branch, decision.conditions);
+    await this.runWorker(key, branch, facts, secrets, context?.logger);
     const ready = decision.conditions.find((c) => c.type === "Ready")!;
     // A steady pass comes back when the proof goes stale, so it is re-proved once per interval.
     const intervals = { ...this.intervals, steadyMs: this.proofExpiresInMs(key) };
@@ -168,7 +207,59 @@ export class GitBranchReconciler implements Reconciler {
     this.deps.claims.withdrawByName(request.namespace ?? "", request.name);
     this.proofs.delete(key);
     this.transitions.forget(key);
+    this.noWorker.delete(key);
     await this.retireWorker(key);
+  }
+
+  /**
+   * Runs the GitBranch's worker while it holds its branch here and its provider's credential and
+   * signing key can be used: made once a served GitTarget asks for it (onWorkerWanted), or
+   * replaced when its spec changed (a rotated credential or key, a recreated GitProvider).
+   * Otherwise a running worker is held: it goes on publishing what it decided and takes no
+   * target, so no write it accepted is dropped; the log says why once per reason. Its GitTargets
+   * hear of either (onWorkerChanged). Deletion, disowning and a shard lost release it.
+   */
+  private async runWorker(
+    key: string,
+    branch: GitBranch,
+    facts: BranchFacts,
+    secrets: ProviderSecrets | undefined,
+    logger: Logger | undefined,
+  ): Promise<void> {
+    const workers = this.deps.workers;
+    if (!workers) return;
+    const outcome = this.workerFor(key, branch, facts, secrets);
+    if (outcome.kind === "spec") {
+      this.noWorker.delete(key);
+      await workers.ensure(outcome.spec);
+      return;
+    }
+    if (this.noWorker.get(key) !== outcome.reason) {
+      this.noWorker.set(key, outcome.reason);
+      logger?.info("GitBranch runs no branch worker", { reason: outcome.reason });
+    }
+    await workers.hold(key, outcome.reason);
+  }
+
+  /** The GitBranch's worker spec, or why it runs none. */
+  private workerFor(
+    key: string,
+    branch: GitBranch,
+    facts: BranchFacts,
+    secrets: ProviderSecrets | undefined,
+  ): WorkerSpecOutcome {
+    const workers = this.deps.workers!;
+    if (facts.stage !== "checked" || !secrets)
+      return { kind: "none", reason: `it is not admitted: ${facts.admission.message}` };
+    if (facts.holder?.uid !== facts.self.uid)
+      return { kind: "none", reason: `it does not hold its branch ${facts.branch} of ${facts.repository}` };
+    // A reconcile that raced a handover: the branch is another replica's now.
+    if (!workers.mayRun(key)) return { kind: "none", reason: "another replica holds its branch" };
+    const outcome = workerSpec(branch, facts.admission.provider, secrets.credential, secrets.signing);
+    // A worker is made once a served GitTarget asks for one; one running stays.
+    if (outcome.kind === "spec" && !workers.has(key) && !workers.wanted(key))
+      return { kind: "none", reason: "no served GitTarget writes through it yet" };
+    return outcome;
   }
 
   /** Proves the push session and takes part in the branch claim with the outcome. */
@@ -176,12 +267,13 @@ export class GitBranchReconciler implements Reconciler {
     key: string,
     branch: GitBranch,
     provider: GitProvider,
+    loaded: LoadedCredential | CredentialProblem,
   ): Promise<Omit<Extract<BranchFacts, { stage: "checked" }>, "admission">> {
     const claimKey: BranchKey = {
       repository: normalizeRepositoryUrl(provider.spec.url),
       branch: branch.spec.branch,
     };
-    const check = await this.provePushSession(key, branch, provider);
+    const check = await this.provePushSession(key, branch, provider, loaded);
     if (check.kind === "answered") this.deps.claims.proved(claimKey, candidateOf(branch));
     else this.deps.claims.failed(claimKey, branch.metadata.uid!);
     const { namespace, name } = provider.metadata;
@@ -205,6 +297,7 @@ export class GitBranchReconciler implements Reconciler {
   private async finalize(branch: GitBranch, key: string): Promise<Result> {
     this.deps.claims.withdraw(branch.metadata.uid!);
     this.proofs.delete(key);
+    this.noWorker.delete(key);
     const unpublished = await this.retireWorker(key);
     if (unpublished) {
       await this.events.record(
@@ -227,13 +320,13 @@ export class GitBranchReconciler implements Reconciler {
     return unpublished;
   }
 
-  /** Reads the credential every time, and opens a push session only when the last proof is stale. */
+  /** With the credential read this pass, opens a push session only when the last proof is stale. */
   private async provePushSession(
     key: string,
     branch: GitBranch,
     provider: GitProvider,
+    loaded: LoadedCredential | CredentialProblem,
   ): Promise<RemoteCheck> {
-    const loaded = await loadCredential(this.core, provider);
     if (loaded.kind !== "loaded") {
       this.proofs.delete(key);
       return loaded;
@@ -341,6 +434,8 @@ export function setupGitBranchController(manager: Manager, deps: GitBranchDeps):
     else shown.delete(key);
     controller.queue.add(key);
   });
+  // A served GitTarget that found no worker for its GitBranch: the GitBranch makes one now.
+  workers?.onWorkerWanted((key) => controller.queue.add(key));
   // A released or taken-over branch wakes its other candidates, so the conflict clears at once.
   deps.claims.onHolderChanged((_key, candidates) => {
     for (const c of candidates) controller.queue.add(storeKey({ namespace: c.namespace, name: c.name }));

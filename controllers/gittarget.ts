@@ -1,7 +1,8 @@
 // GitTarget: checks its references in status, and has its KubeProvider's source context serve
-// it, which opens one watch per planned collection and streams the target's items.
+// it, which opens one watch per planned collection and streams the target's items. Its stream
+// feeds its GitBranch's branch worker while one runs; the GitBranch reconciler runs it.
 import { hostname } from "node:os";
-import { CoreV1Api, type KubernetesObject, type V1Namespace } from "@kubernetes/client-node";
+import type { KubernetesObject, V1Namespace } from "@kubernetes/client-node";
 import {
   gitTargets,
   resourceTypes,
@@ -14,16 +15,14 @@ import {
 } from "../generated/v1alpha3/index.ts";
 import { claimedApplier, targetWrites, type ClaimFacts } from "../internal/gittarget/claim.ts";
 import type { BranchClaims } from "../internal/gitbranch/branchclaim.ts";
-import { normalizeRepositoryUrl } from "../internal/types/repourl.ts";
 import {
   contentionFacts,
   outageFacts,
+  type AttachOutcome,
   type FolderReport,
   type TargetWriteState,
   type WorkerManager,
 } from "../internal/git/index.ts";
-import { loadCredential, loadSigning } from "../internal/gitprovider/secrets.ts";
-import { workerSpec, type WorkerSpecOutcome } from "../internal/gitbranch/workerspec.ts";
 import { targetSettings } from "../internal/gittarget/worker.ts";
 import {
   reconcileRequest,
@@ -31,7 +30,7 @@ import {
   validate,
   type TargetWorld,
 } from "../internal/gittarget/decide.ts";
-import { refOf, keyOf, parseKey } from "../internal/types/names.ts";
+import { refOf, keyOf, parseKey, type NamespacedName } from "../internal/types/names.ts";
 import { informerSource, namespaceType } from "../internal/kube/sources.ts";
 import {
   Controller,
@@ -72,7 +71,7 @@ interface Informers {
   argoClaims: SharedInformer<ArgoCDClaim>;
 }
 
-/** The write side a target is connected to once its branch is held. */
+/** The write side a target feeds while its GitBranch's worker runs. */
 export interface WriteSide {
   claims: BranchClaims;
   workers: WorkerManager;
@@ -219,9 +218,9 @@ export class GitTargetReconciler implements Reconciler {
   }
 
   /**
-   * Feeds the target's stream to its branch's worker, once the GitBranch holds its branch and
-   * its provider's credential and signing key can be used; otherwise the target feeds nothing,
-   * and the log says why once per reason.
+   * Feeds the target's stream to its GitBranch's worker while one runs: the GitBranch reconciler
+   * runs it once the GitBranch holds its branch here and its provider's credential and signing
+   * key can be used. Otherwise the target feeds nothing, and the log says why once per reason.
    */
   private async connectWorker(
     target: GitTarget,
@@ -231,46 +230,30 @@ export class GitTargetReconciler implements Reconciler {
   ): Promise<void> {
     const ref = { namespace: target.metadata.namespace!, name: target.metadata.name! };
     const key = keyOf(ref);
-    const outcome = await this.workerFor(branch, stream);
-    if (outcome.kind === "none" || !stream) {
-      this.writeSide.workers.detach(ref);
-      if (outcome.kind === "none" && this.detachedFor.get(key) !== outcome.reason) {
-        this.detachedFor.set(key, outcome.reason);
-        logger.info("GitTarget feeds no branch worker", { reason: outcome.reason });
-      }
+    const outcome = await this.attach(ref, target, branch, stream);
+    const reason = outcome.attached ? undefined : outcome.reason;
+    if (reason === undefined) {
+      this.detachedFor.delete(key);
       return;
     }
-    this.detachedFor.delete(key);
-    await this.writeSide.workers.ensure(outcome.spec);
-    this.writeSide.workers.attach(ref, outcome.spec.key, this.settingsOf(target), stream);
+    this.writeSide.workers.detach(ref);
+    if (this.detachedFor.get(key) !== reason) {
+      this.detachedFor.set(key, reason);
+      logger.info("GitTarget feeds no branch worker", { reason });
+    }
   }
 
-  /** The branch's worker spec, or why the target cannot feed one. */
-  private async workerFor(
+  /** Feeds the stream to the worker its GitBranch runs, or why it cannot. */
+  private async attach(
+    ref: NamespacedName,
+    target: GitTarget,
     branch: GitBranch | undefined,
     stream: GitTargetEventStream | undefined,
-  ): Promise<WorkerSpecOutcome> {
-    if (!stream) return { kind: "none", reason: "no stream: the target is not served" };
-    if (!branch) return { kind: "none", reason: "its GitBranch does not exist" };
-    const providerRef = refOf(branch.spec.gitProviderRef, branch.metadata.namespace!);
-    const provider = this.informers.gitProviders.get(providerRef.name, providerRef.namespace);
-    if (!provider) return { kind: "none", reason: `its GitProvider ${keyOf(providerRef)} does not exist` };
-    const holder = this.writeSide.claims.holder({
-      repository: normalizeRepositoryUrl(provider.spec.url),
-      branch: branch.spec.branch,
-    });
-    if (holder?.uid !== branch.metadata.uid)
-      return { kind: "none", reason: `its GitBranch ${keyOf(branch.metadata)} does not hold its branch` };
-    // A reconcile that raced a handover: the branch is another replica's now.
-    if (!this.writeSide.workers.mayRun(keyOf(branch.metadata)))
-      return { kind: "none", reason: "another replica holds its branch" };
-    const core = this.manager.kubeConfig.makeApiClient(CoreV1Api);
-    return workerSpec(
-      branch,
-      provider,
-      await loadCredential(core, provider),
-      await loadSigning(core, provider),
-    );
+  ): Promise<AttachOutcome> {
+    if (!stream) return { attached: false, reason: "no stream: the target is not served" };
+    if (!branch) return { attached: false, reason: "its GitBranch does not exist" };
+    const running = { key: keyOf(branch.metadata), uid: branch.metadata.uid! };
+    return this.writeSide.workers.attachRunning(ref, running, this.settingsOf(target), stream);
   }
 
   private load(target: GitTarget): TargetWorld {
@@ -374,7 +357,7 @@ export function setupGitTargetController(
     )
     .watches(informers.providers, targetsNaming("kubeProviderRef"), anyOf(generationChanged, readyTransition))
     .watches(informers.branches, targetsNaming("gitBranchRef"), anyOf(generationChanged, readyTransition))
-    // A signing key that stops (or starts) being usable stops (or starts) the targets' writes.
+    // An applier claim's facts name the repository its targets write, read from the provider.
     .watches(informers.gitProviders, targetsOfProvider, anyOf(generationChanged, readyTransition))
     .watches(
       informers.namespaces,
@@ -394,8 +377,14 @@ export function setupGitTargetController(
   // A collection finishing its replay, or blocking, changes StreamsRunning: look again at once.
   sourceContexts.onStreamsChanged((t) => controller.queue.add(keyOf(t)));
   writeSide.workers.onTargetChanged((t) => controller.queue.add(keyOf(t)));
-  // A branch claim proved or moved feeds (or stops) its targets now. After a restart the
-  // GitBranch was Ready all along, so no status transition would say so.
+  // A worker made, replaced or released by its GitBranch: the branch's targets attach to the new
+  // one at once, or say they feed none.
+  writeSide.workers.onWorkerChanged((branchKey) => {
+    for (const t of targetsReferencing("gitBranchRef", parseKey(branchKey))) controller.queue.add(keyOf(t));
+  });
+  // A branch claim proved or moved: its targets look again now (the worker it starts or stops
+  // wakes them once more). After a restart the GitBranch was Ready all along, so no status
+  // transition would say so.
   writeSide.claims.onHolderChanged((_key, candidates) => {
     for (const c of candidates) {
       for (const t of targetsReferencing("gitBranchRef", c)) controller.queue.add(keyOf(t));
@@ -429,7 +418,7 @@ function targetLookups(informers: Informers) {
       namespace: object.metadata?.namespace ?? "",
       name: object.metadata?.name ?? "",
     });
-  /** The targets of every GitBranch on the provider: a signing key that stops (or starts) being usable stops (or starts) their writes. */
+  /** The targets of every GitBranch on the provider. (Its credential and signing key reach the targets through their GitBranch's worker: onWorkerChanged.) */
   const targetsOfProvider = (provider: GitProvider) =>
     informers.branches
       .list()

@@ -4,16 +4,11 @@
 // a status says of a worker's outage and contention, and the one remote probe the GitProvider's
 // check makes. The rooms below (engine/, worker/, folder/, queue/) are reached through here from
 // outside; the benchmark, which times their insides, is the exception (hack/layers.ts).
-export {
-  WorkerManager,
-  defaultWorkerRoot,
-  type ProcessApplies,
-  type TargetWriteState,
-  type WorkerSpec,
-} from "./workermanager.ts";
+export { WorkerManager, defaultWorkerRoot, type TargetWriteState, type WorkerSpec } from "./workermanager.ts";
 export type { SaveRoutes } from "./saveroutes.ts";
+export type { AttachOutcome } from "./workerruns.ts";
 export type { BranchState, Outage } from "./worker/report.ts";
-export type { JudgedWrite, OverrideReport } from "./worker/applies.ts";
+export type { AppliedBranch, Applies, JudgedWrite, OverrideReport } from "./worker/applies.ts";
 export { overrideNote } from "./folder/threeway.ts";
 export type { QueueState } from "./queue/durable.ts";
 export { LogFenced, type LogEntry, type WriteLog } from "./queue/writelog.ts";

@@ -1,10 +1,12 @@
 // The branch workers of one process: one per repository branch, for the GitBranch that holds
-// it, each with its clone under the root by GitBranch uid. GitTargets attach their streams to
-// their branch's worker. A worker whose repository identity changes (its GitProvider recreated,
-// its credential rotated) is replaced: the old one publishes what it decided, and takes its
-// clone with it. A clone directory is claimed by its owner file (workerdirs.ts), and the sweep
-// leaves every directory another running process owns. Each worker reports to its branch's
-// observer (worker/observer.ts), which the process makes: metrics and logs.
+// it, each with its clone under the root by GitBranch uid. The GitBranch reconciler makes,
+// replaces and releases its branch's worker; GitTargets attach their streams to it while it
+// runs, and hear when it starts, is replaced or goes (onWorkerChanged). A worker whose
+// repository identity changes (its GitProvider recreated, its credential rotated) is replaced:
+// the old one publishes what it decided, and takes its clone with it. A clone directory is
+// claimed by its owner file (workerdirs.ts), and the sweep leaves every directory another
+// running process owns. Each worker reports to its branch's observer (worker/observer.ts), which
+// the process makes: metrics and logs.
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { FolderRenders } from "../kustomize/renders.ts";
@@ -23,13 +25,14 @@ import type { MaterializeOptions } from "./folder/materialize.ts";
 import { branchWakesTarget, reportWakesTarget } from "./targetwake.ts";
 import { StreamReaders } from "./streamreaders.ts";
 import { SaveRoutes } from "./saveroutes.ts";
+import { WorkerRuns, type AttachOutcome } from "./workerruns.ts";
 import type { FolderReport, TargetFolderCallbacks } from "./folder/targetfolders.ts";
 import { claimDirectory, directoriesIn, ownershipOf, removeDirectory, sweepRemoves } from "./workerdirs.ts";
 import type { TargetSettings } from "./folder/writes.ts";
-import type { Applier, Attempt, Covered, Outcome, Recovery, WriteVerdict } from "../applier/decide/index.ts";
+import type { Applier, Covered } from "../applier/decide/index.ts";
 import { unobserved, type BranchObserver } from "./worker/observer.ts";
 import { Exclusions } from "./folder/coordinated.ts";
-import type { ApplyHooks, JudgedWrite, OverrideReport } from "./worker/applies.ts";
+import type { Applies, BranchApplies } from "./worker/applies.ts";
 import type { WriteLog } from "./queue/writelog.ts";
 import { claimKey, type ClaimRef } from "../types/claims.ts";
 import { untilAborted } from "../timing/sleep.ts";
@@ -85,7 +88,7 @@ export interface WorkerManagerOptions extends Omit<
   /** The fresh snapshots every folder asks of the watch side. */
   folders?: Partial<Pick<TargetFolderCallbacks, "onResyncRequested">>;
   /** How the branches' applies are carried out; none: no worker asks an applier for anything. */
-  applies?: ProcessApplies;
+  applies?: Applies;
   /** Each GitBranch's durable write queue (by namespace/name); none: accepted writes live in memory only. */
   writeLog?: (branchKey: string) => WriteLog;
   /**
@@ -99,36 +102,6 @@ export interface WorkerManagerOptions extends Omit<
    * now (its Lease is not safely held), asked right before every push; undefined: it may.
    */
   mayPush?: (branchKey: string) => string | undefined;
-}
-
-/** What the process provides every worker for applying (internal/git/worker/applies.ts). */
-export interface ProcessApplies {
-  /** Carries one attempt out for the branch, through the claim's applier; never retries. */
-  dispatch(
-    branch: { key: string; url: string; branch: string },
-    attempt: Attempt,
-    current: () => boolean,
-  ): Promise<Outcome>;
-  /** Whether a claim holds its applier (InControl): only then is it asked for anything. */
-  holds(claim: ClaimRef): boolean;
-  /** Whether every collection of a target has a settled snapshot. */
-  snapshotsSettled(target: TargetRef): boolean;
-  /** The source a claim's applier reads, as its claim last reported it: appliers sharing one take turns. */
-  sourceOf(claim: ClaimRef): string | undefined;
-  /** The commit a claim's last succeeded operation applied. */
-  lastApplied(claim: ClaimRef): string | undefined;
-  /** Follows an operation a stopped process left in flight on a claim (internal/applier/dispatch/fluxdispatch.ts). */
-  recover?(claim: ClaimRef): Recovery | undefined;
-  /** How the apply window judged a live write to a claim's folder (internal/applier/decide/window.ts). */
-  judged?(claim: ClaimRef, verdict: WriteVerdict, write: JudgedWrite): void;
-  /** A first snapshot's commit wrote live values over pushed changes (internal/git/folder/threeway.ts). */
-  pushedChangeOverridden?(claim: ClaimRef, report: OverrideReport): void;
-  /** A snapshot of a claim's folder discarded while Git is ahead, or used once held too long (internal/applier/decide/stale.ts). */
-  staleSnapshot?(target: TargetRef, outcome: "discarded" | "used"): void;
-  /** Whether a claim's status says a Repair is pending. */
-  repairPendingAtStart?(claim: ClaimRef): boolean;
-  /** Writes a claim's status.repairPending. */
-  repairPending?(claim: ClaimRef, pending: boolean): void;
 }
 
 /** What the write side knows of one GitTarget, for its status. */
@@ -189,6 +162,10 @@ export class WorkerManager implements Runnable {
   /** What each running worker last reported, by GitBranch namespace/name, for the GitBranch's status. */
   private readonly branchStates = new Map<string, BranchState>();
   private readonly branchListeners: ((branchKey: string) => void)[] = [];
+  /** Told when a GitBranch's worker starts, is replaced, is held or is released. */
+  private readonly workerListeners: ((branchKey: string) => void)[] = [];
+  /** Which workers are held, and which GitBranches a served GitTarget asked a worker of. */
+  private readonly runs = new WorkerRuns();
   /** Which worker each CommitRequest's attach went to. */
   readonly saves = new SaveRoutes((key) => {
     const attachment = this.attachments.get(key);
@@ -230,6 +207,18 @@ export class WorkerManager implements Runnable {
     this.branchListeners.push(listener);
   }
 
+  /**
+   * Calls `listener` when a GitBranch's worker starts, is replaced (a new spec), is held or is
+   * released: the GitTargets on the branch attach to it, or learn that they feed none.
+   */
+  onWorkerChanged(listener: (branchKey: string) => void): void {
+    this.workerListeners.push(listener);
+  }
+
+  private workerChanged(branchKey: string): void {
+    for (const listener of this.workerListeners) listener(branchKey);
+  }
+
   /** Calls `listener` when a target's write state changes: a push landed, or an object was refused. */
   onTargetChanged(listener: (target: TargetRef) => void): void {
     this.targetListeners.push(listener);
@@ -257,20 +246,63 @@ export class WorkerManager implements Runnable {
     return this.workers.get(branchKey)?.worker;
   }
 
+  /**
+   * Calls `listener` the first time a served GitTarget finds no worker for its GitBranch: the
+   * GitBranch reconciler makes one (ensure), which it does only once one is asked for.
+   */
+  onWorkerWanted(listener: (branchKey: string) => void): void {
+    this.runs.onAsked(listener);
+  }
+
+  /** Whether a served GitTarget asked for the GitBranch's worker. */
+  wanted(branchKey: string): boolean {
+    return this.runs.wanted(branchKey);
+  }
+
+  /** Whether a worker runs for a GitBranch (namespace/name); with `uid`, for that GitBranch's uid. */
+  has(branchKey: string, uid?: string): boolean {
+    const entry = this.workers.get(branchKey);
+    return entry !== undefined && (uid === undefined || entry.spec.uid === uid);
+  }
+
   /** Whether this replica may run a GitBranch's worker: always, unless the branches are shared out and another holds it. */
   mayRun(branchKey: string): boolean {
     return this.options.holds?.(branchKey) ?? true;
   }
 
-  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+  private inTurn<T>(work: () => T | Promise<T>): Promise<T> {
     const turn = this.turns.then(work);
     this.turns = turn.catch(() => undefined);
     return turn;
   }
 
-  /** The worker for a GitBranch, created or replaced to match `spec`. */
+  /**
+   * The worker for a GitBranch, created or replaced to match `spec`, and taking targets again if
+   * it was held; only the GitBranch reconciler calls it. The GitTargets on the branch hear of a
+   * new or resumed worker (onWorkerChanged).
+   */
   ensure(spec: WorkerSpec): Promise<BranchWorker> {
-    return this.inTurn(() => this.make(spec));
+    return this.inTurn(async () => {
+      const before = this.worker(spec.key);
+      const worker = await this.make(spec);
+      const resumed = this.runs.resume(spec.key);
+      if (worker !== before || resumed) this.workerChanged(spec.key);
+      return worker;
+    });
+  }
+
+  /**
+   * Holds a GitBranch's running worker, which its GitBranch cannot run now (`reason`): its
+   * targets are detached and none attaches until the GitBranch makes it again (ensure). The
+   * worker keeps what it decided and goes on publishing it; stopping it would drop, without
+   * Redis, every write it has not pushed.
+   */
+  hold(branchKey: string, reason: string): Promise<void> {
+    return this.inTurn(() => {
+      if (!this.workers.has(branchKey) || !this.runs.hold(branchKey, reason)) return;
+      this.detachBranch(branchKey);
+      this.workerChanged(branchKey);
+    });
   }
 
   private async make(spec: WorkerSpec): Promise<BranchWorker> {
@@ -369,19 +401,12 @@ export class WorkerManager implements Runnable {
     };
   }
 
-  /** The process's applies, as one branch's worker asks them: its appliers, its dispatches. */
-  private applyHooks(spec: WorkerSpec, applies: ProcessApplies): ApplyHooks {
+  /** The process's applies, as one branch's worker asks them: for its branch, with its appliers. */
+  private applyHooks(spec: WorkerSpec, applies: Applies): BranchApplies {
     return {
+      applies,
+      branch: { key: spec.key, url: spec.url, branch: spec.branch },
       appliers: () => this.appliersOf(spec.key),
-      dispatch: (attempt, current) =>
-        applies.dispatch({ key: spec.key, url: spec.url, branch: spec.branch }, attempt, current),
-      lastApplied: (claim) => applies.lastApplied(claim),
-      recover: (claim) => applies.recover?.(claim),
-      judged: (claim, verdict, write) => applies.judged?.(claim, verdict, write),
-      staleSnapshot: (target, outcome) => applies.staleSnapshot?.(parseKey(target), outcome),
-      pushedChangeOverridden: (claim, report) => applies.pushedChangeOverridden?.(claim, report),
-      repairPendingAtStart: (claim) => applies.repairPendingAtStart?.(claim) ?? false,
-      repairPending: (claim, pending) => applies.repairPending?.(claim, pending),
     };
   }
 
@@ -401,6 +426,31 @@ export class WorkerManager implements Runnable {
         (before) => branchWakesTarget(before.branch, state),
       );
     }
+  }
+
+  /**
+   * Feeds a GitTarget's stream to its GitBranch's worker if one runs for that GitBranch (`uid`)
+   * and takes targets, once a creation or replacement under way is done, so a target never finds
+   * its branch between two workers; else why not. Never makes a worker: when none runs, the
+   * GitBranch reconciler hears that a served target asks for one (onWorkerWanted).
+   */
+  attachRunning(
+    target: TargetRef,
+    branch: { key: string; uid: string },
+    settings: TargetSettings,
+    stream: GitTargetEventStream,
+  ): Promise<AttachOutcome> {
+    return this.inTurn((): AttachOutcome => {
+      if (!this.has(branch.key, branch.uid)) {
+        this.runs.ask(branch.key);
+        return { attached: false, reason: `its GitBranch ${branch.key} runs no branch worker yet` };
+      }
+      const held = this.runs.heldFor(branch.key);
+      if (held !== undefined)
+        return { attached: false, reason: `its GitBranch ${branch.key}'s worker takes no target: ${held}` };
+      this.attach(target, branch.key, settings, stream);
+      return { attached: true };
+    });
   }
 
   /**
@@ -496,11 +546,23 @@ export class WorkerManager implements Runnable {
     this.targetStates.delete(targetKey(target));
   }
 
-  /** Stops a GitBranch's worker and removes its clone, as when the branch is given up. */
+  /**
+   * Stops a GitBranch's worker and removes its clone, as when the branch is given up; the
+   * GitTargets on the branch hear of it (onWorkerChanged).
+   */
   async release(branchKey: string): Promise<Unpublished | undefined> {
+    const running = this.workers.has(branchKey);
+    this.detachBranch(branchKey);
+    this.runs.forget(branchKey);
+    const unpublished = await this.stopWorker(branchKey);
+    if (running) this.workerChanged(branchKey);
+    return unpublished;
+  }
+
+  /** Detaches every target feeding the GitBranch's worker. */
+  private detachBranch(branchKey: string): void {
     for (const [key, attachment] of this.attachments)
       if (attachment.branchKey === branchKey) this.attachments.delete(key);
-    return this.stopWorker(branchKey);
   }
 
   async start(signal: AbortSignal): Promise<void> {

@@ -1,10 +1,11 @@
 // The one place a GitProvider's Secrets are read: its credential (with the known hosts
-// spec.knownHostsRef names) and its signing key. The GitProvider reconciler proves them, the
-// GitBranch reconciler opens push sessions with them, and the GitTarget reconciler builds the
-// branch worker from them; each calls this module, so the three agree on what a Secret holds and
-// on the fingerprint that says it changed. Secrets are read from the API every time and never
-// through an informer, so no credential sits in a cluster-wide cache; reading on every pass is
-// also what picks up a fixed or rotated credential, since nothing watches Secrets.
+// spec.knownHostsRef names) and its signing key. The GitProvider reconciler proves them, and the
+// GitBranch reconciler reads both once per pass (loadProviderSecrets): it opens push sessions
+// with the credential and builds its branch worker from the two. Each calls this module, so
+// they agree on what a Secret holds and on the fingerprint that says it changed. Secrets are
+// read from the API every time and never through an informer, so no credential sits in a
+// cluster-wide cache; reading on every pass is also what picks up a fixed or rotated
+// credential, since nothing watches Secrets.
 import type { CoreV1Api } from "@kubernetes/client-node";
 import type { GitProvider } from "../../generated/v1alpha3/index.ts";
 import { readGitCredential, type GitCredential } from "../gitauth/credentials.ts";
@@ -24,6 +25,22 @@ export interface LoadedCredential {
   credential: GitCredential | undefined;
   /** Changes whenever the provider's spec or its Secrets change, so a cached proof can expire. */
   fingerprint: string;
+}
+
+/** What a GitProvider's Secrets hold, read once for one pass of a GitBranch. */
+export interface ProviderSecrets {
+  credential: LoadedCredential | CredentialProblem;
+  /** Undefined when the provider does not sign. */
+  signing: SigningRead | undefined;
+}
+
+/** The provider's credential and signing key, as the GitBranch reconciler reads them each pass. */
+export async function loadProviderSecrets(core: CoreV1Api, provider: GitProvider): Promise<ProviderSecrets> {
+  const [credential, signing] = await Promise.all([
+    loadCredential(core, provider),
+    loadSigning(core, provider),
+  ]);
+  return { credential, signing };
 }
 
 /** namespace/name of the provider's credential Secret, if it names one. */

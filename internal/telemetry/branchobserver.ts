@@ -5,7 +5,7 @@
 //
 // The interface lives with the worker, above this room, so this is written to its shape rather
 // than against it, with the nouns it needs as labels: a reason or an outcome is a label value.
-// controllers/setup.ts hands it to the WorkerManager, where the compiler checks it fits.
+// controllers/writeside.ts hands it to the WorkerManager, where the compiler checks it fits.
 import type { ResourceIdentity } from "../types/identity.ts";
 import { keyOf, parseKey } from "../types/names.ts";
 import type { Author } from "../types/signature.ts";

@@ -3,7 +3,7 @@
 // main.ts wires it, allowed to use each namespace's in-cluster KubeProvider "self". The operator
 // runs as a user installs it: its ServiceAccount, bound to config/rbac's roles (shippedrbac.ts).
 import { CoreV1Api, type KubeConfig, type V1PolicyRule } from "@kubernetes/client-node";
-import type { OperatorSettings } from "../../controllers/setup.ts";
+import type { OperatorSettings } from "../../controllers/settings.ts";
 import { attributionEnv } from "./attributionenv.ts";
 import { ControlPlane } from "./controlplane.ts";
 import { GitServer, type GitServerTls } from "./gitserver.ts";

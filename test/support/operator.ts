@@ -1,7 +1,8 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { setupOperator, type Operator, type OperatorSettings } from "../../controllers/setup.ts";
+import { setupOperator } from "../../controllers/setup.ts";
+import type { Operator, OperatorSettings } from "../../controllers/settings.ts";
 import { Manager } from "../../internal/operator/manager.ts";
 import type { Logger } from "../../internal/telemetry/logger.ts";
 import { kustomizeBinary, repoRoot, typeScript } from "./binaries.ts";

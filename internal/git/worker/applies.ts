@@ -21,34 +21,62 @@ import type { CollectedWhile, FieldsEntry } from "../../types/applied.ts";
 import { identityKeyOf, type ResourceIdentity } from "../../types/identity.ts";
 import type { Logger } from "../../telemetry/logger.ts";
 import { claimKey, type ClaimRef } from "../../types/claims.ts";
+import { parseKey, type NamespacedName } from "../../types/names.ts";
 import { errorText } from "../../telemetry/errortext.ts";
 
-/** What the process provides a worker for applying: its appliers, and how an attempt is carried out. */
-export interface ApplyHooks {
-  /** The appliers on this branch: every claim an attached GitTarget names, with the targets it covers. */
-  appliers(): Applier[];
+/** The branch an attempt applies, as the dispatcher names it to the applier. */
+export interface AppliedBranch {
+  /** The GitBranch, as namespace/name. */
+  key: string;
+  url: string;
+  branch: string;
+}
+
+/**
+ * How the process applies: the one interface from the claims' rooms to every branch worker,
+ * implemented once for the process (controllers/applies.ts). How an attempt is carried out,
+ * what the claims' statuses say, and who hears what the apply window and the snapshots judged.
+ * Every method names the branch, claim or GitTarget it is about, so one implementation serves
+ * every worker.
+ */
+export interface Applies {
   /**
-   * Carries one attempt out, and never retries: the worker decides every retry. `current` says
-   * whether the attempt's commit is still the tip the worker published.
+   * Carries one attempt out for the branch, through the claim's applier, and never retries: the
+   * worker decides every retry. `current` says whether the attempt's commit is still the tip the
+   * worker published.
    */
-  dispatch(attempt: Attempt, current: () => boolean): Promise<Outcome>;
+  dispatch(branch: AppliedBranch, attempt: Attempt, current: () => boolean): Promise<Outcome>;
+  /** Whether a claim holds its applier (InControl): only then is it asked for anything. */
+  holds(claim: ClaimRef): boolean;
+  /** Whether every collection of a GitTarget has a settled snapshot. */
+  snapshotsSettled(target: NamespacedName): boolean;
+  /** The source a claim's applier reads, as its claim last reported it: appliers sharing one take turns. */
+  sourceOf(claim: ClaimRef): string | undefined;
+  /** The commit an applier's last succeeded operation applied, as its claim's status records it. */
+  lastApplied(claim: ClaimRef): string | undefined;
   /**
-   * Follows an operation a stopped process left in flight on a claim, read back once when this
+   * Follows an operation a stopped process left in flight on a claim, read back once when a
    * worker first lists the claim; undefined when there is none.
    */
   recover?(claim: ClaimRef): Recovery | undefined;
-  /** The commit an applier's last succeeded operation applied, as its claim's status records it. */
-  lastApplied?(claim: ClaimRef): string | undefined;
   /** Whether a claim's status says a Repair is pending, read back once when a worker starts. */
   repairPendingAtStart?(claim: ClaimRef): boolean;
   /** A Repair became pending for a claim, or was answered: its status.repairPending. */
   repairPending?(claim: ClaimRef, pending: boolean): void;
   /** A first snapshot's commit wrote live values over what commits pushed meanwhile changed. */
   pushedChangeOverridden?(claim: ClaimRef, report: OverrideReport): void;
-  /** A snapshot for a target's folder discarded while Git is ahead, or used when its hold ran out. */
-  staleSnapshot?(target: string, outcome: "discarded" | "used"): void;
+  /** A snapshot for a GitTarget's folder discarded while Git is ahead, or used when its hold ran out. */
+  staleSnapshot?(target: NamespacedName, outcome: "discarded" | "used"): void;
   /** How the apply window judged a live write to an applier's folder, for its metrics, log and Events. */
   judged?(claim: ClaimRef, verdict: WriteVerdict, write: JudgedWrite): void;
+}
+
+/** One worker's applies: the process's, for its branch, and the appliers its GitTargets name. */
+export interface BranchApplies {
+  applies: Applies;
+  branch: AppliedBranch;
+  /** Every claim an attached GitTarget names, with the targets it covers (the worker manager lists them). */
+  appliers(): Applier[];
 }
 
 /** What a first snapshot's commit overrode: the objects, each with the pushed commits whose change it wrote over. */
@@ -137,12 +165,17 @@ export class WorkerApplies {
   /** What the debug log last said keeps pending applies waiting. */
   private lastWaiting = "";
 
+  /** The process's applies. */
+  private readonly hooks: Applies;
+
   constructor(
-    private readonly hooks: ApplyHooks,
+    private readonly of: BranchApplies,
     private readonly logger: Logger,
     /** Carries an attempt's end back to the worker's loop. */
     private readonly report: (report: AttemptReport) => void,
-  ) {}
+  ) {
+    this.hooks = of.applies;
+  }
 
   /** Whether a flush is under way. */
   get flushing(): boolean {
@@ -226,7 +259,7 @@ export class WorkerApplies {
         reasons: attempt.targets.map((t) => t.reason),
       });
       void this.hooks
-        .dispatch(attempt, () => current(attempt.commit))
+        .dispatch(this.of.branch, attempt, () => current(attempt.commit))
         .catch((err: unknown): Outcome => {
           this.logger.error("an apply attempt failed", { error: errorText(err) });
           return { kind: "failed" };
@@ -329,7 +362,7 @@ export class WorkerApplies {
     });
     // Only a snapshot judged stale is reported: a GitTarget's first ("initial") never waited.
     if (verdict === "discard" || verdict === "use_stale")
-      this.hooks.staleSnapshot?.(targetKey, verdict === "discard" ? "discarded" : "used");
+      this.hooks.staleSnapshot?.(parseKey(targetKey), verdict === "discard" ? "discarded" : "used");
     return verdict;
   }
 
@@ -399,7 +432,7 @@ export class WorkerApplies {
   }
 
   private appliers(): Applier[] {
-    const appliers = this.hooks.appliers();
+    const appliers = this.of.appliers();
     for (const applier of appliers) {
       this.due.noticeNamed(applier);
       const key = claimKey(applier.claim);

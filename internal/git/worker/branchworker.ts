@@ -33,7 +33,7 @@ import { WorkerSaves, type Report, type SaveRequest, type WithdrawAnswer } from 
 import { DurableWrites } from "../queue/durable.ts";
 import type { WriteLog } from "../queue/writelog.ts";
 import { oldestId } from "../queue/entryids.ts";
-import { WorkerApplies, type ApplyHooks, type AttemptReport } from "./applies.ts";
+import { WorkerApplies, type AttemptReport, type BranchApplies } from "./applies.ts";
 import type { CollectedWhile } from "../../types/applied.ts";
 import { errorText } from "../../telemetry/errortext.ts";
 import { unobserved, type BranchObserver } from "./observer.ts";
@@ -73,7 +73,7 @@ export interface BranchWorkerOptions {
   /** Called whenever a CommitRequest's phase or outcome changes on this worker. */
   onSave?: (id: string, report: Report) => void;
   /** The appliers the branch's GitTargets name through their claims, and how an apply is carried out. */
-  applies?: ApplyHooks;
+  applies?: BranchApplies;
   /** The branch's durable write queue; none: writes live in memory only. */
   queue?: { log: WriteLog };
 }

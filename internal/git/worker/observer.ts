@@ -3,12 +3,12 @@
 // target). The operator's is internal/telemetry/branchobserver.ts, metrics and logs; a test may
 // record what it hears instead. Only reports go here: what drives something (a push that landed
 // or a proved tip, for the GitBranch's status; a folder's report; a fresh snapshot asked of the
-// watch side; the apply hooks) stays a callback of its own.
+// watch side; how the process applies, Applies in ./applies.ts) stays a callback of its own.
 //
 // The members are function-typed properties, not methods, so the compiler checks an
 // implementation's parameters strictly: internal/telemetry sits below the write path and cannot
 // import this interface, so its observer is written to this shape and checked where
-// controllers/setup.ts hands it to the WorkerManager.
+// controllers/writeside.ts hands it to the WorkerManager.
 import type { PlacementSource } from "../../manifest/index.ts";
 import type { ResourceIdentity } from "../../types/identity.ts";
 import type { DocumentOutcome } from "../folder/materialize.ts";

@@ -1,6 +1,6 @@
 // What the CommitRequest tests share: a request as a user writes one, and waits on how it ends.
 import type { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
-import type { OperatorSettings } from "../../../controllers/setup.ts";
+import type { OperatorSettings } from "../../../controllers/settings.ts";
 import { commitRequests, type CommitRequest } from "../../../generated/v1alpha3/index.ts";
 import { findCondition } from "../../../internal/operator/conditions.ts";
 import { applyMirror, type MirrorTarget } from "../../support/mirror.ts";

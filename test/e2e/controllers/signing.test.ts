@@ -125,6 +125,8 @@ describe("commits are signed with the GitProvider's SSH key", () => {
 
   it("a signing key that cannot be read stops the pushes with a condition, never an unsigned commit", async () => {
     const good = await core.readNamespacedSecret({ namespace, name: "signing" });
+    const running = operator.workers.worker(`${namespace}/main`);
+    assert.ok(running, "the GitBranch runs its worker");
     await core.patchNamespacedSecret({
       namespace,
       name: "signing",
@@ -153,6 +155,8 @@ describe("commits are signed with the GitProvider's SSH key", () => {
       timeoutMs: 60_000,
       description: "the target detached from its worker",
     });
+    // Held, not stopped: a worker stopped here would drop, without Redis, what it has not pushed.
+    assert.equal(operator.workers.worker(`${namespace}/main`), running, "the worker is held, not stopped");
     await core.createNamespacedConfigMap({
       namespace,
       body: { metadata: { name: "later" }, data: { k: "v" } },

@@ -31,7 +31,7 @@ import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../.
 import { eventually } from "../../support/wait.ts";
 import { startApiProxy } from "../../support/apiproxy.ts";
 import { startOwnedOperator } from "../../support/operator.ts";
-import type { OperatorSettings } from "../../../controllers/setup.ts";
+import type { OperatorSettings } from "../../../controllers/settings.ts";
 import {
   applyEchoes,
   applyRequests,

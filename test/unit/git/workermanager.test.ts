@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { claimDirectory } from "../../../internal/git/workerdirs.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
+import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
+import { GitTargetEventStream } from "../../../internal/stream/stream.ts";
 import { typeScript } from "../../support/binaries.ts";
 import { eventually } from "../../support/wait.ts";
 import { quiet } from "../../support/logger.ts";
@@ -123,5 +125,92 @@ describe("the worker manager's sweep", () => {
     } finally {
       await stopped(running);
     }
+  });
+});
+
+describe("the worker its GitBranch runs, and the targets attached to it", () => {
+  const dir = mkdtempSync(join(tmpdir(), "workermanager-run-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const target = { namespace: "team-a", name: "t" };
+  const settings = { key: "team-a/t" } as TargetSettings;
+
+  it("tells who listens when a worker starts, is replaced or is released, and not when it stays", async () => {
+    const workers = manager(dir);
+    const changed: string[] = [];
+    workers.onWorkerChanged((key) => changed.push(key));
+    assert.equal(workers.has("team-a/b1"), false);
+
+    await workers.ensure(spec("b1"));
+    assert.equal(workers.has("team-a/b1"), true);
+    assert.equal(workers.has("team-a/b1", "b1"), true);
+    assert.equal(
+      workers.has("team-a/b1", "another-uid"),
+      false,
+      "a recreated GitBranch's worker is not this one",
+    );
+    await workers.ensure(spec("b1"));
+    assert.deepEqual(changed, ["team-a/b1"], "the same spec keeps its worker, unannounced");
+
+    await workers.ensure({ ...spec("b1"), identity: "provider-uid|url|2" });
+    assert.deepEqual(changed, ["team-a/b1", "team-a/b1"], "a rotated credential replaces it");
+
+    await workers.release("team-a/b1");
+    assert.equal(workers.has("team-a/b1"), false);
+    assert.deepEqual(changed, ["team-a/b1", "team-a/b1", "team-a/b1"]);
+    await workers.release("team-a/b1");
+    assert.equal(changed.length, 3, "releasing no worker announces nothing");
+  });
+
+  it("attaches a target only to a running worker of its GitBranch's uid, and never makes one", async () => {
+    const workers = manager(dir);
+    const wanted: string[] = [];
+    workers.onWorkerWanted((key) => wanted.push(key));
+    const stream = new GitTargetEventStream(target);
+    const branch = { key: "team-a/b2", uid: "b2" };
+    const none = await workers.attachRunning(target, branch, settings, stream);
+    assert.deepEqual(none, { attached: false, reason: "its GitBranch team-a/b2 runs no branch worker yet" });
+    assert.equal(workers.isAttached(target), false);
+    assert.equal(workers.has("team-a/b2"), false, "attaching makes no worker");
+    assert.equal(workers.wanted("team-a/b2"), true, "a served target asked for one");
+    await workers.attachRunning(target, branch, settings, stream);
+    assert.deepEqual(wanted, ["team-a/b2"], "its GitBranch hears the first ask only");
+
+    await workers.ensure(spec("b2"));
+    const old = await workers.attachRunning(target, { ...branch, uid: "old-uid" }, settings, stream);
+    assert.equal(old.attached, false);
+    assert.deepEqual(await workers.attachRunning(target, branch, settings, stream), { attached: true });
+    assert.equal(workers.isAttached(target), true);
+
+    await workers.release("team-a/b2");
+    assert.equal(workers.isAttached(target), false, "a released worker's targets feed nothing");
+    assert.equal(workers.wanted("team-a/b2"), false, "a released worker is asked for afresh");
+  });
+
+  it("holds a worker its GitBranch cannot run now: it keeps running, takes no target, and resumes", async () => {
+    const workers = manager(dir);
+    const changed: string[] = [];
+    workers.onWorkerChanged((key) => changed.push(key));
+    const stream = new GitTargetEventStream(target);
+    const branch = { key: "team-a/b3", uid: "b3" };
+    await workers.hold("team-a/b3", "nothing runs");
+    assert.deepEqual(changed, [], "holding no worker announces nothing");
+
+    const running = await workers.ensure(spec("b3"));
+    assert.deepEqual(await workers.attachRunning(target, branch, settings, stream), { attached: true });
+    await workers.hold("team-a/b3", "the credential Secret team-a/git does not exist");
+    assert.equal(workers.worker("team-a/b3"), running, "the worker is not stopped");
+    assert.equal(workers.isAttached(target), false, "its targets are detached");
+    assert.deepEqual(await workers.attachRunning(target, branch, settings, stream), {
+      attached: false,
+      reason:
+        "its GitBranch team-a/b3's worker takes no target: the credential Secret team-a/git does not exist",
+    });
+    await workers.hold("team-a/b3", "the credential Secret team-a/git does not exist");
+    assert.deepEqual(changed, ["team-a/b3", "team-a/b3"], "made, then held once");
+
+    assert.equal(await workers.ensure(spec("b3")), running, "the same spec resumes the same worker");
+    assert.deepEqual(changed, ["team-a/b3", "team-a/b3", "team-a/b3"], "its targets hear it resumed");
+    assert.deepEqual(await workers.attachRunning(target, branch, settings, stream), { attached: true });
+    await workers.release("team-a/b3");
   });
 });

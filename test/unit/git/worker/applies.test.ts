@@ -4,8 +4,9 @@ import type { Applier, Attempt, Outcome, WriteVerdict } from "../../../../intern
 import {
   WorkerApplies,
   windowGraceMs,
-  type ApplyHooks,
+  type Applies,
   type AttemptReport,
+  type BranchApplies,
 } from "../../../../internal/git/worker/applies.ts";
 import { configMapIdentity } from "../../../support/streams.ts";
 import { quiet } from "../../../support/logger.ts";
@@ -17,6 +18,24 @@ const applier: Applier = {
   targets: [{ uid: "t1", ref: { namespace: "shop", name: "apps" }, published: true }],
 };
 const at = (ms: number) => new Date(ms).toISOString();
+
+/** A worker's applies on branch main with `appliers`, and of the process's only what a test gives. */
+function branchApplies(
+  appliers: Applier[],
+  given: Pick<Applies, "dispatch"> & Partial<Applies>,
+): BranchApplies {
+  return {
+    branch: { key: "shop/main", url: "https://git.example/shop.git", branch: "main" },
+    appliers: () => appliers,
+    applies: {
+      holds: () => true,
+      snapshotsSettled: () => true,
+      sourceOf: () => undefined,
+      lastApplied: () => undefined,
+      ...given,
+    },
+  };
+}
 const fluxEntry = (ms: number) => ({ manager: "kustomize-controller", time: at(ms) });
 const personEntry = (ms: number) => ({ manager: "kubectl-edit", time: at(ms) });
 /** Writes whose writer the watch could not tell (no previous event at hand): the tie rule judges them. */
@@ -25,23 +44,22 @@ const person = (ms: number) => ({ writers: [personEntry(ms)] });
 const settings = configMapIdentity("settings", "shop");
 
 /** A worker's applies with one applier, whose attempts wait until the test ends them. */
-function applies(recover?: ApplyHooks["recover"], held: Applier = applier) {
+function applies(recover?: Applies["recover"], held: Applier = applier) {
   const sent: Attempt[] = [];
   const reports: AttemptReport[] = [];
   const judged: WriteVerdict[] = [];
   const repairs: boolean[] = [];
   const ends: ((outcome: Outcome) => void)[] = [];
   const worker = new WorkerApplies(
-    {
-      appliers: () => [held],
-      dispatch: (attempt) => {
+    branchApplies([held], {
+      dispatch: (_branch, attempt) => {
         sent.push(attempt);
         return new Promise((resolve) => ends.push(resolve));
       },
       judged: (_claim, verdict) => void judged.push(verdict),
       repairPending: (_claim, pending) => void repairs.push(pending),
       ...(recover ? { recover } : {}),
-    },
+    }),
     quiet,
     (r) => reports.push(r),
   );
@@ -114,11 +132,10 @@ describe("the apply window judges the applier's writes to its folder", () => {
   it("a GitTarget's first snapshot of a collection is no stale snapshot: only a discard or a use past the hold is reported", () => {
     const reported: string[] = [];
     const worker = new WorkerApplies(
-      {
-        appliers: () => [applier],
+      branchApplies([applier], {
         dispatch: () => new Promise(() => undefined),
         staleSnapshot: (_target, outcome) => void reported.push(outcome),
-      },
+      }),
       quiet,
       () => undefined,
     );
@@ -197,7 +214,7 @@ describe("restart recovery: an operation the last process left in flight", () =>
   function recovering() {
     let end!: (outcome: Outcome) => void;
     const asked: string[] = [];
-    const recover: ApplyHooks["recover"] = (claim) => {
+    const recover: Applies["recover"] = (claim) => {
       asked.push(claim.name);
       return {
         token: "recovered-token",
