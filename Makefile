@@ -153,6 +153,10 @@ flux: prerequisites ## Build the pinned Flux source-controller and kustomize-con
 	bash hack/tools/flux.sh source-controller
 	bash hack/tools/flux.sh kustomize-controller
 
+.PHONY: flux-notification
+flux-notification: prerequisites ## Build the pinned Flux notification-controller (its Receiver takes the webhook applier's signed requests in the tests), with its CRDs, or reuse the cached build.
+	bash hack/tools/flux.sh notification-controller
+
 .PHONY: helm
 helm: prerequisites ## Build the pinned helm the tests lint, render and install the chart with, or reuse the cached build.
 	bash hack/tools/gotool.sh helm

@@ -35,7 +35,7 @@ export interface BenchConfig {
   shardEditRate: number;
   /** Whether (w) runs each rate without the durable write queue, with it (on a real Redis), or both. */
   writeQueue: "off" | "on" | "both";
-  /** (h): ConfigMaps in the folder a FluxClaim's Kustomization applies, and rounds; 0 rounds skips it. */
+  /** (h): ConfigMaps in the folder each claim's applier applies (a WebhookClaim's, a FluxClaim's), and rounds; 0 rounds skips it. */
   claimObjects: number;
   claimRounds: number;
   /** Runs of the native git reference per size; the median is reported. */

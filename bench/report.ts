@@ -52,7 +52,7 @@ export interface SizeResult {
 export interface RunResult {
   startedAt: string;
   durationMs: number;
-  /** (h) a FluxClaim in place, with the real Flux controllers. */
+  /** (h) a WebhookClaim with a real webhook applier, and a FluxClaim with the real Flux controllers, side by side. */
   claim?: ClaimResult;
   machine: { cpus: number; memoryGiB: number; node: string; git: string };
   config: BenchConfig;

@@ -44,6 +44,8 @@ export interface OperatorOptions extends LeaseTimingFlags {
   auditBindAddress: string;
   /** Where the push receiver listens; empty (the default) serves none. */
   receiverBindAddress: string;
+  /** Whether a WebhookClaim may send plain http to a loopback host. */
+  webhookClaimAllowLoopbackHttp: boolean;
   /** tls.crt, tls.key and the audit CA's ca.crt. */
   auditCertDir: string;
   auditInsecure: boolean;
@@ -230,8 +232,14 @@ function withServingFlags(command: Command): Command {
     .option("--audit-bind-address <address>", "where the audit ingress listens, with attribution on", ":9444")
     .option(
       "--receiver-bind-address <address>",
-      "where the push receiver listens for Git hosts' push webhooks (/git-push/<path>); empty serves none",
+      "where the push receiver listens for Git hosts' push webhooks (/git-push/<path>) and webhook appliers' reports (/webhook-claim/<namespace>/<name>); empty serves none",
       "",
+    )
+    .option(
+      "--webhook-claim-allow-loopback-http [bool]",
+      "let a WebhookClaim POST over plain http to a loopback host (a test, a demo on one machine); every other URL must be https",
+      parseBool,
+      false,
     )
     .option(
       "--audit-cert-dir <dir>",

@@ -1,26 +1,37 @@
 // How the branch workers' applies are carried out in this process: a FluxClaim's attempt by the
 // Flux dispatcher, an ArgoCDClaim's by the Argo CD dispatcher, each through the claim's
-// KubeProvider, with the Events and metrics the seeds name. The first failure of a run is an
+// KubeProvider, and a WebhookClaim's by the webhook dispatcher, a signed POST to its URL, with
+// the Events and metrics the seeds name. The first failure of a run is an
 // Event; the retries the worker decides after it are not, until an attempt succeeds again.
 import { hostname } from "node:os";
-import type { KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import {
   apiVersion,
   argoCDClaims,
   fluxClaims,
   gitTargets,
   resourceTypes,
+  webhookClaims,
   type ApplyOperation,
   type ArgoCDClaim,
   type FluxClaim,
+  type WebhookClaim,
 } from "../generated/v1alpha3/index.ts";
 import {
   ArgoCDDispatcher,
   FluxDispatcher,
+  WebhookDispatcher,
   type AnyClaim,
+  type DispatchedClaim,
   type DispatchReport,
 } from "../internal/applier/dispatch/index.ts";
-import { holdsApplication, holdsApplier, type Following } from "../internal/applier/claim/index.ts";
+import {
+  holdsApplication,
+  holdsApplier,
+  holdsWebhook,
+  type Following,
+} from "../internal/applier/claim/index.ts";
+import { judgeCallback, loadWebhookSecret } from "../internal/applier/webhook/index.ts";
 import type { Applies } from "../internal/git/index.ts";
 import { statusCodeOf, type ResourceClient } from "../internal/kube/resourceclient.ts";
 import { informerSource } from "../internal/kube/sources.ts";
@@ -39,7 +50,7 @@ import {
   staleSnapshots,
 } from "../internal/telemetry/instruments.ts";
 import { claimKey, type ClaimKind, type ClaimRef } from "../internal/types/claims.ts";
-import { keyOf, refOf } from "../internal/types/names.ts";
+import { keyOf, refOf, type NamespacedName } from "../internal/types/names.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "../internal/operator/fieldmanager.ts";
 import { errorText } from "../internal/telemetry/errortext.ts";
@@ -68,37 +79,61 @@ const labelsOf = (ref: ClaimRef) => ({
 });
 
 /** What this process reads and writes of one claim kind. */
-interface Kind<C extends AnyClaim> {
+interface Kind<C extends DispatchedClaim> {
   informer: SharedInformer<C>;
   client: ResourceClient<C>;
   /** Whether the claim holds its applier, so it may be asked. */
   holds(claim: C): boolean;
 }
 
-export function setupApplies(
-  manager: Manager,
-  sourceContexts: SourceContexts,
-  following: Following,
-  /** How long an apply may run before it is Unresolved: 5 minutes unless a test shortens it. */
-  budgetMs?: number,
-): Applies {
+/** What ApplyUnresolved says, by kind: Flux and Argo CD are still followed; a webhook's is asked again. */
+const unresolvedNotes: Record<ClaimKind, (commit: string) => string> = {
+  FluxClaim: (commit) =>
+    `The apply of ${commit} ran past its 5-minute budget: the Kustomization is suspended again, and the apply is still followed.`,
+  ArgoCDClaim: (commit) => `The sync of ${commit} ran past its 5-minute budget: it is still followed.`,
+  WebhookClaim: (commit) =>
+    `The apply of ${commit} had no reported end within its budget: it ends Unresolved, and the branch worker asks again.`,
+};
+
+/** Each claim kind's informer, client and hold. */
+function claimKinds(manager: Manager) {
   const kc = manager.kubeConfig;
-  const events = new EventRecorder(kc, hostname(), manager.logger);
-  const kinds: { FluxClaim: Kind<FluxClaim>; ArgoCDClaim: Kind<ArgoCDClaim> } = {
+  return {
     FluxClaim: {
       informer: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
       client: fluxClaims(kc),
       holds: holdsApplier,
-    },
+    } satisfies Kind<FluxClaim>,
     ArgoCDClaim: {
       informer: manager.informer<ArgoCDClaim>(informerSource(kc, resourceTypes.ArgoCDClaim)),
       client: argoCDClaims(kc),
       holds: holdsApplication,
-    },
+    } satisfies Kind<ArgoCDClaim>,
+    WebhookClaim: {
+      informer: manager.informer<WebhookClaim>(informerSource(kc, resourceTypes.WebhookClaim)),
+      client: webhookClaims(kc),
+      holds: holdsWebhook,
+    } satisfies Kind<WebhookClaim>,
   };
-  const kindOf = (ref: ClaimRef) => kinds[ref.kind] as Kind<AnyClaim>;
+}
+
+export function setupApplies(
+  manager: Manager,
+  sourceContexts: SourceContexts,
+  following: Following,
+  options: {
+    /** How long an apply may run before it is Unresolved: 5 minutes unless a test shortens it. */
+    budgetMs?: number | undefined;
+    /** --webhook-claim-allow-loopback-http. */
+    allowLoopbackHttp: boolean;
+  },
+): Applies {
+  const kc = manager.kubeConfig;
+  const events = new EventRecorder(kc, hostname(), manager.logger);
+  const kinds = claimKinds(manager);
+  const kindOf = (ref: ClaimRef) => kinds[ref.kind] as Kind<DispatchedClaim>;
   const claimOf = (ref: ClaimRef) => kindOf(ref).informer.get(ref.name, ref.namespace);
-  const record = (claim: AnyClaim, type: "Normal" | "Warning", reason: string, note: string) =>
+  const record = (claim: DispatchedClaim, type: "Normal" | "Warning", reason: string, note: string) =>
     events.record(claim, type, reason, "Apply", note).catch(() => undefined);
   const clusterOf = (claim: AnyClaim): KubeConfig | undefined =>
     sourceContexts.get(keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!)))?.kubeConfig;
@@ -108,17 +143,28 @@ export function setupApplies(
     fieldManager,
     operationManager: operationFieldManager,
     following,
-    ...(budgetMs !== undefined ? { budgetMs } : {}),
+    ...(options.budgetMs !== undefined ? { budgetMs: options.budgetMs } : {}),
   };
   const reports = attemptReports(manager, record);
-  const flux = new FluxDispatcher({ ...shared, claims: kinds.FluxClaim.client, ...reports("FluxClaim") });
-  const argo = new ArgoCDDispatcher({
-    ...shared,
-    claims: kinds.ArgoCDClaim.client,
-    ...reports("ArgoCDClaim"),
-  });
-  manager.addRunnable(flux);
-  manager.addRunnable(argo);
+  const core = kc.makeApiClient(CoreV1Api);
+  const dispatchers = {
+    FluxClaim: new FluxDispatcher({ ...shared, claims: kinds.FluxClaim.client, ...reports("FluxClaim") }),
+    ArgoCDClaim: new ArgoCDDispatcher({
+      ...shared,
+      claims: kinds.ArgoCDClaim.client,
+      ...reports("ArgoCDClaim"),
+    }),
+    WebhookClaim: new WebhookDispatcher({
+      ...shared,
+      // A webhook applier lives in no cluster of ours.
+      clusterOf: () => undefined,
+      claims: kinds.WebhookClaim.client,
+      secretOf: (claim) => loadWebhookSecret(core, claim),
+      allowLoopbackHttp: options.allowLoopbackHttp,
+      ...reports("WebhookClaim"),
+    }),
+  };
+  for (const dispatcher of Object.values(dispatchers)) manager.addRunnable(dispatcher);
 
   /** A Warning on the GitTarget whose folder holds the objects, and on its claim. */
   const warn = (ref: ClaimRef, target: string, reason: string, note: string) => {
@@ -129,25 +175,34 @@ export function setupApplies(
     if (claim) void record(claim, "Warning", reason, note);
   };
   const writeRepairPending = repairPendingWriter(manager, (ref) => kindOf(ref).client);
+  /** Flux's and Argo CD's field managers, or the ones a WebhookClaim declares. */
+  const managersOf = (ref: ClaimRef) => {
+    const claim = claimOf(ref);
+    return applierManagersOf(
+      ref.kind,
+      claim?.kind === "WebhookClaim" ? (claim.spec.fieldManagers ?? []) : [],
+    );
+  };
   return {
     dispatch: (branch, attempt, current) =>
-      attempt.claim.kind === "FluxClaim"
-        ? flux.dispatch(branch, attempt, current)
-        : argo.dispatch(branch, attempt, current),
+      dispatchers[attempt.claim.kind].dispatch(branch, attempt, current),
     snapshotsSettled: (target) => sourceContexts.snapshotsSettled(target),
     // A claim still adopting, releasing or refused is asked for nothing: it does not hold its applier.
     holds: (ref) => {
       const claim = claimOf(ref);
       return claim !== undefined && kindOf(ref).holds(claim);
     },
+    managersOf,
     sourceOf: (ref) => {
       const claim = claimOf(ref);
+      // Two webhook claims posting to one URL take turns, as two claims on one source do.
+      if (claim?.kind === "WebhookClaim") return `webhook|${claim.spec.url}`;
       const source = claim?.status?.source;
       if (!claim || !source?.name) return undefined;
       const provider = keyOf(refOf(claim.spec.kubeProviderRef, claim.metadata.namespace!));
       return `${provider}|${source.kind}/${source.namespace}/${source.name}`;
     },
-    ...windowReports(manager, warn),
+    ...windowReports(manager, warn, managersOf),
     repairPendingAtStart: (ref) => claimOf(ref)?.status?.repairPending === true,
     repairPending: (ref, pending) => void writeRepairPending(ref, pending),
     lastApplied: (ref) => {
@@ -158,13 +213,15 @@ export function setupApplies(
     recover: (ref) => {
       const claim = claimOf(ref);
       if (!claim) return undefined;
-      return ref.kind === "FluxClaim" ? flux.recover(claim as FluxClaim) : argo.recover(claim as ArgoCDClaim);
+      if (claim.kind === "FluxClaim") return dispatchers.FluxClaim.recover(claim);
+      if (claim.kind === "ArgoCDClaim") return dispatchers.ArgoCDClaim.recover(claim);
+      return dispatchers.WebhookClaim.recover(claim);
     },
   };
 }
 
 type RecordEvent = (
-  claim: AnyClaim,
+  claim: DispatchedClaim,
   type: "Normal" | "Warning",
   reason: string,
   note: string,
@@ -196,7 +253,8 @@ function attemptReports(manager: Manager, record: RecordEvent) {
     });
     const event = failureEvents[report.ended];
     if (report.ended === "Succeeded") failing.delete(key);
-    if (!event || failing.has(key)) return;
+    // Stopped mid-apply: the next process follows the operation to its end, and says how it ended.
+    if (!event || failing.has(key) || report.stopped) return;
     failing.add(key);
     void record(
       report.claim,
@@ -205,29 +263,22 @@ function attemptReports(manager: Manager, record: RecordEvent) {
       `The apply of ${report.commit} ended ${report.ended}: ${report.message}`,
     );
   };
-  const refOfClaim = (kind: ClaimKind, claim: AnyClaim): ClaimRef => ({
+  const refOfClaim = (kind: ClaimKind, claim: DispatchedClaim): ClaimRef => ({
     kind,
     namespace: claim.metadata.namespace ?? "",
     name: claim.metadata.name ?? "",
   });
   return (kind: ClaimKind) => ({
     onEnded: (report: DispatchReport) => ended(refOfClaim(kind, report.claim), report),
-    onRequested: (claim: AnyClaim, operation: ApplyOperation) =>
+    onRequested: (claim: DispatchedClaim, operation: ApplyOperation) =>
       void record(
         claim,
         "Normal",
         "ApplyRequested",
         `Applying ${operation.commit} (${operation.reason ?? "CatchUp"}) with token ${operation.requestToken}.`,
       ),
-    onUnresolved: (claim: AnyClaim, operation: ApplyOperation) => {
-      void record(
-        claim,
-        "Warning",
-        "ApplyUnresolved",
-        kind === "FluxClaim"
-          ? `The apply of ${operation.commit} ran past its 5-minute budget: the Kustomization is suspended again, and the apply is still followed.`
-          : `The sync of ${operation.commit} ran past its 5-minute budget: it is still followed.`,
-      );
+    onUnresolved: (claim: DispatchedClaim, operation: ApplyOperation) => {
+      void record(claim, "Warning", "ApplyUnresolved", unresolvedNotes[kind](operation.commit ?? ""));
     },
   });
 }
@@ -236,6 +287,7 @@ function attemptReports(manager: Manager, record: RecordEvent) {
 function windowReports(
   manager: Manager,
   warn: (ref: ClaimRef, target: string, reason: string, note: string) => void,
+  managersOf: (ref: ClaimRef) => readonly string[],
 ): Pick<Applies, "judged" | "pushedChangeOverridden" | "staleSnapshot"> {
   return {
     judged: (ref, verdict, { target, object, writers }) => {
@@ -254,7 +306,7 @@ function windowReports(
         });
       }
       // The tie rule mirrored what may be the applier's write over a live value: the user is told.
-      const tie = verdict === "ambiguous" ? tieOf(writers ?? [], applierManagersOf(ref.kind)) : undefined;
+      const tie = verdict === "ambiguous" ? tieOf(writers ?? [], managersOf(ref)) : undefined;
       if (tie) warn(ref, target, tieReason, tieNote(object, tie));
     },
     pushedChangeOverridden: (ref, { target, commit, objects }) => {
@@ -281,7 +333,7 @@ function windowReports(
 }
 
 /** status.repairPending onto the claim's version; a conflict reads it again, three times. */
-function repairPendingWriter(manager: Manager, clientOf: (ref: ClaimRef) => ResourceClient<AnyClaim>) {
+function repairPendingWriter(manager: Manager, clientOf: (ref: ClaimRef) => ResourceClient<DispatchedClaim>) {
   return async (ref: ClaimRef, pending: boolean) => {
     const client = clientOf(ref);
     for (let attempt = 1; attempt <= 3; attempt++) {
@@ -290,7 +342,10 @@ function repairPendingWriter(manager: Manager, clientOf: (ref: ClaimRef) => Reso
       const { namespace, name, resourceVersion } = claim.metadata;
       try {
         await client.applyStatus(
-          { metadata: { namespace, name, resourceVersion }, status: { repairPending: pending } } as AnyClaim,
+          {
+            metadata: { namespace, name, resourceVersion },
+            status: { repairPending: pending },
+          } as DispatchedClaim,
           repairFieldManager,
         );
         return;
@@ -300,6 +355,39 @@ function repairPendingWriter(manager: Manager, clientOf: (ref: ClaimRef) => Reso
             claim: claimKey(ref),
             error: errorText(err),
           });
+      }
+    }
+  };
+}
+
+/**
+ * A webhook applier's report of how an apply ended (internal/applier/webhook/callback.ts): judged
+ * on the claim read now, uncached, and its Secret, and written to status.operation under the
+ * dispatcher's field manager, where the dispatcher following the operation reads it, on whichever
+ * replica that is. A write that meets a newer claim is judged again on it, up to three times.
+ */
+export function webhookCallbacks(manager: Manager) {
+  const kc = manager.kubeConfig;
+  const claims = webhookClaims(kc);
+  const core = kc.makeApiClient(CoreV1Api);
+  return async (ref: NamespacedName, body: Buffer, signature: string | undefined) => {
+    for (let attempt = 1; ; attempt++) {
+      const claim = await claims.get(ref.namespace, ref.name);
+      const secret = claim && (await loadWebhookSecret(core, claim));
+      const verdict = judgeCallback({ claim, secret, body, signature, now: new Date() });
+      if (verdict.kind === "refused") return { status: verdict.status, message: verdict.message };
+      const { namespace, name, resourceVersion } = claim!.metadata;
+      try {
+        await claims.applyStatus(
+          {
+            metadata: { namespace, name, resourceVersion },
+            status: { operation: verdict.operation },
+          } as WebhookClaim,
+          operationFieldManager,
+        );
+        return { status: 200, message: `Recorded: the apply ended ${verdict.operation.phase}.` };
+      } catch (err) {
+        if (statusCodeOf(err) !== 409 || attempt >= 3) throw err;
       }
     }
   };

@@ -71,7 +71,11 @@ export function claimConfig(
 }
 
 /** The GitTargets naming the claim and not being deleted, with what each writes. */
-function referringTargets(informers: ClaimInformers, claim: AnyClaim, kind: ClaimKind): ReferringTarget[] {
+export function referringTargets(
+  informers: ClaimInformers,
+  claim: AnyClaim,
+  kind: ClaimKind,
+): ReferringTarget[] {
   return informers.targets
     .list(claim.metadata.namespace)
     .filter((t) => namesClaim(t, kind, claim.metadata.name!) && !t.metadata.deletionTimestamp)

@@ -9,6 +9,7 @@ import {
   type GitBranch,
   type GitProvider,
   type ArgoCDClaim,
+  type WebhookClaim,
   type FluxClaim,
   type GitTarget,
   type KubeProvider,
@@ -69,6 +70,7 @@ interface Informers {
   namespaces: SharedInformer<V1Namespace>;
   fluxClaims: SharedInformer<FluxClaim>;
   argoClaims: SharedInformer<ArgoCDClaim>;
+  webhookClaims: SharedInformer<WebhookClaim>;
 }
 
 /** The write side a target feeds while its GitBranch's worker runs. */
@@ -274,13 +276,19 @@ export class GitTargetReconciler implements Reconciler {
 
   /** The target's settings, with the applier its claim holds: a coordinated folder's owner. */
   private settingsOf(target: GitTarget) {
-    return targetSettings(target, claimedApplier(target, this.claimOf(target)));
+    const claim = this.claimOf(target);
+    return targetSettings(target, claim && { applier: claimedApplier(target, claim) });
   }
 
-  private claimOf(target: GitTarget): FluxClaim | ArgoCDClaim | undefined {
+  private claimOf(target: GitTarget): FluxClaim | ArgoCDClaim | WebhookClaim | undefined {
     const ref = target.spec.applierClaimRef;
-    const claims = ref?.kind === "FluxClaim" ? this.informers.fluxClaims : this.informers.argoClaims;
-    return ref && claims.get(ref.name, target.metadata.namespace);
+    if (!ref) return undefined;
+    const claims = {
+      FluxClaim: this.informers.fluxClaims,
+      ArgoCDClaim: this.informers.argoClaims,
+      WebhookClaim: this.informers.webhookClaims,
+    }[ref.kind] as SharedInformer<FluxClaim | ArgoCDClaim | WebhookClaim>;
+    return claims.get(ref.name, target.metadata.namespace);
   }
 
   private claimFacts(target: GitTarget, ref: { kind: string; name: string }): ClaimFacts {
@@ -332,6 +340,7 @@ export function setupGitTargetController(
     namespaces: manager.informer<V1Namespace>(informerSource(kc, namespaceType)),
     fluxClaims: manager.informer<FluxClaim>(informerSource(kc, resourceTypes.FluxClaim)),
     argoClaims: manager.informer<ArgoCDClaim>(informerSource(kc, resourceTypes.ArgoCDClaim)),
+    webhookClaims: manager.informer<WebhookClaim>(informerSource(kc, resourceTypes.WebhookClaim)),
   };
   const { targetsNamingClaim, targetsReferencing, targetsNaming, targetsOfProvider } =
     targetLookups(informers);
@@ -372,6 +381,11 @@ export function setupGitTargetController(
     .watches(
       informers.argoClaims,
       targetsNamingClaim("ArgoCDClaim"),
+      anyOf(generationChanged, readyTransition),
+    )
+    .watches(
+      informers.webhookClaims,
+      targetsNamingClaim("WebhookClaim"),
       anyOf(generationChanged, readyTransition),
     );
   // A collection finishing its replay, or blocking, changes StreamsRunning: look again at once.

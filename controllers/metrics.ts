@@ -36,6 +36,7 @@ const declaredKinds = [
   resourceTypes.GitReceiver,
   resourceTypes.FluxClaim,
   resourceTypes.ArgoCDClaim,
+  resourceTypes.WebhookClaim,
 ];
 
 type Sample = [Record<string, string>, number];
@@ -78,7 +79,7 @@ export function setupScrapeGauges(manager: Manager, sources: SourceContexts, wor
     kind: type.kind,
     informer: manager.informer(informerSource(manager.kubeConfig, type)),
   }));
-  const claims = informers.filter(({ kind }) => kind === "FluxClaim" || kind === "ArgoCDClaim");
+  const claims = informers.filter(({ kind }) => kind.endsWith("Claim"));
   readAtScrape(applyOperationsUnresolved, () =>
     claims.flatMap(({ kind, informer }) => informer.list().map((claim) => unresolvedSample(kind, claim))),
   );

@@ -45,6 +45,8 @@ export interface OperatorSettings {
   applierClaimRecheckInterval?: number;
   /** --receiver-bind-address: where the push receiver listens; empty or "0" serves none. */
   receiverBindAddress?: string;
+  /** --webhook-claim-allow-loopback-http: a WebhookClaim may POST plain http to a loopback host. */
+  webhookClaimAllowLoopbackHttp?: boolean;
   /** The process's leader Lease identity, which GitBranch status.heldBy names. */
   identity?: string;
 }

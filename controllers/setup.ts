@@ -17,6 +17,7 @@ import { setupGitProviderController } from "./gitprovider.ts";
 import { setupGitTargetController } from "./gittarget.ts";
 import { setupFluxClaimController } from "./fluxclaim.ts";
 import { setupArgoCDClaimController } from "./argocdclaim.ts";
+import { setupWebhookClaimController } from "./webhookclaim.ts";
 import { Following } from "../internal/applier/claim/index.ts";
 import { setupKubeProviderController } from "./kubeprovider.ts";
 import { setupWatchRuleController } from "./watchrule.ts";
@@ -91,6 +92,11 @@ export function setupOperator(manager: Manager, settings: OperatorSettings): Ope
   const recheckMs = settings.applierClaimRecheckInterval;
   setupFluxClaimController(manager, sourceContexts, following, shards?.claim("FluxClaim"), recheckMs);
   setupArgoCDClaimController(manager, sourceContexts, following, shards?.claim("ArgoCDClaim"), recheckMs);
+  setupWebhookClaimController(manager, following, {
+    allowLoopbackHttp: settings.webhookClaimAllowLoopbackHttp ?? false,
+    ...(shards ? { shardOf: shards.claim("WebhookClaim") } : {}),
+    ...(recheckMs !== undefined ? { recheckMs } : {}),
+  });
   setupWatchRuleController(manager, rules, sourceContexts, shards?.target);
   setupClusterWatchRuleController(manager, rules, sourceContexts, shards?.target);
   return {

@@ -22,7 +22,7 @@ import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import type { RemoteStatusPublisher } from "../internal/gitbranch/remotestatus.ts";
 import { WorkerManager, defaultWorkerRoot } from "../internal/git/index.ts";
 import { branchTelemetry } from "../internal/telemetry/branchobserver.ts";
-import { setupApplies } from "./applies.ts";
+import { setupApplies, webhookCallbacks } from "./applies.ts";
 import type { Following } from "../internal/applier/claim/index.ts";
 import { commitRequestCore, setupCommitRequestController } from "./commitrequest.ts";
 import { CommitRequestServer } from "./commitrequestserver.ts";
@@ -51,7 +51,10 @@ export function setupWorkers(
   const { sourceContexts, following, remoteStatus, redis, shards } = parts;
   const branches = manager.informer<GitBranch>(informerSource(manager.kubeConfig, resourceTypes.GitBranch));
   const workers = new WorkerManager({
-    applies: setupApplies(manager, sourceContexts, following, settings.applyBudgetMs),
+    applies: setupApplies(manager, sourceContexts, following, {
+      budgetMs: settings.applyBudgetMs,
+      allowLoopbackHttp: settings.webhookClaimAllowLoopbackHttp ?? false,
+    }),
     observer: (branchKey) => branchTelemetry(branchKey, manager.logger),
     // With Redis, each branch's accepted writes outlive the process: a crash replays them.
     ...(redis
@@ -113,6 +116,7 @@ export function setupPushReceiver(
   const receiver = new PushReceiver({
     ...address,
     logger: manager.logger,
+    callbacks: webhookCallbacks(manager),
     route: ({ urls, branch }) => {
       for (const key of branchesWoken(urls, branch, providers.list(), branches.list()))
         if (!wakeHere(key)) void relay?.publish(key);

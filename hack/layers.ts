@@ -90,10 +90,12 @@ export const layers: Layers = {
     "internal/manifest",
     "internal/kustomize",
     // The appliers: the pure decisions (no I/O), what is read of Flux's and Argo CD's objects and
-    // the clients that write them, the claim holds, and the dispatchers that carry applies out.
+    // the clients that write them, the webhook applier's signed requests and its Secret, the
+    // claim holds, and the dispatchers that carry applies out.
     "internal/applier/decide",
     "internal/applier/argocd",
     "internal/applier/flux",
+    "internal/applier/webhook",
     "internal/applier/claim",
     "internal/applier/dispatch",
     // The watch side: the stream (the seam), the watch plane, attribution, the rules' decisions,
@@ -143,6 +145,7 @@ export const layers: Layers = {
         "internal/operator",
         "internal/applier/flux",
         "internal/applier/argocd",
+        "internal/applier/webhook",
       ],
       why: "the applier's decisions are pure: each is fed what its caller read, so it imports no Kubernetes access, client or controller runtime",
     },
@@ -197,6 +200,12 @@ export const layers: Layers = {
       face: "internal/applier/claim/index.ts",
       except: [],
       why: "the claim holds are used through their face: each kind's step per pass, and which operations this process follows",
+    },
+    {
+      folder: "internal/applier/webhook",
+      face: "internal/applier/webhook/index.ts",
+      except: [],
+      why: "the webhook applier's signature, Secret, request and callback are used through their face, so what is sent and what is accepted are signed one way",
     },
     {
       folder: "internal/applier/dispatch",

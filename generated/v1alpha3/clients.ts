@@ -15,6 +15,7 @@ export const resourceTypes = {
   GitTarget: { group: "configbutler.ai", version: "v1alpha3", kind: "GitTarget", plural: "gittargets", namespaced: true },
   KubeProvider: { group: "configbutler.ai", version: "v1alpha3", kind: "KubeProvider", plural: "kubeproviders", namespaced: true },
   WatchRule: { group: "configbutler.ai", version: "v1alpha3", kind: "WatchRule", plural: "watchrules", namespaced: true },
+  WebhookClaim: { group: "configbutler.ai", version: "v1alpha3", kind: "WebhookClaim", plural: "webhookclaims", namespaced: true },
 } as const satisfies Record<string, ResourceType>;
 
 /** A typed client for ArgoCDClaim objects. */
@@ -65,4 +66,9 @@ export function kubeProviders(kubeConfig: KubeConfig): ResourceClient<api.KubePr
 /** A typed client for WatchRule objects. */
 export function watchRules(kubeConfig: KubeConfig): ResourceClient<api.WatchRule> {
   return new ResourceClient<api.WatchRule>(kubeConfig, resourceTypes.WatchRule);
+}
+
+/** A typed client for WebhookClaim objects. */
+export function webhookClaims(kubeConfig: KubeConfig): ResourceClient<api.WebhookClaim> {
+  return new ResourceClient<api.WebhookClaim>(kubeConfig, resourceTypes.WebhookClaim);
 }

@@ -477,3 +477,63 @@ export const WatchRuleReason = {
   SourceNamespaceNotAuthorized: "SourceNamespaceNotAuthorized",
 } as const;
 export type WatchRuleReasonType = (typeof WatchRuleReason)[keyof typeof WatchRuleReason];
+
+/** The condition types WebhookClaim objects report. */
+export const WebhookClaimCondition = {
+  /** The object is in its desired state; its reason names the outcome. */
+  Ready: "Ready",
+  /** The controller is working towards the desired state. */
+  Reconciling: "Reconciling",
+  /** Progress is blocked on something a human must fix; the message says what. */
+  Stalled: "Stalled",
+  /** The applier exists, can be written, applies this repository and branch, and nothing else owns the switch this claim holds. */
+  Configured: "Configured",
+  /** The claim holds its applier, so it applies only when a branch worker asks. */
+  InControl: "InControl",
+} as const;
+export type WebhookClaimConditionType = (typeof WebhookClaimCondition)[keyof typeof WebhookClaimCondition];
+
+/** The reasons WebhookClaim conditions give. */
+export const WebhookClaimReason = {
+  /** Everything this condition checks holds. */
+  Succeeded: "Succeeded",
+  /** Work is under way and is expected to finish on its own. */
+  Progressing: "Progressing",
+  /** No GitTarget names this claim, so it holds nothing and reads nothing. */
+  NotReferenced: "NotReferenced",
+  /** No GitTarget that names this claim is eligible yet. */
+  NotBound: "NotBound",
+  /** The claim cannot hold its applier; the message says why. */
+  NotConfigured: "NotConfigured",
+  /** The KubeProvider named in spec.kubeProviderRef does not exist. */
+  KubeProviderNotFound: "KubeProviderNotFound",
+  /** The KubeProvider's spec.allowedApplierClaims does not admit this namespace. */
+  NamespaceNotAuthorized: "NamespaceNotAuthorized",
+  /** The KubeProvider's grants do not admit the applier's namespace. */
+  ApplierNamespaceNotAllowed: "ApplierNamespaceNotAllowed",
+  /** The applier does not exist in the cluster the KubeProvider reaches. */
+  ApplierNotFound: "ApplierNotFound",
+  /** The applier does not apply the repository and branch its GitTargets write. */
+  SourceMismatch: "SourceMismatch",
+  /** An older claim already holds the same applier. */
+  HeldByAnotherClaim: "HeldByAnotherClaim",
+  /** The applier is held and idle. */
+  Suspended: "Suspended",
+  /** A branch worker's apply is in flight. */
+  Applying: "Applying",
+  /** The applier is being held again after an apply. */
+  Suspending: "Suspending",
+  /** The claim is handing its applier back. */
+  Releasing: "Releasing",
+  /** The applier was handed back. */
+  Released: "Released",
+  /** The apply ran past its budget and is still followed. */
+  OperationUnresolved: "OperationUnresolved",
+  /** The Secret spec.secretRef names does not exist. */
+  SecretNotFound: "SecretNotFound",
+  /** The Secret holds no token, or a CA, client certificate or bearer token that cannot be used. */
+  SecretInvalid: "SecretInvalid",
+  /** The URL is plain http to a host that is not loopback, or the operator does not allow http (--webhook-claim-allow-loopback-http). */
+  InsecureURL: "InsecureURL",
+} as const;
+export type WebhookClaimReasonType = (typeof WebhookClaimReason)[keyof typeof WebhookClaimReason];

@@ -131,3 +131,14 @@ export interface WatchRule {
   spec: WatchRuleSpec;
   status?: WatchRuleStatus;
 }
+
+export type WebhookClaimSpec = Schemas["WebhookClaimSpec"];
+export type WebhookClaimStatus = Schemas["WebhookClaimStatus"];
+/** WebhookClaim makes any tool that takes a signed webhook the applier of the folders whose GitTargets name it: Flux's notification-controller Receiver, a CI pipeline, Kargo or a deployer of your own. The tool applies nothing on its own timers; when a branch worker decides an apply is due, the operator POSTs {"repository", "branch", "commit", "reason", "claim", "token"} to spec.url, signed X-Signature: sha256=<hex HMAC of the body> with the Secret's token, as Flux's generic-hmac Receiver checks. It acts only while an eligible GitTarget names it. */
+export interface WebhookClaim {
+  apiVersion: typeof apiVersion;
+  kind: "WebhookClaim";
+  metadata: V1ObjectMeta;
+  spec: WebhookClaimSpec;
+  status?: WebhookClaimStatus;
+}

@@ -312,13 +312,13 @@ export interface components {
                 consumerNamespaces?: components["schemas"]["NamespaceSelection"];
                 sourceNamespaces?: components["schemas"]["SourceNamespaceSelection"];
             }[];
-            /** @description The FluxClaim or ArgoCDClaim, in this namespace, whose applier applies this folder back to the cluster. With it, the operator decides when that applier applies, so an apply never reverts a live edit that is not in Git yet. */
+            /** @description The FluxClaim, ArgoCDClaim or WebhookClaim, in this namespace, whose applier applies this folder back to the cluster. With it, the operator decides when that applier applies, so an apply never reverts a live edit that is not in Git yet. */
             applierClaimRef?: {
                 /**
                  * @description The kind of the applier claim.
                  * @enum {string}
                  */
-                kind: "FluxClaim" | "ArgoCDClaim";
+                kind: "FluxClaim" | "ArgoCDClaim" | "WebhookClaim";
                 /** @description The name of the applier claim. */
                 name: string;
             };
@@ -593,6 +593,31 @@ export interface components {
             /** @description How many (type, scope) collections the rules resolved to. */
             resolvedTypes?: number;
         };
+        /** @description Where and how an apply is asked for, and how its end is known. */
+        WebhookClaimSpec: {
+            /**
+             * @description How the operator learns that an apply ended.
+             * @default {
+             *       "mode": "Callback"
+             *     }
+             */
+            completion?: {
+                /**
+                 * @description Callback: the tool POSTs {"token", "result": "Succeeded" or "Failed", "message"}, signed the same way, to the operator's receiver at /webhook-claim/<namespace>/<name>. Status: the tool sets status.operation.phase to Succeeded or Failed (and message) for the operation's requestToken through the API, with a JSON patch that tests requestToken first (status.operation is atomic: a partial server-side apply drops the token). Settle: the tool reports nothing, and the apply is taken as Succeeded settleAfter after a 2xx answer. Without an answer within the apply budget the operation is Unresolved and the branch worker asks again.
+                 * @default Callback
+                 * @enum {string}
+                 */
+                mode?: "Callback" | "Status" | "Settle";
+                settleAfter?: components["schemas"]["Duration"];
+            };
+            /** @description The field managers the tool writes the cluster as (kubectl's is kubectl-client-side-apply or the name given to --field-manager). Inside the apply window a write by one of them is the apply's own echo, kept out of Git; a late one over a newer edit is withheld and repaired. Empty: every write is mirrored as a live edit. */
+            fieldManagers?: string[];
+            secretRef: components["schemas"]["LocalObjectReference"];
+            timeout?: components["schemas"]["Duration"];
+            /** @description The URL an apply is POSTed to. https, unless the operator runs with --webhook-claim-allow-loopback-http and the host is loopback. Redirects are not followed. */
+            url: string;
+        };
+        WebhookClaimStatus: components["schemas"]["ApplierClaimStatus"];
     };
     responses: never;
     parameters: never;

@@ -258,5 +258,45 @@ export const writtenKinds: readonly WrittenKind[] = [
       "status.conditions[].message",
       "status.resolvedTypes"
     ]
+  },
+  {
+    "crd": "webhookclaims.configbutler.ai",
+    "manifest": "config/crd/bases/configbutler.ai_webhookclaims.yaml",
+    "version": "v1alpha3",
+    "fields": [
+      "status",
+      "status.observedGeneration",
+      "status.conditions",
+      "status.conditions[]",
+      "status.conditions[].type",
+      "status.conditions[].status",
+      "status.conditions[].observedGeneration",
+      "status.conditions[].lastTransitionTime",
+      "status.conditions[].reason",
+      "status.conditions[].message",
+      "status.source",
+      "status.source.kind",
+      "status.source.namespace",
+      "status.source.name",
+      "status.source.url",
+      "status.source.branch",
+      "status.source.revision",
+      "status.source.otherConsumers",
+      "status.source.otherConsumers[]",
+      "status.source.otherConsumers[].kind",
+      "status.source.otherConsumers[].namespace",
+      "status.source.otherConsumers[].name",
+      "status.operation",
+      "status.operation.requestToken",
+      "status.operation.suspendToken",
+      "status.operation.reason",
+      "status.operation.commit",
+      "status.operation.phase",
+      "status.operation.requestedAt",
+      "status.operation.completedAt",
+      "status.operation.message",
+      "status.repairPending",
+      "status.previousSuspendState"
+    ]
   }
 ];

@@ -29,6 +29,8 @@ import { applyGeneratedSigning, applyMirror, type MirrorTarget } from "../../tes
 import type { Flux } from "../../test/support/flux.ts";
 import { demoFluxClaim } from "./flux.ts";
 import { demoReplicas } from "./replicas.ts";
+import { demoWebhookClaim, webhookNamespace } from "./webhook.ts";
+import type { WebhookApplier } from "../../test/support/webhookapplier.ts";
 import { fluxBuilt } from "../../test/support/flux.ts";
 import { startOperator, type OperatorProcess } from "../../test/support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../test/support/reaper.ts";
@@ -57,6 +59,7 @@ const [plane, git, redis] = await Promise.all([
 const workerRoot = makeOwnedTempDir("demo-workers");
 let operator: ReturnType<typeof startOperator> | undefined;
 let flux: Flux | undefined;
+let webhookDeployer: WebhookApplier | undefined;
 const replicas: OperatorProcess[] = [];
 try {
   const kc = plane.kubeConfig();
@@ -94,12 +97,14 @@ try {
 
   say("Starting the operator");
   const operatorSettings = {
-    inClusterKubeProviders: [`${namespace}/self`],
+    inClusterKubeProviders: [`${namespace}/self`, `${webhookNamespace}/self`],
     workerRoot,
     pushCooldownMs: 1_000,
     attribution: attribution.settings({ transport: "redis" }),
     redisAddr: redis.address,
     receiverBindAddress: "127.0.0.1:0",
+    // The demo's deployer listens on plain http on loopback.
+    webhookClaimAllowLoopbackHttp: true,
   };
   operator = startOperator(kc, operatorSettings);
   await eventually(
@@ -273,6 +278,21 @@ try {
     say("FluxClaim: skipped, the Flux controllers are not built (make flux builds them)");
   }
 
+  say(
+    "A WebhookClaim: the demo's own deployer applies a folder when the branch worker asks, told by a signed POST, and reports back",
+  );
+  webhookDeployer = await demoWebhookClaim({
+    plane,
+    kc,
+    core,
+    git,
+    user,
+    receiver: () => operator?.receiver?.address,
+    notice: (cloneUrl) =>
+      deliverGithubPush(operator!.receiver!.address!, webhookPath, "demo-hook-token", cloneUrl),
+    print: (line) => process.stdout.write(`${line}\n`),
+  });
+
   const publicKey = (await gitProviders(kc).get(namespace, "state"))?.status?.signingPublicKey ?? "";
   const signers = join(keys, "allowed_signers");
   writeFileSync(signers, `noreply@configbutler.ai namespaces="git" ${publicKey}\n`);
@@ -365,6 +385,7 @@ try {
   );
   say(`Done in ${Math.round((Date.now() - started) / 1000)} s. Stopping everything.`);
 } finally {
+  await webhookDeployer?.close();
   await flux?.stop();
   await operator?.stop();
   for (const replica of replicas) await replica.process.stop();

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Builds one of the real Flux controllers the tests run out of cluster (source-controller,
-# kustomize-controller) from Go modules, at the version in versions.env, and caches it outside
-# the repository next to the CRDs of the same module, keyed by version, as gotool.sh does.
+# kustomize-controller, notification-controller) from Go modules, at the version in versions.env,
+# and caches it outside the repository next to the CRDs of the same module, keyed by version, as
+# gotool.sh does.
 #   flux.sh <tool>               build (or reuse) the binary and its CRDs
 #   flux.sh <tool> --print-path  print where the binary is (or will be), build nothing
 # The CRDs land in crds/ beside the binary: the module's own config/crd/bases, so the tests
 # install exactly the API the binary serves.
 #
-# Why not gotool.sh's `go install pkg@version`: both controllers' go.mod files replace their
-# api module with the local path ./api, and go install refuses a module with replace
-# directives. So this builds inside a throwaway wrapper module instead: the controller's own
-# go.mod (same requirements, hence the same build list as its release) renamed, requiring the
-# controller itself, with the ./api replace turned into the published api module of the version
-# the controller requires. Its other replaces are kept, since only the main module's count.
+# Why not gotool.sh's `go install pkg@version`: each controller's go.mod replaces its api
+# module with the local path ./api, and go install refuses a module with replace directives. So
+# this builds inside a throwaway wrapper module instead: the controller's own go.mod (same
+# requirements, hence the same build list as its release) renamed, requiring the controller
+# itself, with the ./api replace turned into the published api module of the version the
+# controller requires. Its other replaces are kept, since only the main module's count.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,11 +24,12 @@ source "$here/versions.env"
 source "$here/../lib/gobuild.sh"
 jobs=${TESTENV_BUILD_JOBS:-2}
 
-tool=${1:?usage: flux.sh <source-controller|kustomize-controller> [--print-path]}
+tool=${1:?usage: flux.sh <source-controller|kustomize-controller|notification-controller> [--print-path]}
 case "$tool" in
   source-controller) version=$SOURCE_CONTROLLER_VERSION ;;
   kustomize-controller) version=$KUSTOMIZE_CONTROLLER_VERSION ;;
-  *) echo "flux.sh: unknown tool \"$tool\" (source-controller or kustomize-controller)" >&2; exit 2 ;;
+  notification-controller) version=$NOTIFICATION_CONTROLLER_VERSION ;;
+  *) echo "flux.sh: unknown tool \"$tool\" (source-controller, kustomize-controller or notification-controller)" >&2; exit 2 ;;
 esac
 module=github.com/fluxcd/$tool
 

@@ -1,7 +1,8 @@
 // Which tools (hack/tools/tools.sh's names) the test files given need: so `make test FILES=…`
 // builds only those, and a newcomer running one unit test file waits for no Go build. It follows
 // each file's relative imports and looks in every file reached for the call that finds a tool
-// (test/support/binaries.ts, flux.ts, argocd.ts, hack/image/rootfs.ts); a file that calls none needs none.
+// (test/support/binaries.ts, flux.ts, fluxnotification.ts, argocd.ts, hack/image/rootfs.ts); a
+// file that calls none needs none.
 //   node --import ./hack/register.ts hack/tools/needs.ts 'test/unit/**/*.test.ts' test/e2e/flux/apply.test.ts
 import { existsSync, globSync, readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
@@ -13,6 +14,7 @@ const finders: [tool: string, finder: string][] = [
   ["sops", "sopsBinary"],
   ["helm", "helmBinary"],
   ["flux", "fluxBinary"],
+  ["flux-notification", "notificationControllerBinary"],
   ["argocd", "argoCDCrdFile"],
   ["olm-validate", "olmValidateBinary"],
   ["image", "builtImage"],

@@ -7,20 +7,23 @@
 # then the tools are built one at a time, each with both cores, and each step says how far it is.
 # The operator's image (hack/image/rootfs.ts, Debian's packages and no Go) is built in the first
 # phase, beside the downloads: it is mostly downloads itself.
-#   tools.sh [testenv|kustomize|sops|helm|flux|argocd|olm-validate|image ...]
+#   tools.sh [testenv|kustomize|sops|helm|flux|flux-notification|argocd|olm-validate|image ...]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-every=(testenv kustomize sops helm flux argocd olm-validate image)
+every=(testenv kustomize sops helm flux flux-notification argocd olm-validate image)
 tools=("$@")
 ((${#tools[@]} > 0)) || exit 0
 
 # The commands that build one tool (a tool may take two, as Flux's two controllers do).
+# notification-controller is a tool of its own, flux-notification: only the tests that run it
+# (test/support/fluxnotification.ts) should wait for its build, minutes long on a cold machine.
 commands() {
   case "$1" in
     testenv) echo "bash $here/../testenv/build.sh" ;;
     kustomize | sops | helm) echo "bash $here/gotool.sh $1" ;;
     flux) echo "bash $here/flux.sh source-controller"; echo "bash $here/flux.sh kustomize-controller" ;;
+    flux-notification) echo "bash $here/flux.sh notification-controller" ;;
     argocd) echo "bash $here/argocd.sh" ;;
     olm-validate) echo "bash $here/olmvalidate.sh" ;;
     image) echo "bash $here/image.sh" ;;

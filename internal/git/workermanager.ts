@@ -465,7 +465,7 @@ export class WorkerManager implements Runnable {
       if (current.settings.current.suspend && !settings.suspend) this.worker(branchKey)?.resume(settings);
       // New recipients: every sensitive document is encrypted again, by a fresh snapshot. A
       // claim named since: a fresh snapshot founds the folder its applier will apply.
-      const claimed = settings.applier && !current.settings.current.applier;
+      const claimed = settings.claim && !current.settings.current.claim;
       if (claimed || !sameRecipients(current.settings.current, settings))
         this.options.folders?.onResyncRequested?.(key, undefined);
       current.settings.current = settings;

@@ -115,12 +115,15 @@ export class RemoteStatusPublisher {
     if (!remote || !this.dirty.delete(branchKey)) return;
     this.lastWrite.set(branchKey, Date.now());
     const { namespace, name } = parseKey(branchKey);
+    const stanza = remoteStanza(remote);
     try {
       await gitBranches(this.kubeConfig).applyStatus(
         {
           metadata: { name, namespace },
           status: {
-            remote: remoteStanza(remote),
+            // Nothing proved and no outage yet (a push notice came first): no empty remote, which
+            // the API server refuses.
+            ...(Object.keys(stanza).length > 0 ? { remote: stanza } : {}),
             ...(remote.noticedAt ? { lastPushNoticeAt: toSeconds(remote.noticedAt) } : {}),
           },
         } as GitBranch,

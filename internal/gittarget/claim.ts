@@ -9,6 +9,7 @@ import type {
   GitBranch,
   GitProvider,
   GitTarget,
+  WebhookClaim,
 } from "../../generated/v1alpha3/index.ts";
 import type { AppliedBy } from "../types/applied.ts";
 import { normalizeRepositoryUrl } from "../types/repourl.ts";
@@ -52,12 +53,15 @@ export function targetWrites(
     : undefined;
 }
 
-/** The applier a GitTarget's claim holds: the owner of its folder, once the claim exists. */
+/**
+ * The applier a GitTarget's claim holds: the owner of its folder, once the claim exists. A
+ * WebhookClaim's applier is a tool outside the cluster that owns no object by a label: none.
+ */
 export function claimedApplier(
   target: GitTarget,
-  claim: FluxClaim | ArgoCDClaim | undefined,
+  claim: FluxClaim | ArgoCDClaim | WebhookClaim | undefined,
 ): Required<AppliedBy> | undefined {
-  if (!claim) return undefined;
+  if (!claim || claim.kind === "WebhookClaim") return undefined;
   const own = target.metadata.namespace!;
   const ref = claim.kind === "FluxClaim" ? claim.spec.kustomizationRef : claim.spec.applicationRef;
   const kind = claim.kind === "FluxClaim" ? "Kustomization" : "Application";

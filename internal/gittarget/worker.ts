@@ -8,9 +8,13 @@ import { objectKeyOf } from "../types/names.ts";
 
 /**
  * The window timers, prune mode and message templates a target's spec sets, with the defaults;
- * `applier`, the applier its applier claim holds, when it names one that exists, and the claim.
+ * and, when the applier claim it names exists (`claimed`), the claim, with the applier that claim
+ * holds where it names one (a WebhookClaim's applier is a tool outside the cluster: none).
  */
-export function targetSettings(target: GitTarget, applier?: Required<AppliedBy>): TargetSettings {
+export function targetSettings(
+  target: GitTarget,
+  claimed?: { applier: Required<AppliedBy> | undefined },
+): TargetSettings {
   const window = target.spec.commit?.window;
   const recipients = target.spec.encryption?.age.recipients;
   return {
@@ -25,7 +29,8 @@ export function targetSettings(target: GitTarget, applier?: Required<AppliedBy>)
     placement: target.spec.placement,
     ...(target.spec.suspend ? { suspend: true } : {}),
     ...(recipients && recipients.length > 0 ? { encryption: { recipients: [...recipients] } } : {}),
-    ...(applier ? { applier, claim: claimOf(target) } : {}),
+    ...(claimed ? { claim: claimOf(target) } : {}),
+    ...(claimed?.applier ? { applier: claimed.applier } : {}),
   };
 }
 

@@ -1,8 +1,8 @@
-// An applier claim, by kind. A FluxClaim and an ArgoCDClaim may share a name in one namespace,
+// An applier claim, by kind. A FluxClaim, an ArgoCDClaim and a WebhookClaim may share a name in one namespace,
 // so everything keyed by claim (the worker's decisions, its apply windows) keys by kind too.
 import type { NamespacedName } from "./names.ts";
 
-export type ClaimKind = "FluxClaim" | "ArgoCDClaim";
+export type ClaimKind = "FluxClaim" | "ArgoCDClaim" | "WebhookClaim";
 
 export interface ClaimRef extends NamespacedName {
   kind: ClaimKind;

@@ -232,8 +232,11 @@ async function startFluxOnce(plane: ControlPlane, options: FluxOptions): Promise
   }
 }
 
-/** Waits until `url` answers (200, unless `accept` says otherwise), failing fast if the process exits. */
-async function ready(
+/**
+ * Waits until `url` answers (200, unless `accept` says otherwise), failing fast if the process
+ * exits. Also how fluxnotification.ts waits for notification-controller.
+ */
+export async function ready(
   controller: ManagedProcess,
   url: string,
   timeoutMs: number,

@@ -15,9 +15,14 @@ export const applierManagers = {
   ArgoCD: ["argocd-controller", "argocd-application-controller"],
 } as const;
 
-/** The field managers the applier of a claim of `kind` writes as. */
-export function applierManagersOf(kind: ClaimKind): readonly string[] {
-  return applierManagers[kind === "FluxClaim" ? "Flux" : "ArgoCD"];
+/**
+ * The field managers the applier of a claim of `kind` writes as: Flux's and Argo CD's are known;
+ * a webhook applier's are the ones its WebhookClaim declares (spec.fieldManagers).
+ */
+export function applierManagersOf(kind: ClaimKind, declared: readonly string[] = []): readonly string[] {
+  if (kind === "FluxClaim") return applierManagers.Flux;
+  if (kind === "ArgoCDClaim") return applierManagers.ArgoCD;
+  return declared;
 }
 
 export interface WindowFacts {

@@ -25,7 +25,7 @@ import {
   type DispatcherOptions,
   type Proved,
 } from "./dispatch.ts";
-import { newToken, type Attempt } from "../decide/index.ts";
+import type { Attempt } from "../decide/index.ts";
 import { errorText } from "../../telemetry/errortext.ts";
 
 export interface ArgoCDDispatcherOptions extends DispatcherOptions<ArgoCDClaim> {
@@ -171,16 +171,7 @@ class Sync extends SyncFollow {
     );
     if (refused) throw new Ending("Rejected", refused);
     if (!this.branch.current()) throw new Ending("Stale", "The tip moved before the sync was set.");
-    this.previous = this.claim.status?.operation;
-    await this.record({
-      phase: "Requested",
-      requestToken: newToken(new Date()),
-      ...(this.reason ? { reason: this.reason } : {}),
-      commit: this.attempt.commit,
-      requestedAt: new Date().toISOString(),
-    });
-    this.options.onRequested?.(this.claim, this.operation!);
-    const token = this.operation!.requestToken!;
+    const token = await this.recordRequested();
     const lost = await this.request(app, token);
     // An update that never landed asked for something: it ends Failed, and the worker asks again.
     if (lost) return this.completeWith({ kind: "failed", message: lost });

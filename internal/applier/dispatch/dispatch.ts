@@ -5,12 +5,19 @@
 // applier is asked and followed: a Flux Kustomization resumed and suspended again, an Argo CD
 // Application given a pinned sync.
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { ApplyOperation, ArgoCDClaim, FluxClaim, GitTarget } from "../../../generated/v1alpha3/index.ts";
+import type {
+  ApplyOperation,
+  ArgoCDClaim,
+  FluxClaim,
+  GitTarget,
+  WebhookClaim,
+} from "../../../generated/v1alpha3/index.ts";
 import { statusCodeOf, type ResourceClient } from "../../kube/resourceclient.ts";
 import type { Runnable } from "../../operator/manager.ts";
 import { untilAborted } from "../../timing/sleep.ts";
 import {
   inFlight,
+  newToken,
   precedence,
   type Attempt,
   type Outcome,
@@ -25,10 +32,14 @@ import { errorText } from "../../telemetry/errortext.ts";
 export type Ended =
   "Succeeded" | "Failed" | "RequestFailed" | "Rejected" | "Dropped" | "Stale" | "Unresolved";
 
+/** A claim whose applier lives in a cluster a KubeProvider reaches. */
 export type AnyClaim = FluxClaim | ArgoCDClaim;
 
+/** Every claim a dispatcher carries attempts out for. */
+export type DispatchedClaim = AnyClaim | WebhookClaim;
+
 export interface DispatchReport {
-  claim: AnyClaim;
+  claim: DispatchedClaim;
   reason: Reason | undefined;
   commit: string;
   ended: Ended;
@@ -45,9 +56,11 @@ export interface DispatchReport {
   sourceMoved?: boolean;
   /** An operation a stopped process left in flight, followed to its end by this one. */
   recovered?: boolean;
+  /** The process stopped while it followed the operation: the next one ends it, so no Warning. */
+  stopped?: boolean;
 }
 
-export interface DispatcherOptions<C extends AnyClaim> {
+export interface DispatcherOptions<C extends DispatchedClaim> {
   claims: ResourceClient<C>;
   targets: ResourceClient<GitTarget>;
   /** The connection to the claim's applier cluster: its KubeProvider's source context. */
@@ -119,7 +132,7 @@ export function stillAsking(attempt: Attempt, targets: (GitTarget | undefined)[]
  * kind says what its applier needs then), and an operation recovered before it starts (leads)
  * waits for it.
  */
-export abstract class Dispatcher<C extends AnyClaim> implements Runnable {
+export abstract class Dispatcher<C extends DispatchedClaim> implements Runnable {
   abstract readonly name: string;
   /** The claims this dispatcher carries attempts out for. */
   protected abstract readonly kind: ClaimKind;
@@ -205,7 +218,7 @@ export abstract class Dispatcher<C extends AnyClaim> implements Runnable {
  * on the claim, and the checks every kind makes. A kind's attempt starts its operation; its
  * recovery follows one a stopped process started.
  */
-export abstract class Follow<C extends AnyClaim> {
+export abstract class Follow<C extends DispatchedClaim> {
   protected reason: Reason | undefined;
   protected operation: ApplyOperation | undefined;
   protected recordedAt = 0;
@@ -253,7 +266,8 @@ export abstract class Follow<C extends AnyClaim> {
       if (this.stop.aborted) await this.onStop();
       // Recorded and never started (Stale, a refused request): put back what the status held.
       if (this.operation?.phase === "Requested") await this.withdraw(ending.message);
-      return this.report(ending.ended, ending.message, false, ending.sourceMoved);
+      const report = this.report(ending.ended, ending.message, false, ending.sourceMoved);
+      return this.stop.aborted ? { ...report, stopped: true } : report;
     }
   }
 
@@ -270,6 +284,23 @@ export abstract class Follow<C extends AnyClaim> {
       ...(sourceMoved ? { sourceMoved } : {}),
       ...(this.recovering ? { recovered: true } : {}),
     };
+  }
+
+  /**
+   * Records the operation, phase Requested with a fresh request token, before the write that
+   * starts it (what the status held before is kept, to put back if nothing starts): the token.
+   */
+  protected async recordRequested(): Promise<string> {
+    this.previous = this.claim.status?.operation;
+    await this.record({
+      phase: "Requested",
+      requestToken: newToken(new Date()),
+      ...(this.reason ? { reason: this.reason } : {}),
+      commit: this.attempt.commit,
+      requestedAt: new Date().toISOString(),
+    });
+    this.options.onRequested?.(this.claim, this.operation!);
+    return this.operation!.requestToken!;
   }
 
   /** Re-reads each target; with none still holding the attempt's reason, nothing is asked. */
@@ -362,6 +393,17 @@ export abstract class Follow<C extends AnyClaim> {
         if (!this.operation && theirs && inFlight(theirs))
           throw new Ending("RequestFailed", "Another operation is in flight on the claim.");
         this.claim = fresh;
+        // The applier reported this operation's end before this phase's write landed (a tool
+        // that works inside the request): its end stands, never overwritten by an earlier phase.
+        if (
+          this.operation &&
+          theirs &&
+          theirs.requestToken === this.operation.requestToken &&
+          !inFlight(theirs)
+        ) {
+          this.operation = theirs;
+          return;
+        }
       }
     }
   }

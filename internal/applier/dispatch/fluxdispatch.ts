@@ -217,17 +217,8 @@ class Run extends FluxFollow {
     if (!this.flux) throw new Ending("RequestFailed", "The claim's KubeProvider is not connected.");
     await this.artifactHolds();
     const k = await this.recheckApplier();
-    this.previous = this.claim.status?.operation;
-    await this.record({
-      phase: "Requested",
-      requestToken: newToken(new Date()),
-      ...(this.reason ? { reason: this.reason } : {}),
-      commit: this.attempt.commit,
-      requestedAt: new Date().toISOString(),
-    });
-    this.options.onRequested?.(this.claim, this.operation!);
+    const token = await this.recordRequested();
     if (!this.branch.current()) throw new Ending("Stale", "The tip moved while the operation was recorded.");
-    const token = this.operation!.requestToken!;
     const mark = { readyTransition: k.ready?.lastTransitionTime, historyTop: k.historyTop };
     const lost = await this.resume(k, token);
     await this.record({ ...this.operation!, phase: "Running", ...(lost ? { message: lost } : {}) });

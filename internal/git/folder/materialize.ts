@@ -291,7 +291,7 @@ async function finish(run: Run, divergences: MeasuredDivergence[] | undefined): 
   // hold yet commits the bootstrap files alone. Elsewhere they come only with content.
   const founding =
     writer.touched.size === 0 &&
-    write.target.applier !== undefined &&
+    write.target.claim !== undefined &&
     write.sweep !== undefined &&
     (await tree.list(folder)).length === 0;
   if (writer.touched.size === 0 && !founding) {

@@ -8,6 +8,7 @@ import type { MessageTemplates } from "../../commitmessage/messages.ts";
 import type { PlacementPolicy } from "../../manifest/index.ts";
 import { keyOf } from "../../types/names.ts";
 import type { AppliedBy } from "../../types/applied.ts";
+import type { ClaimKind } from "../../types/claims.ts";
 
 export type PruneMode = "OnEvent" | "Always" | "Never";
 
@@ -39,7 +40,7 @@ export interface TargetSettings {
    * inherits nothing due to the old one) and spec.onRefusal: what the worker asks applies for.
    */
   claim?: {
-    kind: "FluxClaim" | "ArgoCDClaim";
+    kind: ClaimKind;
     namespace: string;
     name: string;
     targetUid: string;

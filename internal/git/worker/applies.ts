@@ -7,7 +7,6 @@ import { randomBytes } from "node:crypto";
 import {
   ApplyDue,
   StaleSnapshots,
-  applierManagersOf,
   judgeWrite,
   type Applier,
   type Attempt,
@@ -52,6 +51,8 @@ export interface Applies {
   snapshotsSettled(target: NamespacedName): boolean;
   /** The source a claim's applier reads, as its claim last reported it: appliers sharing one take turns. */
   sourceOf(claim: ClaimRef): string | undefined;
+  /** The field managers a claim's applier writes as, for the apply window. */
+  managersOf(claim: ClaimRef): readonly string[];
   /** The commit an applier's last succeeded operation applied, as its claim's status records it. */
   lastApplied(claim: ClaimRef): string | undefined;
   /**
@@ -307,7 +308,7 @@ export class WorkerApplies {
     const beforeSend = latestSend === undefined || seconds(writtenAt) < seconds(latestSend);
     const editedAt = windows.edited.get(key) ?? (beforeSend ? carried : undefined);
     const verdict = judgeWrite(writers ?? [], {
-      managers: applierManagersOf(claim.kind),
+      managers: this.hooks.managersOf(claim),
       ...(sends.length > 0 ? { earliestSend: new Date(Math.min(...sends)) } : {}),
       ...(editedAt !== undefined ? { editedAt: new Date(editedAt) } : {}),
       ...(writer !== undefined ? { writer } : {}),

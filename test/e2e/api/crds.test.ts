@@ -4,7 +4,13 @@ import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
-import { ApiextensionsV1Api, CoreV1Api, KubernetesObjectApi, type KubeConfig } from "@kubernetes/client-node";
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  KubernetesObjectApi,
+  type KubeConfig,
+  type KubernetesObject,
+} from "@kubernetes/client-node";
 import { parse } from "yaml";
 import { repoRoot, testenvBinaries } from "../../support/binaries.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
@@ -67,6 +73,11 @@ const expectedDefaults: Record<string, Record<string, unknown>> = {
     "spec.commit.committer.name": "GitOps Reverser",
     "spec.commit.committer.email": "noreply@configbutler.ai",
   },
+  "WebhookClaim team-a/ci": {
+    "spec.timeout": "10s",
+    "spec.completion.mode": "Callback",
+    "spec.completion.settleAfter": undefined,
+  },
 };
 
 describe("the v1alpha3 CRDs in a real API server", () => {
@@ -86,8 +97,8 @@ describe("the v1alpha3 CRDs in a real API server", () => {
     await plane?.stop();
   });
 
-  it("installs all ten kinds, Established, with a status subresource, Ready and Reason columns, and the gitops-reverser category", async () => {
-    assert.equal(crdNames.length, 10);
+  it("installs all eleven kinds, Established, with a status subresource, Ready and Reason columns, and the gitops-reverser category", async () => {
+    assert.equal(crdNames.length, 11);
     const api = kc.makeApiClient(ApiextensionsV1Api);
     const kinds = new Map<string, string>();
     for (const name of crdNames) {
@@ -116,6 +127,7 @@ describe("the v1alpha3 CRDs in a real API server", () => {
       GitTarget: "Namespaced",
       KubeProvider: "Namespaced",
       WatchRule: "Namespaced",
+      WebhookClaim: "Namespaced",
     });
   });
 
@@ -125,7 +137,7 @@ describe("the v1alpha3 CRDs in a real API server", () => {
     );
     const samples = (await Promise.all(files.map((f) => loadManifests(join(samplesDir, f))))).flat();
     const sampledKinds = new Set(samples.map((s) => s.kind));
-    assert.equal(sampledKinds.size, 10, `samples cover ${[...sampledKinds].join(", ")}`);
+    assert.equal(sampledKinds.size, 11, `samples cover ${[...sampledKinds].join(", ")}`);
 
     await applyManifests(kc, samples);
     const objects = KubernetesObjectApi.makeApiClient(kc);
@@ -177,6 +189,172 @@ describe("the v1alpha3 CRDs in a real API server", () => {
     }
   });
 
+  it("explains WebhookClaim's spec with kubectl explain, every field in the words of api/v1alpha3", async () => {
+    interface Described {
+      description: string;
+      properties: Record<string, Described>;
+    }
+    const source = parse(await readFile(join(repoRoot, "api/v1alpha3/webhookclaim.yaml"), "utf8")) as {
+      schema: Described;
+    };
+    const spec = source.schema.properties.spec!;
+    assert.deepEqual(Object.keys(spec.properties), [
+      "url",
+      "secretRef",
+      "timeout",
+      "fieldManagers",
+      "completion",
+    ]);
+    const explain = async (path: string) =>
+      (
+        await eventually(
+          () => run(testenvBinaries().kubectl, ["--kubeconfig", plane.kubeconfigPath, "explain", path]),
+          { timeoutMs: 30_000, description: `kubectl explain ${path}` },
+        )
+      ).stdout;
+    const squash = (text: string) => text.replace(/\s+/g, " ").trim();
+    const explained = squash(await explain("webhookclaim.spec"));
+    for (const [field, described] of [["spec", spec], ...Object.entries(spec.properties)] as const) {
+      assert.ok(
+        explained.includes(squash(described.description)),
+        `kubectl explain lacks ${field}: ${explained}`,
+      );
+    }
+    // The required fields are marked, and completion's modes are explained one level down.
+    assert.match(explained, /url <string> -required-/);
+    assert.match(explained, /secretRef <Object> -required-/);
+    const completion = squash(await explain("webhookclaim.spec.completion"));
+    assert.ok(
+      completion.includes(squash(spec.properties.completion!.properties.mode!.description)),
+      completion,
+    );
+    assert.match(completion, /mode <string> enum: Callback, Status, Settle/);
+  });
+
+  it("shows URL, Completion and Operation in kubectl get webhookclaims, the operation's end set by a tool holding only the Role docs/rbac.md grants it", async () => {
+    const kubectlAs = (kubeconfig: string, ...args: string[]) =>
+      run(testenvBinaries().kubectl, ["--kubeconfig", kubeconfig, "-n", "team-a", ...args]);
+    const kubectl = (...args: string[]) => kubectlAs(plane.kubeconfigPath, ...args);
+    const objects = KubernetesObjectApi.makeApiClient(kc);
+    await objects.create({
+      apiVersion: "configbutler.ai/v1alpha3",
+      kind: "WebhookClaim",
+      metadata: { name: "deployer", namespace: "team-a" },
+      spec: {
+        url: "https://deployer.example.com/apply",
+        secretRef: { name: "deployer-hmac" },
+        completion: { mode: "Status" },
+      },
+    });
+    const table = async () => {
+      const { stdout } = await kubectl("get", "webhookclaims", "deployer");
+      const [header, row] = stdout.trim().split("\n");
+      // Columns are padded with spaces; an empty cell is the header's width of blanks.
+      const starts = [...header!.matchAll(/\S+/g)].map((m) => m.index);
+      return Object.fromEntries(
+        starts.map((start, i) => [
+          header!.slice(start, starts[i + 1]).trim(),
+          row!.slice(start, starts[i + 1]).trim(),
+        ]),
+      );
+    };
+    const before = await table();
+    assert.deepEqual(Object.keys(before), [
+      "NAME",
+      "URL",
+      "COMPLETION",
+      "OPERATION",
+      "READY",
+      "REASON",
+      "AGE",
+    ]);
+    assert.equal(before.URL, "https://deployer.example.com/apply");
+    assert.equal(before.COMPLETION, "Status");
+    assert.equal(before.OPERATION, "");
+
+    // The operator records the operation it asked the tool for (here, as the admin).
+    const operation = { requestToken: "t-1", reason: "ForeignCommit", commit: "0123abc", phase: "Running" };
+    const statusPatch = (op: object) => [
+      "patch",
+      "webhookclaim",
+      "deployer",
+      "--subresource=status",
+      "--type=merge",
+      "-p",
+      JSON.stringify({ status: { operation: op } }),
+    ];
+    const recorded = await kubectl(...statusPatch(operation));
+    assert.equal(recorded.stderr, "");
+    assert.equal((await table()).OPERATION, "Running");
+
+    // The tool, as its own ServiceAccount bound to the Role docs/rbac.md shows, reads the
+    // operation and reports its end through the status subresource.
+    const rbacDoc = await readFile(join(repoRoot, "docs/rbac.md"), "utf8");
+    const block = [...rbacDoc.matchAll(/```yaml\n([\s\S]*?)```/g)]
+      .map((m) => m[1]!)
+      .find((text) => text.includes("webhookclaims/status"));
+    assert.ok(block, "docs/rbac.md shows the Role a Status tool needs");
+    const role = parse(block) as { metadata: { name: string } };
+    await applyManifests(kc, [
+      role,
+      {
+        apiVersion: "rbac.authorization.k8s.io/v1",
+        kind: "RoleBinding",
+        metadata: { name: role.metadata.name, namespace: "team-a" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: role.metadata.name },
+        subjects: [{ kind: "ServiceAccount", name: "deployer", namespace: "team-a" }],
+      },
+    ] as KubernetesObject[]);
+    const tool = await plane.serviceAccountToken("team-a", "deployer");
+    const read = await eventually(
+      () =>
+        kubectlAs(
+          tool.kubeconfigPath,
+          "get",
+          "webhookclaim",
+          "deployer",
+          "-o",
+          "jsonpath={.status.operation}",
+        ),
+      { description: "the tool's Role to take effect" },
+    );
+    const reported = {
+      ...(JSON.parse(read.stdout) as object),
+      phase: "Succeeded",
+      message: "applied 0123abc",
+    };
+    const patched = await kubectlAs(tool.kubeconfigPath, ...statusPatch(reported));
+    assert.equal(patched.stderr, "");
+    assert.equal((await table()).OPERATION, "Succeeded");
+
+    // The same tool may not change what the claim asks for.
+    await assert.rejects(
+      kubectlAs(
+        tool.kubeconfigPath,
+        "patch",
+        "webhookclaim",
+        "deployer",
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { url: "https://elsewhere.example.com/" } }),
+      ),
+      (err: { stderr?: string }) => /forbidden/i.test(err.stderr ?? ""),
+    );
+
+    const short = await kubectl(
+      "get",
+      "whc",
+      "deployer",
+      "-o",
+      "custom-columns=PHASE:.status.operation.phase,MESSAGE:.status.operation.message",
+    );
+    assert.match(
+      short.stdout,
+      /^PHASE\s+MESSAGE\nSucceeded\s+applied 0123abc\n$/,
+      "the short name whc reads the same object",
+    );
+  });
+
   it("lists every kind with kubectl get gitops-reverser", async () => {
     const { stdout } = await run(testenvBinaries().kubectl, [
       "--kubeconfig",
@@ -193,6 +371,6 @@ describe("the v1alpha3 CRDs in a real API server", () => {
         .split("\n")
         .map((line) => line.split("/")[0]),
     );
-    assert.equal(kinds.size, 10, stdout);
+    assert.equal(kinds.size, 11, stdout);
   });
 });

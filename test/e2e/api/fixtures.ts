@@ -13,7 +13,8 @@ export type Kind =
   | "GitBranch"
   | "GitReceiver"
   | "FluxClaim"
-  | "ArgoCDClaim";
+  | "ArgoCDClaim"
+  | "WebhookClaim";
 
 type Spec = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -36,6 +37,7 @@ export function validObject(kind: Kind, name: string, namespace: string): Kubern
       kustomizationRef: { name: "apps", namespace: "flux-system" },
     },
     ArgoCDClaim: { kubeProviderRef: { name: "k" }, applicationRef: { name: "apps", namespace: "argocd" } },
+    WebhookClaim: { url: "https://ci.example.com/hooks/apply", secretRef: { name: "hmac" } },
   };
   const clusterScoped = kind === "ClusterWatchRule";
   return {
@@ -117,6 +119,12 @@ export const invalidCases: InvalidCase[] = [
     what: "an age recipient that is not an age key",
     breakIt: (s) => (s.encryption = { age: { recipients: ["ssh-ed25519 AAAA"] } }),
     message: "spec.encryption.age.recipients[0] in body should match",
+  },
+  {
+    kind: "GitTarget",
+    what: "an applier claim of an unknown kind",
+    breakIt: (s) => (s.applierClaimRef = { kind: "JenkinsClaim", name: "ci" }),
+    message: 'Unsupported value: "JenkinsClaim"',
   },
   // WatchRule
   {
@@ -338,6 +346,55 @@ export const invalidCases: InvalidCase[] = [
     what: "no provider",
     breakIt: (s) => delete s.kubeProviderRef,
     message: "spec.kubeProviderRef: Required value",
+  },
+  // WebhookClaim
+  {
+    kind: "WebhookClaim",
+    what: "a url that is neither https:// nor http://",
+    breakIt: (s) => (s.url = "ftp://ci.example.com/hooks/apply"),
+    message: "url must be an https:// URL",
+  },
+  {
+    kind: "WebhookClaim",
+    what: "a url without a scheme",
+    breakIt: (s) => (s.url = "ci.example.com/hooks/apply"),
+    message: "url must be an https:// URL",
+  },
+  {
+    kind: "WebhookClaim",
+    what: "completion mode Settle without settleAfter",
+    breakIt: (s) => (s.completion = { mode: "Settle" }),
+    message: "completion.settleAfter is required when completion.mode is Settle",
+  },
+  {
+    kind: "WebhookClaim",
+    what: "an unknown completion mode",
+    breakIt: (s) => (s.completion = { mode: "Poll" }),
+    message: 'Unsupported value: "Poll"',
+  },
+  {
+    kind: "WebhookClaim",
+    what: "no url",
+    breakIt: (s) => delete s.url,
+    message: "spec.url: Required value",
+  },
+  {
+    kind: "WebhookClaim",
+    what: "no secret",
+    breakIt: (s) => delete s.secretRef,
+    message: "spec.secretRef: Required value",
+  },
+  {
+    kind: "WebhookClaim",
+    what: "a timeout in words",
+    breakIt: (s) => (s.timeout = "10 seconds"),
+    message: "spec.timeout in body should match",
+  },
+  {
+    kind: "WebhookClaim",
+    what: "an empty field manager",
+    breakIt: (s) => (s.fieldManagers = [""]),
+    message: "should be at least 1 chars long",
   },
 ];
 

@@ -47,7 +47,7 @@ describe("admission validation of the v1alpha3 API", () => {
   it("has at least three refused objects for every kind", () => {
     const perKind = new Map<string, number>();
     for (const c of invalidCases) perKind.set(c.kind, (perKind.get(c.kind) ?? 0) + 1);
-    assert.equal(perKind.size, 10);
+    assert.equal(perKind.size, 11);
     for (const [kind, n] of perKind) assert.ok(n >= 3, `${kind} has only ${n} invalid cases`);
   });
 
@@ -66,6 +66,41 @@ describe("admission validation of the v1alpha3 API", () => {
     object.spec.message = `${"é".repeat(511)}\n${"ü".repeat(512)}`;
     const created = await objects.create(object);
     assert.equal(created.spec.message, object.spec.message, "accepted text is never truncated");
+  });
+
+  it("accepts a minimal WebhookClaim, url and secretRef, and fills in a 10s timeout and Callback completion", async () => {
+    const object = validObject("WebhookClaim", uniqueName(), namespace);
+    assert.deepEqual(Object.keys(object.spec).sort(), ["secretRef", "url"]);
+    const created = await objects.create(object);
+    assert.deepEqual(created.spec, {
+      url: "https://ci.example.com/hooks/apply",
+      secretRef: { name: "hmac" },
+      timeout: "10s",
+      completion: { mode: "Callback" },
+    });
+  });
+
+  it("accepts a WebhookClaim that settles after settleAfter, and one reporting through Status to plain http (loopback is the operator's to judge)", async () => {
+    const settle = validObject("WebhookClaim", uniqueName(), namespace);
+    settle.spec.completion = { mode: "Settle", settleAfter: "30s" };
+    assert.deepEqual((await objects.create(settle)).spec.completion, { mode: "Settle", settleAfter: "30s" });
+
+    const status = validObject("WebhookClaim", uniqueName(), namespace);
+    status.spec.url = "http://127.0.0.1:9000/apply";
+    status.spec.completion = { mode: "Status" };
+    status.spec.timeout = "2m";
+    status.spec.fieldManagers = ["kubectl-client-side-apply", "deployer"];
+    const created = await objects.create(status);
+    assert.equal(created.spec.url, "http://127.0.0.1:9000/apply");
+    assert.deepEqual(created.spec.completion, { mode: "Status" });
+  });
+
+  it("lets a GitTarget name a WebhookClaim as its applier claim", async () => {
+    const target = validObject("GitTarget", uniqueName(), namespace);
+    target.spec.applierClaimRef = { kind: "WebhookClaim", name: "ci" };
+    target.spec.onRefusal = "Reapply";
+    const created = await objects.create(target);
+    assert.deepEqual(created.spec.applierClaimRef, { kind: "WebhookClaim", name: "ci" });
   });
 
   for (const c of immutabilityCases) {

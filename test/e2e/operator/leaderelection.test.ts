@@ -3,6 +3,7 @@ import { after, before, describe, it } from "node:test";
 import { CoordinationV1Api, type KubeConfig, type KubernetesObject } from "@kubernetes/client-node";
 import { Controller, type Request } from "../../../internal/operator/controller.ts";
 import { informerSource, namespaceType } from "../../../internal/kube/sources.ts";
+import { statusCodeOf } from "../../../internal/kube/resourceclient.ts";
 import { LeaderElector } from "../../../internal/operator/leaderelection.ts";
 import { Manager, type Runnable } from "../../../internal/operator/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
@@ -172,10 +173,22 @@ describe("leader election on a Lease", () => {
     await eventually(() => work.running, { description: "the manager to lead" });
 
     // Somebody else writes the lease, as a partitioned standby would after expiry.
+    // A renew landing between its read and its write is a conflict: it reads and writes again.
     const api = kc.makeApiClient(CoordinationV1Api);
-    const stolen = await api.readNamespacedLease({ namespace: "default", name: "stolen" });
-    stolen.spec = { ...stolen.spec, holderIdentity: "thief" };
-    await api.replaceNamespacedLease({ namespace: "default", name: "stolen", body: stolen });
+    await eventually(
+      async () => {
+        const stolen = await api.readNamespacedLease({ namespace: "default", name: "stolen" });
+        stolen.spec = { ...stolen.spec, holderIdentity: "thief" };
+        try {
+          await api.replaceNamespacedLease({ namespace: "default", name: "stolen", body: stolen });
+          return true;
+        } catch (err) {
+          if (statusCodeOf(err) === 409) return false;
+          throw err;
+        }
+      },
+      { description: "the lease written by somebody else" },
+    );
 
     await assert.rejects(done, /lost the leader election lease/);
     assert.equal(work.running, false, "leader work stops with the lease");

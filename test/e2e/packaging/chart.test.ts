@@ -80,7 +80,7 @@ describe("the Helm chart", () => {
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
     // The CRDs first (as helm installs crds/ before the templates), then every object, dry run.
     const crds = objects.filter((o) => o.kind === "CustomResourceDefinition");
-    assert.equal(crds.length, 10, "the chart carries every CRD");
+    assert.equal(crds.length, 11, "the chart carries every CRD");
     await assertDryRunAccepts(t, plane, file, objects);
     const operator = find(objects, "Deployment", "gitops-reverser");
     const args = (operator.spec as { template: { spec: { containers: { args: string[] }[] } } }).template.spec

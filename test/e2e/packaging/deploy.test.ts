@@ -64,7 +64,7 @@ describe("the install manifests in config/default", () => {
 
   it("renders the CRDs, the RBAC and the operator, and a server-side dry run accepts all of it", async (t) => {
     const kinds = rendered.map((o) => o.kind);
-    assert.equal(kinds.filter((k) => k === "CustomResourceDefinition").length, 10);
+    assert.equal(kinds.filter((k) => k === "CustomResourceDefinition").length, 11);
     for (const kind of ["Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role"])
       assert.ok(kinds.includes(kind), `renders a ${kind}`);
     for (const object of rendered) {
@@ -97,7 +97,7 @@ describe("the install manifests in config/default", () => {
       .filter((o) => o.kind === "CustomResourceDefinition")
       .map((crd) => (crd.spec as { names: { plural: string } }).names.plural)
       .sort();
-    assert.equal(plurals.length, 10);
+    assert.equal(plurals.length, 11);
 
     const role = find(rendered, "ClusterRole", "gitops-reverser");
     const granted = grants(role.rules ?? []);
@@ -127,6 +127,7 @@ describe("the install manifests in config/default", () => {
       "apiextensions.k8s.io|customresourcedefinitions|get|gittargets.configbutler.ai",
       "apiextensions.k8s.io|customresourcedefinitions|get|kubeproviders.configbutler.ai",
       "apiextensions.k8s.io|customresourcedefinitions|get|watchrules.configbutler.ai",
+      "apiextensions.k8s.io|customresourcedefinitions|get|webhookclaims.configbutler.ai",
     ].sort();
     assert.deepEqual(granted, expected);
 
@@ -291,7 +292,7 @@ describe("the install manifests in config/default", () => {
     const core = kc.makeApiClient(CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: "team-a" } } });
     const { text, objects } = await render(plane, "config/samples");
-    assert.equal(new Set(objects.map((o) => o.kind)).size, 10, "the samples cover every kind");
+    assert.equal(new Set(objects.map((o) => o.kind)).size, 11, "the samples cover every kind");
     const file = join(plane.dir, "samples.yaml");
     await writeFile(file, text);
     await assertDryRunAccepts(t, plane, file, objects);
@@ -321,6 +322,9 @@ describe("the install manifests in config/default", () => {
       ["watch", "configbutler.ai", "clusterwatchrules"],
       ["patch", "configbutler.ai", "gittargets/status", "team-a"],
       ["patch", "configbutler.ai", "fluxclaims", "team-a"],
+      ["watch", "configbutler.ai", "webhookclaims"],
+      ["get", "configbutler.ai", "webhookclaims", "team-a"],
+      ["patch", "configbutler.ai", "webhookclaims/status", "team-a"],
       ["update", "configbutler.ai", "gitbranches", "team-a"],
       ["create", "events.k8s.io", "events", "team-a"],
       ["get", "", "secrets", "team-a"],
@@ -342,6 +346,9 @@ describe("the install manifests in config/default", () => {
       ["patch", "configbutler.ai", "gittargets", "team-a"],
       ["delete", "configbutler.ai", "gitbranches", "team-a"],
       ["update", "configbutler.ai", "kubeproviders", "team-a"],
+      ["create", "configbutler.ai", "webhookclaims", "team-a"],
+      ["update", "configbutler.ai", "webhookclaims", "team-a"],
+      ["delete", "configbutler.ai", "webhookclaims", "team-a"],
       ["list", "", "secrets", "team-a"],
       ["delete", "", "secrets", "team-a"],
       ["watch", "", "secrets"],

@@ -71,6 +71,7 @@ describe("operator flags", () => {
       replicaCount: 1,
       auditBindAddress: ":9444",
       receiverBindAddress: "",
+      webhookClaimAllowLoopbackHttp: false,
       auditCertDir: "/tmp/k8s-audit-server/serving-certs",
       auditInsecure: false,
       branchBufferMaxSize: 8 * 1024 * 1024,

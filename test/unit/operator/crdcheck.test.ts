@@ -47,6 +47,7 @@ describe("the start-up check of the served CRDs", () => {
       "config/crd/bases/configbutler.ai_gitbranches.yaml",
     );
     assert.ok(kind("fluxclaims.configbutler.ai").fields.includes("status.operation"));
-    assert.equal(writtenKinds.length, 10);
+    assert.ok(kind("webhookclaims.configbutler.ai").fields.includes("status.operation"));
+    assert.equal(writtenKinds.length, 11);
   });
 });

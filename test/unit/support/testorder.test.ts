@@ -52,6 +52,13 @@ describe("the tools a set of test files needs", () => {
     assert.deepEqual(needs(reached(["test/unit/applier/decide/due.test.ts"])), []);
     assert.deepEqual(needs(reached(["test/e2e/packaging/chart.test.ts"])), ["testenv", "helm"]);
     assert.ok(needs(reached(["test/e2e/flux/apply.test.ts"])).includes("flux"));
+    // notification-controller is built only for the files that run it, not for every Flux test.
+    assert.ok(!needs(reached(["test/e2e/flux/apply.test.ts"])).includes("flux-notification"));
+    assert.ok(!needs(reached(["test/e2e/flux/controllers.test.ts"])).includes("flux-notification"));
+    assert.deepEqual(
+      needs(reached(["test/e2e/flux/notification.test.ts"])).filter((tool) => tool.startsWith("flux")),
+      ["flux", "flux-notification"],
+    );
     assert.ok(needs(reached(["test/e2e/argocd/claim.test.ts"])).includes("argocd"));
   });
 });

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { Applier, Attempt, Outcome, WriteVerdict } from "../../../../internal/applier/decide/index.ts";
+import {
+  applierManagersOf,
+  type Applier,
+  type Attempt,
+  type Outcome,
+  type WriteVerdict,
+} from "../../../../internal/applier/decide/index.ts";
 import {
   WorkerApplies,
   windowGraceMs,
@@ -32,6 +38,7 @@ function branchApplies(
       snapshotsSettled: () => true,
       sourceOf: () => undefined,
       lastApplied: () => undefined,
+      managersOf: (claim) => applierManagersOf(claim.kind),
       ...given,
     },
   };
