@@ -377,6 +377,7 @@ try {
       user,
       redisAddress: redis.address,
       namespace,
+      otherNamespaces: [webhookNamespace],
       dir: workerRoot,
     },
     say,

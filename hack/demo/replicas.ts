@@ -25,6 +25,8 @@ export interface ReplicasDemo {
   redisAddress: string;
   /** The namespace the demo's first GitTarget mirrors. */
   namespace: string;
+  /** The other namespaces the demo mirrors before this step, whose KubeProviders are served too. */
+  otherNamespaces?: readonly string[];
   /** Where the replicas keep their clones and logs. */
   dir: string;
 }
@@ -50,7 +52,9 @@ export async function demoReplicas(
       team,
     );
   }
-  const providers = [demo.namespace, ...teams].map((ns) => `${ns}/self`).join(",");
+  const providers = [demo.namespace, ...(demo.otherNamespaces ?? []), ...teams]
+    .map((ns) => `${ns}/self`)
+    .join(",");
   for (let i = 0; i < replicaCount; i++) {
     const dir = join(demo.dir, `replica-${i}`);
     mkdirSync(dir, { recursive: true });
@@ -67,13 +71,14 @@ export async function demoReplicas(
       ]),
     );
   }
-  const heldBy = async () =>
-    (await gitBranches(kc).list()).items.map((b) => b.status?.heldBy).filter((h): h is string => !!h);
+  const branches = async () => (await gitBranches(kc).list()).items;
+  const heldBy = async () => (await branches()).map((b) => b.status?.heldBy).filter((h): h is string => !!h);
+  const branchCount = (await branches()).length;
   // Every repository branch held. A replica started as the single operator stops can sit out the
   // share for minutes (an open bug: it logs nothing after observing the old leader), so the demo
   // waits for every branch held and says by how many replicas, instead of stopping there.
   let held: string[] = [];
-  await eventually(async () => (held = await heldBy()).length === 4, {
+  await eventually(async () => (held = await heldBy()).length === branchCount, {
     timeoutMs: 90_000,
     description: () =>
       `every GitBranch held (held by: ${held.join(", ")}); last lines:\n${replicas
@@ -93,7 +98,7 @@ export async function demoReplicas(
       `Only ${holders} of the ${replicaCount} replicas hold a branch yet: the share settles as Leases renew`,
     );
   say(
-    `kubectl get gitbranch -A: four repository branches, held by ${holders} of ${replicaCount} replicas (Held By)`,
+    `kubectl get gitbranch -A: ${branchCount} repository branches, held by ${holders} of ${replicaCount} replicas (Held By)`,
   );
   print(await kubectlOk(demo.plane, "get", "gitbranch", "-A"));
   say(
