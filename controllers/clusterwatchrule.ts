@@ -13,7 +13,7 @@ import { compileClusterWatchRule, originOf } from "../internal/rulestore/compile
 import type { RuleStore } from "../internal/rulestore/store.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "../internal/operator/fieldmanager.ts";
-import { ruleLookups } from "./watchrule.ts";
+import { ruleLookups, withExclusions } from "./watchrule.ts";
 
 const recheckMs = 30_000;
 
@@ -45,7 +45,7 @@ export class ClusterWatchRuleReconciler implements Reconciler {
       },
     );
     await this.status.write(clusterWatchRules(this.manager.kubeConfig), rule, {
-      conditions: outcome.conditions,
+      conditions: withExclusions(outcome.conditions, rule.spec, this.lookups, rule.metadata.generation),
       fields: { resolvedTypes: outcome.resolvedTypes },
     });
     return { requeueAfterMs: recheckMs };

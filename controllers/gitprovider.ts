@@ -16,8 +16,8 @@ import {
 } from "../internal/gitprovider/recheck.ts";
 import { checkRemote } from "../internal/gitprovider/remotecheck.ts";
 import { loadSigning, secretOf } from "../internal/gitprovider/secrets.ts";
-import { decideSigning, type SigningDecision } from "../internal/gitprovider/signing.ts";
-import { signingKeyText, signingSecretOf } from "../internal/signing/secret.ts";
+import { decideSigning, examineSigningKey, type SigningDecision } from "../internal/gitprovider/signing.ts";
+import { signingFormatOf, signingKeyText, signingSecretOf } from "../internal/signing/secret.ts";
 import { generateSigningKey } from "../internal/signing/sshkey.ts";
 import { stalledTrio, type ConditionUpdate } from "../internal/operator/conditions.ts";
 import { informerSource } from "../internal/kube/sources.ts";
@@ -80,18 +80,31 @@ export class GitProviderReconciler implements Reconciler {
     return nextPass(decision.recheck, this.intervals, `${namespace}/${name}: ${ready.message}`);
   }
 
-  /** spec.commit.signing, decided; a missing key generated first when the spec asks for that. */
+  /**
+   * spec.commit.signing, decided; a missing key generated first when the spec asks for that (an
+   * SSH key only). The key is read whole here, an OpenPGP key decrypted and proved, so the
+   * condition says what is wrong with it before a push would find out.
+   */
   private async signing(
     provider: GitProvider,
   ): Promise<Exclude<SigningDecision, { kind: "generate" }> | undefined> {
     const where = signingSecretOf(provider);
     if (!where) return undefined;
-    const generate = provider.spec.commit?.signing?.generateWhenMissing ?? false;
+    const format = signingFormatOf(provider);
+    const generate = format === "ssh" && (provider.spec.commit?.signing?.generateWhenMissing ?? false);
     const generation = provider.metadata.generation;
-    const decision = decideSigning((await loadSigning(this.core, provider))!, generate, generation);
+    const decide = async (generateWhenMissing: boolean) => {
+      const read = (await loadSigning(this.core, provider))!;
+      const examined = await examineSigningKey(read, format);
+      return decideSigning(read, generateWhenMissing, generation, {
+        format,
+        ...(examined ? { examined } : {}),
+      });
+    };
+    const decision = await decide(generate);
     if (decision.kind !== "generate") return decision;
     await this.generateKey(provider, where, decision.create);
-    const again = decideSigning((await loadSigning(this.core, provider))!, false, generation);
+    const again = await decide(false);
     if (again.kind === "generate") throw new Error("unreachable: generation was not asked for");
     return again;
   }

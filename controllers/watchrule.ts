@@ -17,6 +17,8 @@ import { anyOf, generationChanged, labelsChanged, readyTransition } from "../int
 import { StatusWriter } from "../internal/operator/status.ts";
 import { admitRules, type RuleLookups } from "../internal/rules/admit.ts";
 import { compileWatchRule, originOf } from "../internal/rulestore/compile.ts";
+import { exclusionsEffective, type ExclusionSpec } from "../internal/rulestore/exclusions.ts";
+import { stalledTrio, type ConditionUpdate } from "../internal/operator/conditions.ts";
 import type { RuleStore } from "../internal/rulestore/store.ts";
 import type { SourceContexts } from "../internal/watch/sourcecontexts.ts";
 import { fieldManager } from "../internal/operator/fieldmanager.ts";
@@ -53,7 +55,7 @@ export class WatchRuleReconciler implements Reconciler {
       },
     );
     await this.status.write(watchRules(this.manager.kubeConfig), rule, {
-      conditions: outcome.conditions,
+      conditions: withExclusions(outcome.conditions, rule.spec, this.lookups, rule.metadata.generation),
       fields: { resolvedTypes: outcome.resolvedTypes },
     });
     return { requeueAfterMs: recheckMs };
@@ -64,6 +66,30 @@ export class WatchRuleReconciler implements Reconciler {
     this.lookups.store.delete(originOf("WatchRule", request.namespace, request.name));
     return Promise.resolve();
   }
+}
+
+/**
+ * The rule's conditions with ExclusionsEffective: excludeUsers with attribution off cannot be
+ * judged, which a rule otherwise Ready reports as Stalled, since writes it asked to keep out are
+ * mirrored until someone turns attribution on or names the tools' field managers instead.
+ */
+export function withExclusions(
+  conditions: ConditionUpdate[],
+  spec: ExclusionSpec,
+  lookups: Pick<RuleLookups, "sourceContexts">,
+  generation: number | undefined,
+): ConditionUpdate[] {
+  const verdict = exclusionsEffective(spec, lookups.sourceContexts.attributing);
+  const effective: ConditionUpdate = {
+    type: WatchRuleCondition.ExclusionsEffective,
+    ...verdict,
+    observedGeneration: generation,
+  };
+  const ready = conditions.find((c) => c.type === WatchRuleCondition.Ready);
+  if (verdict.status === "True" || ready?.status !== "True") return [...conditions, effective];
+  const trio = stalledTrio(verdict.reason, verdict.message, generation);
+  const kstatus = new Set(trio.map((c) => c.type));
+  return [...trio, ...conditions.filter((c) => !kstatus.has(c.type)), effective];
 }
 
 /** Lookups over the shared informers, for both rule reconcilers. */

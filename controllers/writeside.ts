@@ -67,7 +67,10 @@ export function setupWorkers(
     onBranchProved: (branchKey, commit, by) => {
       if (commit) remoteStatus.record(branchKey, commit, by);
     },
-    onBranchState: (branchKey, state) => remoteStatus.recordOutage(branchKey, state.outage),
+    onBranchState: (branchKey, state) => {
+      remoteStatus.recordOutage(branchKey, state.outage);
+      if (state.reviewPush) remoteStatus.recordReview(branchKey, state.reviewPush);
+    },
     refreshIntervalMs: settings.gitRefreshInterval,
     root: settings.workerRoot ?? defaultWorkerRoot,
     namedByGitBranch: (uid) => branches.list().some((b) => b.metadata.uid === uid),

@@ -29,8 +29,10 @@ await Promise.all(
       legalComments: "none",
       logLevel: "warning",
       // Bundled CommonJS dependencies require Node's built-ins: an ES module has no `require`.
+      // The banner is raw text esbuild does not rename around, so its import takes a name no
+      // bundled module uses (openpgp's ES build imports createRequire itself).
       banner: {
-        js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        js: "import { createRequire as __bundleCreateRequire } from 'node:module'; const require = __bundleCreateRequire(import.meta.url);",
       },
     }),
   ),

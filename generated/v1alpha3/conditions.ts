@@ -78,6 +78,8 @@ export const ClusterWatchRuleCondition = {
   GitTargetReady: "GitTargetReady",
   /** The watches for the selected collections are running. */
   StreamsRunning: "StreamsRunning",
+  /** Every exclusion the spec names can be judged, so none is silently ignored. */
+  ExclusionsEffective: "ExclusionsEffective",
 } as const;
 export type ClusterWatchRuleConditionType = (typeof ClusterWatchRuleCondition)[keyof typeof ClusterWatchRuleCondition];
 
@@ -95,6 +97,8 @@ export const ClusterWatchRuleReason = {
   NoMatchingResources: "NoMatchingResources",
   /** The KubeProvider's grants do not admit a cluster-scoped resource a rule selects. */
   ClusterResourceNotAuthorized: "ClusterResourceNotAuthorized",
+  /** spec.excludeUsers names users, but author attribution is off, so no write's user is known. */
+  AttributionOff: "AttributionOff",
 } as const;
 export type ClusterWatchRuleReasonType = (typeof ClusterWatchRuleReason)[keyof typeof ClusterWatchRuleReason];
 
@@ -458,6 +462,8 @@ export const WatchRuleCondition = {
   GitTargetReady: "GitTargetReady",
   /** The watches for the selected collections are running. */
   StreamsRunning: "StreamsRunning",
+  /** Every exclusion the spec names can be judged, so none is silently ignored. */
+  ExclusionsEffective: "ExclusionsEffective",
 } as const;
 export type WatchRuleConditionType = (typeof WatchRuleCondition)[keyof typeof WatchRuleCondition];
 
@@ -475,6 +481,8 @@ export const WatchRuleReason = {
   NoMatchingResources: "NoMatchingResources",
   /** A rule names a source namespace the KubeProvider's grants do not admit. */
   SourceNamespaceNotAuthorized: "SourceNamespaceNotAuthorized",
+  /** spec.excludeUsers names users, but author attribution is off, so no write's user is known. */
+  AttributionOff: "AttributionOff",
 } as const;
 export type WatchRuleReasonType = (typeof WatchRuleReason)[keyof typeof WatchRuleReason];
 

@@ -78,8 +78,14 @@ export interface components {
             kubeProviderRef: components["schemas"]["NamespacedObjectReference"];
         };
         ArgoCDClaimStatus: components["schemas"]["ApplierClaimStatus"];
-        /** @description Which cluster-scoped resources to mirror, and through which GitTarget. */
+        /** @description Which cluster-scoped resources to mirror, through which GitTarget, and which writes and objects to keep out. The exclusions apply to what this rule's own items select: an object another rule selects for the same GitTarget without excluding it is still mirrored. */
         ClusterWatchRuleSpec: {
+            /** @description Field managers whose writes are not mirrored, such as a tool that applies what Git already holds. A write is theirs when its managedFields name them as its writer: the entry the write moved, or, where that cannot be told, the entries that share the newest time, all of them on this list. The object's state is not lost: the next write by anyone else mirrors the object as it then is, the excluded change included, and so does a snapshot. A delete is never excluded by field manager. "*" in an entry matches any run of characters. */
+            excludeFieldManagers?: string[];
+            /** @description Cluster-scoped objects never mirrored, by name pattern, where "*" matches any run of characters: "system:*", "kubeadm:get-nodes". It applies to every type the rules select, to snapshots, writes and deletes alike. A document such an object already has in Git is left as it is: neither updated, nor removed by a delete or a sweep. */
+            excludeObjects?: string[];
+            /** @description Kubernetes usernames whose writes are not mirrored, such as "system:serviceaccount:ci:deployer". The user is the one the audit event of the write names, so this needs author attribution; with it off the rule says so in its ExclusionsEffective condition and excludes nothing by user. A write whose user attribution could not resolve is mirrored. As with excludeFieldManagers, the next write by anyone else mirrors the object as it then is, and a delete is never excluded by user. "*" in an entry matches any run of characters. */
+            excludeUsers?: string[];
             /** @description The GitTarget that mirrors what the rules select. */
             gitTargetRef: {
                 /** @description The name of the GitTarget. */
@@ -87,7 +93,7 @@ export interface components {
                 /** @description The namespace of the GitTarget. Required, because this rule has none. */
                 namespace: string;
             };
-            /** @description Resource rules. An object selected by any of them is mirrored. */
+            /** @description Resource rules. An object selected by any of them is mirrored, unless an exclusion keeps it out. */
             rules: components["schemas"]["ResourceRule"][];
         };
         /** @description What the operator last observed about this rule. */
@@ -180,6 +186,13 @@ export interface components {
             gitProviderRef: components["schemas"]["NamespacedObjectReference"];
             /** @description The branch a missing write branch is created from, and compared against while it does not exist. Omitted, the remote's default branch. It is only read, so the GitProvider's grants need not allow it. Immutable. */
             parentBranch?: string;
+            /** @description How the branch worker pushes, for review before merge with no forge API: the host turns the push into a merge request. Omitted, it pushes the branch. Immutable. */
+            push?: {
+                /** @description Push options sent with every push (git push -o), such as GitLab's "merge_request.create", "merge_request.target=main" and "merge_request.title=...". Each is key=value or a bare key. The server must accept push options, else every push fails and the GitBranch says so. */
+                options?: string[];
+                /** @description The ref pushed instead of the branch, such as Gerrit's "refs/for/main" or the AGit flow's "refs/for/main/<topic>" (Gitea, Forgejo): the worker commits on spec.branch as fetched and pushes its commit to this ref, never to the branch, and asks no applier for anything, since nothing is merged until a review merges it. Only the destination is named; what is pushed is always the worker's commit. */
+                refspec?: string;
+            };
         };
         /** @description What the operator last observed about this branch. */
         GitBranchStatus: {
@@ -218,6 +231,18 @@ export interface components {
             };
             /** @description The normalized repository URL; with spec.branch, the key of the branch this object holds. */
             repository?: string;
+            /** @description With spec.push.refspec: the last push the branch worker landed on the review ref. The branch itself is not written; status.remote still says where it is. */
+            reviewPush?: {
+                /** @description The commit pushed to it. */
+                commit?: string;
+                /**
+                 * Format: date-time
+                 * @description When that push landed.
+                 */
+                pushedAt?: string;
+                /** @description The review ref pushed, such as refs/for/main. */
+                ref?: string;
+            };
         };
         /** @description The repository, its credential, who may claim its branches, and the commit identity. */
         GitProviderSpec: {
@@ -248,10 +273,16 @@ export interface components {
                      */
                     name?: string;
                 };
-                /** @description Signs every commit with an SSH key. */
+                /** @description Signs every commit with an SSH key or an OpenPGP key. */
                 signing?: {
                     /**
-                     * @description Generate an ed25519 key into the Secret when it has none. Its public half is published in status.signingPublicKey, to register with the Git host.
+                     * @description The kind of signature, as git's gpg.format names it: ssh (an OpenSSH key, checked with ssh-keygen) or openpgp (an OpenPGP key, checked with gpg).
+                     * @default ssh
+                     * @enum {string}
+                     */
+                    format?: "ssh" | "openpgp";
+                    /**
+                     * @description Generate an ed25519 key into the Secret when it has none; ssh only. Its public half is published in status.signingPublicKey, to register with the Git host.
                      * @default false
                      */
                     generateWhenMissing?: boolean;
@@ -286,17 +317,17 @@ export interface components {
              */
             lastVerifiedAt?: string;
             observedGeneration?: components["schemas"]["ObservedGeneration"];
-            /** @description The public key commits are signed with, in authorized_keys format. */
+            /** @description The public key commits are signed with, to register with the Git host: for ssh in authorized_keys format, for openpgp the ASCII-armored public key (its fingerprint is in the SigningConfigured condition's message). */
             signingPublicKey?: string;
         };
         /** @description The webhook dialect and its secret. */
         GitReceiverSpec: {
             secretRef: components["schemas"]["LocalObjectReference"];
             /**
-             * @description How deliveries are authenticated and read, named after Flux's Receiver types: github and gitea check an HMAC signature, gitlab a token header, generic-hmac an X-Signature HMAC of the body.
+             * @description The Git host's webhook dialect: how a delivery is authenticated with the token, and where its payload names the repository and the branches. github checks X-Hub-Signature-256 and generic-hmac X-Signature, as Flux's Receiver types of those names do; gitea, gogs and forgejo the bare hex HMAC-SHA256 in X-Gitea-Signature, X-Gogs-Signature and X-Forgejo-Signature; bitbucket (Bitbucket Cloud) and bitbucket-server (Bitbucket Data Center) X-Hub-Signature: sha256=<hex HMAC>, sent only when the hook's secret is set; gitlab takes the token in X-Gitlab-Token, and azure-devops as the basic-auth password of the service hook.
              * @enum {string}
              */
-            type: "github" | "gitlab" | "gitea" | "generic-hmac";
+            type: "github" | "gitlab" | "gitea" | "generic-hmac" | "bitbucket" | "bitbucket-server" | "azure-devops" | "gogs" | "forgejo";
         };
         /** @description Where the Git host should deliver. */
         GitReceiverStatus: {
@@ -570,10 +601,16 @@ export interface components {
             /** @description The admitted source namespaces, when from is Names. */
             names?: string[];
         };
-        /** @description Which namespaced resources to mirror, and through which GitTarget. */
+        /** @description Which namespaced resources to mirror, through which GitTarget, and which writes and objects to keep out. The exclusions apply to what this rule's own items select: an object another rule selects for the same GitTarget without excluding it is still mirrored. */
         WatchRuleSpec: {
+            /** @description Field managers whose writes are not mirrored, such as a tool that applies what Git already holds, or one whose edits belong elsewhere ("image-bot"). A write is theirs when its managedFields name them as its writer: the entry the write moved, or, where that cannot be told, the entries that share the newest time, all of them on this list. The object's state is not lost: the next write by anyone else mirrors the object as it then is, the excluded change included, and so does a snapshot. A delete is never excluded by field manager. "*" in an entry matches any run of characters. */
+            excludeFieldManagers?: string[];
+            /** @description Objects never mirrored, by "[namespace/]name" pattern, where "*" matches any run of characters: "kube-root-ca.crt" (in every namespace the rules watch), "team-a/*-cache", "kube-system/*". It applies to every type the rules select, to snapshots, writes and deletes alike. A document such an object already has in Git is left as it is: neither updated, nor removed by a delete or a sweep. */
+            excludeObjects?: string[];
+            /** @description Kubernetes usernames whose writes are not mirrored, such as "system:serviceaccount:ci:deployer". The user is the one the audit event of the write names, so this needs author attribution; with it off the rule says so in its ExclusionsEffective condition and excludes nothing by user. A write whose user attribution could not resolve is mirrored. As with excludeFieldManagers, the next write by anyone else mirrors the object as it then is, and a delete is never excluded by user. "*" in an entry matches any run of characters. */
+            excludeUsers?: string[];
             gitTargetRef: components["schemas"]["LocalObjectReference"];
-            /** @description Resource rules. An object selected by any of them is mirrored. */
+            /** @description Resource rules. An object selected by any of them is mirrored, unless an exclusion keeps it out. */
             rules: {
                 /** @description The API groups to match. "" is the core group and "*" is every group. Omitted, the named resources are resolved in whichever served groups have them. */
                 apiGroups?: string[];

@@ -50,6 +50,11 @@ export interface WorkerSpec {
   branch: string;
   /** GitBranch spec.parentBranch: where a missing branch is created from. */
   parentBranch?: string;
+  /**
+   * GitBranch spec.push: the review ref pushed instead of the branch, and the push options sent
+   * with every push. With a review ref the branch is only fetched, and no applier is asked.
+   */
+  push?: CloneOptions["push"];
   auth: CloneOptions["auth"];
   committer: Signature;
   /** GitProvider spec.commit.signing's key: every commit pushed is signed with it. */
@@ -339,6 +344,7 @@ export class WorkerManager implements Runnable {
         url: spec.url,
         branch: spec.branch,
         parentBranch: spec.parentBranch,
+        ...(spec.push ? { push: spec.push } : {}),
         auth: spec.auth,
         callTimeoutMs,
         ...(spec.signingKey ? { signingKey: spec.signingKey } : {}),
@@ -351,7 +357,8 @@ export class WorkerManager implements Runnable {
         const at = new Date();
         for (const key of new Set(writes.map((w) => w.target.key)))
           this.updateTarget(key, (s) => (s.lastPushAt = at));
-        onBranchPublished?.(spec.key, commit);
+        // A push to a review ref left the branch where it was: it proves nothing of the branch.
+        if (spec.push?.refspec === undefined) onBranchPublished?.(spec.key, commit);
       },
       onProved: (commit, by) => onBranchProved?.(spec.key, commit, by),
       onSave: (id) => this.saves.reported(id),

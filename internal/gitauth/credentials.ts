@@ -3,9 +3,18 @@
 // Flux or Argo CD works here unchanged. Nothing here does I/O, and no secret value ever reaches
 // a message: messages end up in status conditions anyone with read access to the object sees.
 // An http(s) credential is the Authorization header it sends (or none) and the TLS material
-// beside it: a CA to trust and a client certificate to show.
+// beside it: a CA to trust and a client certificate to show. A GitHub App (githubapp.ts) is
+// read here too; its header is a token fetched when a call asks for it (the one I/O this file
+// starts), so it is a credential of its own kind beside those a transport sends as they are.
 
 import { GitProviderReason } from "../../generated/v1alpha3/conditions.ts";
+import {
+  defaultGitHubApiUrl,
+  installationTokens,
+  installationTokenUsername,
+  isRsaPrivateKey,
+  type GitHubApp,
+} from "./githubapp.ts";
 
 /** TLS material for an https remote: a CA bundle to trust, a client certificate and its key (PEM). */
 export interface HttpTls {
@@ -26,6 +35,15 @@ export type GitCredential =
 
 export type HttpCredential = Exclude<GitCredential, { kind: "ssh" }>;
 
+/** A GitHub App installation: its token is fetched (and cached) before a call, never stored. */
+export type GitHubAppCredential = { kind: "githubApp" } & GitHubApp;
+
+/** What a credential Secret holds: a credential sent as it is, or a GitHub App's. */
+export type SecretCredential = GitCredential | GitHubAppCredential;
+
+/** An Authorization header's value, or how to get one for each call (a GitHub App's, which expires). */
+export type Authorization = string | (() => Promise<string>);
+
 export interface CredentialRefusal {
   reason: typeof GitProviderReason.CredentialsInvalid;
   message: string;
@@ -41,15 +59,23 @@ const clientCertKeys = [
   ["tlsClientCertData", "tlsClientCertKey"],
 ] as const;
 
+/** A GitHub App's keys, the same in Flux's and Argo CD's dialects. */
+const appKeys = ["githubAppID", "githubAppInstallationID", "githubAppPrivateKey"] as const;
+/** The App's API base, first wins: Flux's, then Argo CD's. */
+const appApiKeys = ["githubAppBaseURL", "githubAppEnterpriseBaseUrl"];
+
 const httpKeysText =
-  "username and password, token, bearerToken, password alone, or a client certificate in tls.crt and tls.key";
+  "username and password, token, bearerToken, password alone, a GitHub App (githubAppID, githubAppInstallationID, githubAppPrivateKey), or a client certificate in tls.crt and tls.key";
 const sshKeysText = sshKeyKeys.join(", ");
 
 /**
  * The credential in `data` (a Secret's base64 data) that fits `url`. Precedence, pinned by tests:
  * - an SSH URL takes an SSH key, `ssh-privatekey` over `identity` over `sshPrivateKey`, with
  *   Flux's `known_hosts` and `password` (the key's passphrase) beside it;
- * - an HTTP URL takes `username` and `password` as basic auth over a token: `token`, then a
+ * - an HTTP URL takes a GitHub App first, when any of `githubAppID`, `githubAppInstallationID`
+ *   and `githubAppPrivateKey` is there (all three are needed), with its API at Flux's
+ *   `githubAppBaseURL` or Argo CD's `githubAppEnterpriseBaseUrl` (https://api.github.com by
+ *   default); then `username` and `password` as basic auth over a token: `token`, then a
  *   `password` with no `username` beside it (GitHub and GitLab access tokens are often stored
  *   so) unless the Secret holds an SSH key, whose `password` is its passphrase in Flux's
  *   dialect, then `bearerToken`, sent as a bearer token as Flux and Argo CD send it;
@@ -63,7 +89,7 @@ const sshKeysText = sshKeyKeys.join(", ");
 export function readGitCredential(
   data: Record<string, string> | undefined,
   url: string,
-): GitCredential | CredentialRefusal {
+): SecretCredential | CredentialRefusal {
   const read = (key: string): string | undefined => {
     const value = Buffer.from(data?.[key] ?? "", "base64").toString("utf8");
     return value.trim() ? value : undefined;
@@ -86,7 +112,9 @@ export function readGitCredential(
     firstOf(["token"]) ??
     (!username && !sshKey && password ? { key: "password", value: password } : undefined);
   const bearer = read("bearerToken");
+  const appKeysFound = appKeys.filter((key) => read(key) !== undefined);
   const httpKeys = [
+    ...appKeysFound,
     ...(basic ? ["username", "password"] : []),
     ...(token ? [token.key] : []),
     ...(bearer ? ["bearerToken"] : []),
@@ -120,6 +148,7 @@ export function readGitCredential(
 
   const tls = httpTlsOf(read);
   if ("reason" in tls) return tls;
+  if (appKeysFound.length > 0) return githubAppOf(read, tls);
   if (basic) return { kind: "basic", ...basic, ...tls };
   if (token) return { kind: "token", token: token.value.trim(), ...tls };
   if (bearer) return { kind: "bearer", token: bearer.trim(), ...tls };
@@ -133,6 +162,55 @@ export function readGitCredential(
   return refuse(
     `The credential Secret holds nothing an http(s) URL can use (${httpKeysText}, non-empty); its keys are: ${found}.`,
   );
+}
+
+/** The GitHub App a Secret names, or which of its keys is missing or unusable. */
+function githubAppOf(
+  read: (key: string) => string | undefined,
+  tls: HttpTls,
+): GitHubAppCredential | CredentialRefusal {
+  const missing = appKeys.filter((key) => read(key) === undefined);
+  if (missing.length > 0) {
+    const owner =
+      missing.includes("githubAppInstallationID") && read("githubAppInstallationOwner") !== undefined
+        ? " (githubAppInstallationOwner is not read: give the installation's ID)"
+        : "";
+    return refuse(
+      `The credential Secret holds a GitHub App without ${missing.join(" and ")}${owner}: an App needs ` +
+        `${appKeys.join(", ")}.`,
+    );
+  }
+  const appId = read("githubAppID")!.trim();
+  const installationId = read("githubAppInstallationID")!.trim();
+  const privateKey = read("githubAppPrivateKey")!;
+  if (!/^\d+$/.test(installationId)) {
+    return refuse(
+      "The credential Secret's githubAppInstallationID is not a number: give the installation's numeric ID.",
+    );
+  }
+  if (!isRsaPrivateKey(privateKey)) {
+    return refuse(
+      "The credential Secret's githubAppPrivateKey is not an RSA private key in PEM: give the .pem file GitHub generated for the App.",
+    );
+  }
+  const apiKey = appApiKeys.find((key) => read(key) !== undefined);
+  const apiUrl = apiKey ? read(apiKey)!.trim().replace(/\/+$/, "") : defaultGitHubApiUrl;
+  if (!isPlainHttpUrl(apiUrl)) {
+    // Not echoed: it may carry a password in its user part.
+    return refuse(
+      `The credential Secret's ${apiKey} is not an http(s) URL without user info: give the API's base, https://HOST/api/v3 for GitHub Enterprise Server.`,
+    );
+  }
+  return { kind: "githubApp", appId, installationId, privateKey, apiUrl, ...tls };
+}
+
+function isPlainHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return /^https?:$/.test(url.protocol) && url.username === "" && url.password === "";
+  } catch {
+    return false;
+  }
 }
 
 /** The CA and client certificate a Secret holds, or why its certificate pair cannot be used. */
@@ -158,10 +236,16 @@ function httpTlsOf(read: (key: string) => string | undefined): HttpTls | Credent
  * The Authorization header an HTTP credential sends, if any. A token goes as basic auth, as the
  * password beside the username "git", the form Flux's bootstrap writes: GitHub, GitLab, Gitea
  * and Azure DevOps all accept a token as the password with any username, where a token as the
- * username works on GitHub alone. A bearer token goes as a bearer token.
+ * username works on GitHub alone. A bearer token goes as a bearer token. A GitHub App's is a
+ * function, asked before each call: the installation token as the password beside
+ * `x-access-token`, fresh from the process's cache.
  */
-export function authorizationOf(credential: HttpCredential): string | undefined {
+export function authorizationOf(credential: HttpCredential): string | undefined;
+export function authorizationOf(credential: HttpCredential | GitHubAppCredential): Authorization | undefined;
+export function authorizationOf(credential: HttpCredential | GitHubAppCredential): Authorization | undefined {
   switch (credential.kind) {
+    case "githubApp":
+      return () => installationAuthorization(credential);
     case "basic":
       return basicAuthorization(credential.username, credential.password);
     case "token":
@@ -171,6 +255,11 @@ export function authorizationOf(credential: HttpCredential): string | undefined 
     case "tls":
       return undefined;
   }
+}
+
+/** The basic Authorization header of a GitHub App installation's token, fetched if none is fresh. */
+export async function installationAuthorization(app: GitHubApp): Promise<string> {
+  return basicAuthorization(installationTokenUsername, await installationTokens.token(app));
 }
 
 /** The value of a basic Authorization header. */

@@ -6,7 +6,7 @@
 import type { KubeConfig } from "@kubernetes/client-node";
 import { gitBranches, type GitBranch } from "../../generated/v1alpha3/index.ts";
 import type { Logger } from "../telemetry/logger.ts";
-import type { Outage } from "../git/index.ts";
+import type { BranchState, Outage } from "../git/index.ts";
 import { parseKey } from "../types/names.ts";
 import { errorText } from "../telemetry/errortext.ts";
 
@@ -21,6 +21,8 @@ interface Remote {
   outage?: Pick<Outage, "since" | "error">;
   /** When a push delivery last named the branch. */
   noticedAt?: Date;
+  /** On a branch pushed to a review ref: the last push that landed there. */
+  review?: NonNullable<BranchState["reviewPush"]>;
 }
 
 type GitBranchRemote = NonNullable<NonNullable<GitBranch["status"]>["remote"]>;
@@ -81,6 +83,14 @@ export class RemoteStatusPublisher {
     this.schedule(branchKey, quiet);
   }
 
+  /** Records a push that landed on the branch's review ref (spec.push.refspec), as status.reviewPush. */
+  recordReview(branchKey: string, review: NonNullable<BranchState["reviewPush"]>): void {
+    const remote = this.remotes.get(branchKey) ?? {};
+    if (remote.review?.commit === review.commit) return;
+    this.remotes.set(branchKey, { ...remote, review });
+    this.schedule(branchKey, remote.review === undefined);
+  }
+
   /** Forgets a GitBranch that is gone, so one recreated under its name starts with no stanza. */
   forget(branchKey: string): void {
     clearTimeout(this.timers.get(branchKey));
@@ -125,6 +135,15 @@ export class RemoteStatusPublisher {
             // the API server refuses.
             ...(Object.keys(stanza).length > 0 ? { remote: stanza } : {}),
             ...(remote.noticedAt ? { lastPushNoticeAt: toSeconds(remote.noticedAt) } : {}),
+            ...(remote.review
+              ? {
+                  reviewPush: {
+                    ref: remote.review.ref,
+                    commit: remote.review.commit,
+                    pushedAt: toSeconds(remote.review.at),
+                  },
+                }
+              : {}),
           },
         } as GitBranch,
         branchWorkerFieldManager,

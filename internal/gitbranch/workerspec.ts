@@ -8,7 +8,10 @@ import { authorizationOf } from "../gitauth/credentials.ts";
 import type { WorkerSpec } from "../git/index.ts";
 import type { CredentialProblem, LoadedCredential } from "../gitprovider/secrets.ts";
 import type { SigningRead } from "../gitprovider/signing.ts";
-import { readSigningKey, type SigningKey } from "../signing/sshkey.ts";
+import type { SigningKey } from "../signing/key.ts";
+import { openPgpSigningKey } from "../signing/openpgpkey.ts";
+import { signingFormatOf } from "../signing/secret.ts";
+import { readSigningKey } from "../signing/sshkey.ts";
 import { objectKeyOf } from "../types/names.ts";
 
 export const defaultCommitter = { name: "GitOps Reverser", email: "noreply@configbutler.ai" };
@@ -26,7 +29,7 @@ export function workerSpec(
   loaded: LoadedCredential | CredentialProblem,
   signing: SigningRead | undefined,
 ): WorkerSpecOutcome {
-  const signed = signingKeyOf(signing);
+  const signed = signingKeyOf(signing, provider);
   if ("reason" in signed) return { kind: "none", reason: signed.reason };
   const auth = authOf(loaded);
   if ("reason" in auth) return { kind: "none", reason: auth.reason };
@@ -40,6 +43,7 @@ export function workerSpec(
       url: provider.spec.url,
       branch: branch.spec.branch,
       ...(branch.spec.parentBranch ? { parentBranch: branch.spec.parentBranch } : {}),
+      ...pushOf(branch),
       auth: auth.auth,
       committer: {
         name: committer?.name ?? defaultCommitter.name,
@@ -51,7 +55,17 @@ export function workerSpec(
   };
 }
 
-function signingKeyOf(signing: SigningRead | undefined): { key?: SigningKey } | { reason: string } {
+/** spec.push as the clone takes it: a review ref and push options, each only when given. */
+function pushOf(branch: GitBranch): Pick<WorkerSpec, "push"> {
+  const { refspec, options } = branch.spec.push ?? {};
+  if (refspec === undefined && !options?.length) return {};
+  return { push: { ...(refspec !== undefined ? { refspec } : {}), ...(options?.length ? { options } : {}) } };
+}
+
+function signingKeyOf(
+  signing: SigningRead | undefined,
+  provider: GitProvider,
+): { key?: SigningKey } | { reason: string } {
   if (!signing) return {};
   if (signing.kind === "secretNotFound")
     return { reason: `the signing Secret ${signing.secret} does not exist` };
@@ -59,7 +73,13 @@ function signingKeyOf(signing: SigningRead | undefined): { key?: SigningKey } | 
   if (signing.kind === "keyMissing")
     return { reason: `the signing Secret ${signing.secret} has no key ${signing.key}` };
   try {
-    return { key: readSigningKey(signing.text) };
+    // An OpenPGP key is read whole at its first signature (openpgpkey.ts); what is plainly
+    // unusable is refused here, so no worker is made for it.
+    const key =
+      signingFormatOf(provider) === "openpgp"
+        ? openPgpSigningKey(signing.text, signing.passphrase)
+        : readSigningKey(signing.text);
+    return { key };
   } catch (err) {
     return { reason: `the signing key in ${signing.secret} cannot be read: ${(err as Error).message}` };
   }

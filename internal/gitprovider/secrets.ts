@@ -8,10 +8,10 @@
 // credential, since nothing watches Secrets.
 import type { CoreV1Api } from "@kubernetes/client-node";
 import type { GitProvider } from "../../generated/v1alpha3/index.ts";
-import { readGitCredential, type GitCredential } from "../gitauth/credentials.ts";
+import { readGitCredential, type SecretCredential } from "../gitauth/credentials.ts";
 import { unlessNotFound } from "../kube/resourceclient.ts";
 import { readSecret } from "../kube/secrets.ts";
-import { signingKeyText, signingSecretOf } from "../signing/secret.ts";
+import { signingKeyText, signingPassphrase, signingSecretOf } from "../signing/secret.ts";
 import { keyOf } from "../types/names.ts";
 import type { SigningRead } from "./signing.ts";
 
@@ -21,8 +21,12 @@ export type CredentialProblem =
 
 export interface LoadedCredential {
   kind: "loaded";
-  /** Undefined when spec.secretRef is omitted: the repository is reached anonymously. */
-  credential: GitCredential | undefined;
+  /**
+   * Undefined when spec.secretRef is omitted: the repository is reached anonymously. A GitHub
+   * App's installation tokens are not part of it: they are fetched as calls need them, so one
+   * replacing another changes neither the credential nor the fingerprint.
+   */
+  credential: SecretCredential | undefined;
   /** Changes whenever the provider's spec or its Secrets change, so a cached proof can expire. */
   fingerprint: string;
 }
@@ -131,6 +135,7 @@ export async function loadSigning(core: CoreV1Api, provider: GitProvider): Promi
   if (read.kind === "forbidden") return { kind: "forbidden", secret: where.name, message: read.message };
   const { secret } = read;
   const text = signingKeyText(secret.data, where.key);
+  const passphrase = signingPassphrase(secret.data);
   return text === undefined
     ? { kind: "keyMissing", secret: where.name, key: where.key }
     : {
@@ -138,6 +143,7 @@ export async function loadSigning(core: CoreV1Api, provider: GitProvider): Promi
         secret: where.name,
         key: where.key,
         text,
+        ...(passphrase !== undefined ? { passphrase } : {}),
         version: `${secret.metadata?.uid}/${secret.metadata?.resourceVersion}`,
       };
 }

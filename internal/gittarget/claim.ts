@@ -29,6 +29,8 @@ export interface ClaimFacts {
 export interface Writes {
   repository: string;
   branch: string;
+  /** The GitBranch's spec.push.refspec: its writes go to this review ref, never to the branch. */
+  reviewRef?: string;
 }
 
 /**
@@ -48,8 +50,13 @@ export function targetWrites(
   const ref = branch?.spec.gitProviderRef;
   const provider =
     ref && providerOf({ namespace: ref.namespace ?? branch.metadata.namespace!, name: ref.name });
+  const reviewRef = branch?.spec.push?.refspec;
   return branch && provider
-    ? { repository: normalizeRepositoryUrl(provider.spec.url), branch: branch.spec.branch }
+    ? {
+        repository: normalizeRepositoryUrl(provider.spec.url),
+        branch: branch.spec.branch,
+        ...(reviewRef !== undefined ? { reviewRef } : {}),
+      }
     : undefined;
 }
 
@@ -78,6 +85,14 @@ export function applierClaimCondition(facts: ClaimFacts, generation: number | un
   });
   const name = `${facts.kind} ${facts.name}`;
   if (!facts.status) return at("False", R.ApplierClaimNotFound, `${name} does not exist in this namespace.`);
+  // Nothing a review push carries is on the branch until a review merges it: no applier is asked.
+  if (facts.writes?.reviewRef !== undefined) {
+    return at(
+      "False",
+      R.ApplierClaimNotReady,
+      `${name} is asked for nothing: this GitTarget's GitBranch pushes to the review ref ${facts.writes.reviewRef}, so nothing it writes is merged until a review merges it. Remove spec.applierClaimRef, or write through a GitBranch without spec.push.refspec.`,
+    );
+  }
   const conditions = facts.status.conditions ?? [];
   const configured = conditions.find((c) => c.type === "Configured");
   const ready = conditions.find((c) => c.type === "Ready");

@@ -134,7 +134,7 @@ export class PushReceiver implements Runnable {
     count(delivery.kind === "push" ? "accepted" : "ignored");
     res.writeHead(202).end();
     if (delivery.kind === "push")
-      this.options.route({ receiver, urls: delivery.urls, branch: delivery.branch });
+      for (const branch of delivery.branches) this.options.route({ receiver, urls: delivery.urls, branch });
   }
 
   /** A webhook applier's report to the WebhookClaim at `rest` (<namespace>/<name>). */

@@ -3,6 +3,7 @@
 // compiled any other way.
 import type { ClusterWatchRule, LabelSelector, WatchRule } from "../../generated/v1alpha3/index.ts";
 import type { NamespacedName } from "../types/names.ts";
+import { compileExclusions, type RuleExclusions } from "./exclusions.ts";
 
 /** A GitTarget, by its NamespacedName. */
 export type TargetRef = NamespacedName;
@@ -22,6 +23,8 @@ export interface CompiledRule {
   objectSelector: LabelSelector | undefined;
   /** The source namespace to watch; "" is every namespace, as one cluster-wide collection. */
   sourceNamespace: string;
+  /** What the rule object keeps out (exclusions.ts), shared by all of its items; absent: nothing. */
+  exclusions?: RuleExclusions;
 }
 
 export function originOf(kind: string, namespace: string | undefined, name: string): string {
@@ -35,6 +38,7 @@ export function originOf(kind: string, namespace: string | undefined, name: stri
 export function compileWatchRule(rule: WatchRule): CompiledRule[] {
   const namespace = rule.metadata.namespace ?? "";
   const origin = originOf("WatchRule", namespace, rule.metadata.name ?? "");
+  const exclusions = compileExclusions(rule.spec);
   return rule.spec.rules.map((item) => ({
     origin,
     target: { namespace, name: rule.spec.gitTargetRef.name },
@@ -44,11 +48,13 @@ export function compileWatchRule(rule: WatchRule): CompiledRule[] {
     resources: item.resources,
     objectSelector: item.objectSelector,
     sourceNamespace: item.sourceNamespace === "*" ? "" : (item.sourceNamespace ?? namespace),
+    ...(exclusions ? { exclusions } : {}),
   }));
 }
 
 export function compileClusterWatchRule(rule: ClusterWatchRule): CompiledRule[] {
   const origin = originOf("ClusterWatchRule", undefined, rule.metadata.name ?? "");
+  const exclusions = compileExclusions(rule.spec);
   return rule.spec.rules.map((item) => ({
     origin,
     target: { namespace: rule.spec.gitTargetRef.namespace, name: rule.spec.gitTargetRef.name },
@@ -58,5 +64,6 @@ export function compileClusterWatchRule(rule: ClusterWatchRule): CompiledRule[] 
     resources: item.resources,
     objectSelector: item.objectSelector,
     sourceNamespace: "",
+    ...(exclusions ? { exclusions } : {}),
   }));
 }

@@ -9,9 +9,15 @@ import {
   sign,
   type KeyObject,
 } from "node:crypto";
+import type { SigningKey } from "./key.ts";
+import { sshSignature } from "./sshsig.ts";
 import { WireReader, armor, dearmor, mpint, sshString, uint32 } from "./wire.ts";
 
-export interface SigningKey {
+// The engine and the worker carry a key of either format under this name.
+export type { SigningKey } from "./key.ts";
+
+export interface SshSigningKey extends SigningKey {
+  readonly format: "ssh";
   /** The public key as authorized_keys and allowed-signers lines write it: "ssh-ed25519 AAAA…". */
   publicKey: string;
   /** The public key's wire blob, which an SSH signature names. */
@@ -27,9 +33,13 @@ const curves: Record<string, { jwk: string; hash: string }> = {
 };
 
 /** A signing key from a Secret's text; throws, saying why, for one that cannot be used. */
-export function readSigningKey(text: string): SigningKey {
+export function readSigningKey(text: string): SshSigningKey {
   const openssh = dearmor("OPENSSH PRIVATE KEY", text);
   if (openssh) return keyOf(opensshPrivateKey(openssh));
+  if (/-----BEGIN PGP (PRIVATE|PUBLIC) KEY BLOCK-----/.test(text))
+    throw new Error(
+      "the signing key is an OpenPGP key: set spec.commit.signing.format to openpgp, or store an OpenSSH private key",
+    );
   if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text)) {
     if (/ENCRYPTED/.test(text))
       throw new Error("the signing key is encrypted with a passphrase; store it unencrypted");
@@ -151,7 +161,7 @@ function rsaKey(secret: WireReader): KeyObject {
 }
 
 /** What signs with `key`, and the public key it names, in SSH's encoding. */
-function keyOf(key: KeyObject): SigningKey {
+function keyOf(key: KeyObject): SshSigningKey {
   const jwk = createPublicKey(key).export({ format: "jwk" });
   const raw = (value: string | undefined) => Buffer.from(value ?? "", "base64url");
   let name: string;
@@ -182,5 +192,12 @@ function keyOf(key: KeyObject): SigningKey {
   } else {
     throw new Error("the signing key is not ed25519, RSA or ECDSA");
   }
-  return { publicKey: `${name} ${publicBlob.toString("base64")}`, publicBlob, sign: signRaw };
+  const signing: SshSigningKey = {
+    format: "ssh",
+    publicKey: `${name} ${publicBlob.toString("base64")}`,
+    publicBlob,
+    sign: signRaw,
+    signCommit: (payload) => Promise.resolve(sshSignature(signing, payload)),
+  };
+  return signing;
 }

@@ -238,12 +238,25 @@ const targetLabels = ["gittarget_namespace", "gittarget_name"] as const;
 /**
  * Live watch events of a collection, by type and by what the watch made of them: routed (sent
  * to the GitTarget's stream), noop (its desired state did not change), ignored (another
- * controller's output, whose owner is what Git holds). A snapshot's objects are replays, not events.
+ * controller's output, whose owner is what Git holds), excluded (a rule's exclusions kept it
+ * out). A snapshot's objects are replays, not events.
  */
 export const watchEvents = new Counter({
   name: `${metricPrefix}watch_events_total`,
-  help: "Live watch events by GitTarget, type and event type, and what the watch made of each: routed, noop (desired state unchanged), ignored (controller-owned).",
+  help: "Live watch events by GitTarget, type and event type, and what the watch made of each: routed, noop (desired state unchanged), ignored (controller-owned), excluded (a rule's exclusions).",
   labelNames: [...targetLabels, "group", "resource", "event_type", "outcome"] as const,
+  registers: [],
+});
+
+/**
+ * Live events and snapshot entries a rule's exclusions kept out, by why: field_manager (the
+ * write's writer is in spec.excludeFieldManagers), user (its audit user is in excludeUsers),
+ * object (the object matches excludeObjects).
+ */
+export const watchEventsExcluded = new Counter({
+  name: `${metricPrefix}watch_events_excluded_total`,
+  help: "Live events and snapshot entries kept out by a WatchRule's or ClusterWatchRule's exclusions, by reason: field_manager, user, object.",
+  labelNames: [...targetLabels, "reason"] as const,
   registers: [],
 });
 
@@ -523,6 +536,7 @@ export function registerInstruments(registry: Registry): void {
     intakePaused,
     nextRetry,
     watchEvents,
+    watchEventsExcluded,
     watchSessionEnds,
     watchReplays,
     watchReplayObjects,

@@ -39,7 +39,9 @@ import { backoffDelay, type Backoff } from "../timing/backoff.ts";
 import type { Cursor } from "./cursor.ts";
 import { withAuthor, type Attributor } from "./attributor.ts";
 import { appliedByOf, eventVersion, stampDelete, writersOf } from "./appliedby.ts";
-import { laterRevision, LastWrites } from "./lastwriter.ts";
+import { laterRevision, LastWrites, type Writer } from "./lastwriter.ts";
+import { CollectionExclusions, type Judgement } from "./excluder.ts";
+import type { ExclusionReason, RuleExclusions } from "../rulestore/exclusions.ts";
 import { WatchMeter, type SessionEnd } from "./meter.ts";
 import { sleep, untilAborted } from "../timing/sleep.ts";
 import { objectKeyOf } from "../types/names.ts";
@@ -74,6 +76,8 @@ export interface CollectionWatchOptions {
    * (defaultsprover.ts); without one nothing is proven, and every unowned value is kept.
    */
   projector?: Projector;
+  /** What the rule objects that select the collection keep out (rulestore/exclusions.ts). */
+  exclusions?: readonly (RuleExclusions | undefined)[];
 }
 
 /** The desired-state projection of an object of a collection, at once or once proven. */
@@ -97,6 +101,12 @@ export class CollectionWatch {
   private running: Promise<void> | undefined;
   /** Every push goes through here, so a delete that reads its object first keeps its place. */
   private readonly out = new OrderedPush((item, resourceVersion) => {
+    // Kept out once its user was known: it never enters the stream, so it was never sent.
+    if (this.dropped.has(item)) {
+      this.sent--;
+      this.saveCursor();
+      return;
+    }
     this.pushed.add(item);
     if (resourceVersion !== undefined) this.versionOf.set(item, resourceVersion);
     this.stream.push(item);
@@ -104,6 +114,9 @@ export class CollectionWatch {
   /** This collection's items in the stream, and the resourceVersion of each event's. */
   private readonly pushed = new WeakSet<StreamItem>();
   private readonly versionOf = new WeakMap<StreamItem, string>();
+  /** Items an excluded user's write made, dropped when their turn to be pushed comes. */
+  private readonly dropped = new WeakSet<StreamItem>();
+  private readonly exclusions: CollectionExclusions;
   /** How many items were sent, and how many of them the branch worker took. */
   private sent = 0;
   private takenCount = 0;
@@ -124,6 +137,7 @@ export class CollectionWatch {
     private readonly options: CollectionWatchOptions = {},
   ) {
     this.meter = new WatchMeter(stream.target, collection);
+    this.exclusions = new CollectionExclusions(options.exclusions);
     this.stopTaking = stream.onTaken((item) => {
       if (!this.pushed.has(item)) return;
       this.takenCount++;
@@ -195,6 +209,15 @@ export class CollectionWatch {
     const at = caughtUp ?? this.takenVersion;
     if (at !== undefined) cursor?.save(at);
     else cursor?.forget();
+  }
+
+  /**
+   * Takes what a new plan keeps out. Writes are judged by it from the next event on; a change of
+   * the objects kept out replays the collection, so an object no longer excluded reaches Git
+   * without waiting for its next write.
+   */
+  exclude(exclusions: readonly (RuleExclusions | undefined)[]): void {
+    if (this.exclusions.set(exclusions)) this.resync();
   }
 
   /** Replays the collection's current state again, as a fresh snapshot. */
@@ -507,10 +530,16 @@ export class CollectionWatch {
     }
     const ready: DesiredObject[] = [];
     const proving: Promise<void>[] = [];
+    // Objects excludeObjects keeps out: present, so the sweep leaves their documents alone.
+    const kept: string[] = [];
     for (const [key, object] of buffer) {
       this.lastWrites.record(key, object);
       // A terminating object is being deleted: deletion is its desired state.
       if (object.metadata?.deletionTimestamp || !this.followed(object)) continue;
+      if (this.exclusions.object(object)) {
+        kept.push(key);
+        continue;
+      }
       const pending = unsettled(object);
       const digest = accepted.accept(key, pending.stripped, pending.unowned);
       const identity = this.identityOf(object);
@@ -529,8 +558,10 @@ export class CollectionWatch {
         type: "snapshot",
         collection: this.collection,
         objects: ready,
+        ...(kept.length > 0 ? { kept } : {}),
         ...(collected ? { collected } : {}),
       }) as const;
+    this.meter.keptOut(kept.length);
     // A snapshot's order means nothing (it is a set): proven objects join it as they come.
     this.snapshotsOut++;
     this.send(proving.length > 0 ? Promise.all(proving).then(snapshot) : snapshot(), resourceVersion);
@@ -546,6 +577,8 @@ export class CollectionWatch {
     const arrived = performance.now();
     if (!this.followed(object)) return this.meter.event(phase, "ignored");
     const key = objectKeyOf(object);
+    // Never mirrored: not its writes, nor its delete. Nothing of it is accepted or remembered.
+    if (this.exclusions.object(object)) return this.keepOut(phase, key, "object");
     if (phase === "DELETED" || object.metadata?.deletionTimestamp) {
       // Deletion intent arrives first as the deletionTimestamp, then as DELETED: send it once.
       this.lastWrites.forget(key);
@@ -583,8 +616,16 @@ export class CollectionWatch {
       });
       return this.meter.event(phase, "noop");
     }
-    this.meter.event(phase, "routed");
-    this.logger.debug("watch event routed", { collection: this.collection.key, phase, object: key });
+    // An excluded write is taken as seen, so it is no change for the writes after it; the next
+    // one that is not excluded mirrors the object as it then is, this write's change included.
+    const judgement = this.exclusions.judge(object, writer);
+    if (judgement?.reason) return this.keepOut(phase, key, judgement.reason, writer);
+    // Its user could still keep it out: it is counted once attribution named the user.
+    const askUser = this.options.attributor !== undefined && judgement?.askUser === true;
+    if (!askUser) {
+      this.meter.event(phase, "routed");
+      this.logger.debug("watch event routed", { collection: this.collection.key, phase, object: key });
+    }
     const identity = this.identityOf(object);
     const upsert = (projection: Projection): StreamItem => ({
       type: "upsert",
@@ -599,10 +640,43 @@ export class CollectionWatch {
     // The author is asked now, whether or not the projection waits for its proof.
     const projection = this.project(pending);
     const item = projection instanceof Promise ? projection.then(upsert) : upsert(projection);
+    const authored = withAuthor(this.options.attributor, item, object, false);
     this.send(
-      this.meter.handled(withAuthor(this.options.attributor, item, object, false), arrived),
+      this.meter.handled(askUser ? this.judgedByUser(authored, phase, key, judgement) : authored, arrived),
       object.metadata?.resourceVersion,
     );
+  }
+
+  /** A live event a rule's exclusions kept out: counted, and never sent. */
+  private keepOut(phase: string, key: string, reason: ExclusionReason, writer?: Writer): void {
+    this.meter.excluded(phase, reason);
+    this.logger.debug("watch event excluded", {
+      collection: this.collection.key,
+      phase,
+      object: key,
+      reason,
+      ...(writer && "known" in writer ? { writer: writer.known } : {}),
+    });
+  }
+
+  /** The item, unless its user (attribution's answer) keeps it out: then it is dropped in its turn. */
+  private async judgedByUser(
+    item: StreamItem | Promise<StreamItem>,
+    phase: string,
+    key: string,
+    judgement: Judgement,
+  ): Promise<StreamItem> {
+    const ready = await item;
+    const author = ready.type === "upsert" ? ready.author : undefined;
+    const reason = judgement.withUser(author?.kind === "none" ? undefined : author?.username);
+    if (!reason) {
+      this.meter.event(phase, "routed");
+      this.logger.debug("watch event routed", { collection: this.collection.key, phase, object: key });
+      return ready;
+    }
+    this.keepOut(phase, key, reason);
+    this.dropped.add(ready);
+    return ready;
   }
 }
 

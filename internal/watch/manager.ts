@@ -306,7 +306,7 @@ export class WatchManager implements Runnable {
         running.delete(collectionKey);
         void watch.stop();
         watchPlanChanges.inc({ ...labels, action: next ? "replaced" : "stopped" });
-      }
+      } else watch.exclude(plan.exclusions.get(collectionKey) ?? []);
     }
     for (const [collectionKey, collection] of wanted) {
       if (running.has(collectionKey)) continue;
@@ -320,6 +320,7 @@ export class WatchManager implements Runnable {
         ...(attributor ? { attributor } : {}),
         cursor: new Cursor(this.cursors, { targetUid, group, resource, namespace, labelSelector }),
         projector: this.defaults,
+        exclusions: plan.exclusions.get(collectionKey) ?? [],
       });
       running.set(collectionKey, watch);
       watch.start();

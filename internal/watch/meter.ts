@@ -5,9 +5,11 @@
 import type { StreamItem } from "../stream/stream.ts";
 import type { Collection } from "../stream/collection.ts";
 import type { TargetRef } from "../rulestore/compile.ts";
+import type { ExclusionReason } from "../rulestore/exclusions.ts";
 import {
   watchEventHandling,
   watchEvents,
+  watchEventsExcluded,
   watchRecoveries,
   watchReplayDuration,
   watchReplayObjects,
@@ -26,7 +28,7 @@ export type SessionStart = "initial" | "takeover" | "resume" | "reinitialize";
 export type SessionEnd = "timeout" | "gone" | "error" | "resync" | "paused" | "stopped";
 
 /** What the watch made of a live event. */
-export type EventOutcome = "routed" | "noop" | "ignored";
+export type EventOutcome = "routed" | "noop" | "ignored" | "excluded";
 
 export type ReplayMode = "watchlist" | "list";
 
@@ -64,6 +66,17 @@ export class WatchMeter {
   event(eventType: string, outcome: EventOutcome): void {
     const { group, resource } = this.collection;
     watchEvents.inc({ ...this.target, group, resource, event_type: eventType, outcome });
+  }
+
+  /** A live event a rule's exclusions kept out, and why. */
+  excluded(eventType: string, reason: ExclusionReason): void {
+    this.event(eventType, "excluded");
+    watchEventsExcluded.inc({ ...this.target, reason });
+  }
+
+  /** Snapshot entries excludeObjects kept out. */
+  keptOut(objects: number): void {
+    if (objects > 0) watchEventsExcluded.inc({ ...this.target, reason: "object" }, objects);
   }
 
   /** The item a live event routed, observed once it is ready for the stream (its author and proof in). */

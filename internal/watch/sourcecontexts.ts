@@ -47,6 +47,11 @@ export class SourceContexts implements Runnable {
     private readonly cursors?: CursorStore,
   ) {}
 
+  /** Whether attribution is on, so a live write's user is known: what spec.excludeUsers needs. */
+  get attributing(): boolean {
+    return this.attribution !== undefined;
+  }
+
   /** Calls `listener` when a collection of a target in any context changes state. */
   onStreamsChanged(listener: (target: TargetRef) => void): void {
     this.streamListeners.push(listener);

@@ -3,6 +3,7 @@
 // version, and each (group, resource, namespace, selector) becomes one collection with one
 // watch and one mark-and-sweep boundary.
 import type { CompiledRule } from "../rulestore/compile.ts";
+import type { RuleExclusions } from "../rulestore/exclusions.ts";
 import type { TypeRecord } from "../typeset/registry.ts";
 import type { Collection } from "../stream/collection.ts";
 import { labelSelectorString } from "../kube/labels.ts";
@@ -11,6 +12,11 @@ export interface WatchPlan {
   collections: Collection[];
   /** Rules that matched no followable type the source serves. */
   unresolved: CompiledRule[];
+  /**
+   * Per collection key, what each rule object that selects it keeps out (undefined: nothing),
+   * one entry per rule object: a write is kept out only when every one of them excludes it.
+   */
+  exclusions: Map<string, (RuleExclusions | undefined)[]>;
 }
 
 function matches(list: string[] | undefined, value: string): boolean {
@@ -35,6 +41,7 @@ function chooseVersion(candidates: TypeRecord[], apiVersions: string[] | undefin
 export function planCollections(rules: CompiledRule[], types: TypeRecord[]): WatchPlan {
   const collections = new Map<string, Collection>();
   const unresolved: CompiledRule[] = [];
+  const selectedBy = new Map<string, Map<string, RuleExclusions | undefined>>();
   for (const rule of rules) {
     const byGroupResource = new Map<string, TypeRecord[]>();
     for (const type of types) {
@@ -63,8 +70,14 @@ export function planCollections(rules: CompiledRule[], types: TypeRecord[]): Wat
         labelSelector,
         ...(labelSelector ? { selector: rule.objectSelector } : {}),
       });
+      const origins = selectedBy.get(key) ?? new Map<string, RuleExclusions | undefined>();
+      selectedBy.set(key, origins.set(rule.origin, rule.exclusions));
     }
     if (!resolved) unresolved.push(rule);
   }
-  return { collections: [...collections.values()].sort((a, b) => a.key.localeCompare(b.key)), unresolved };
+  return {
+    collections: [...collections.values()].sort((a, b) => a.key.localeCompare(b.key)),
+    unresolved,
+    exclusions: new Map([...selectedBy].map(([key, origins]) => [key, [...origins.values()]])),
+  };
 }

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { createServer as createTlsServer } from "node:https";
 import type { Socket } from "node:net";
@@ -57,7 +57,54 @@ export interface ForeignCommit {
   startFrom?: string;
 }
 
+/** One push a repository received, as its post-receive hook recorded it (GitServer.recordPushes). */
+export interface RecordedPush {
+  /** The push options it carried (`git push -o`), in order. */
+  options: string[];
+  /** Each ref it updated, with the names the client asked for (refs/for/main, not where it was kept). */
+  refs: { old: string; new: string; ref: string }[];
+}
+
+/**
+ * A password check beside the users': the name a basic-auth username and password authenticate
+ * (recorded as the request's user, with write access), or undefined to refuse them.
+ */
+export type PasswordCheck = (username: string, password: string) => string | undefined;
+
 const httpBackend = "/usr/lib/git-core/git-http-backend";
+
+/** The log recordPushes' hook appends to, in the bare repository. */
+const pushLog = "pushes.log";
+
+/**
+ * The post-receive hook recordPushes installs: one block a push, `push`, then `option\t<value>`
+ * per push option, `ref\t<old>\t<new>\t<ref>` per update, then `end`, appended in one write.
+ * With review refs, a ref under refs/for/ is kept as refs/changes/<n> and removed under its
+ * own name, as Gerrit and the AGit flow never store it: every push to it is a new request.
+ */
+const recordingHook = (reviewRefs: boolean) => `#!/bin/sh
+tab=$(printf '\t')
+record=""
+i=0
+while [ "$i" -lt "\${GIT_PUSH_OPTION_COUNT:-0}" ]; do
+  eval "option=\\\${GIT_PUSH_OPTION_$i}"
+  record="$record""option$tab$option
+"
+  i=$((i + 1))
+done
+while read -r old new ref; do
+  record="$record""ref$tab$old$tab$new$tab$ref
+"
+  case "${reviewRefs ? "$ref" : ""}" in
+    refs/for/*)
+      n=$(($(git for-each-ref --format=x refs/changes/ | wc -l) + 1))
+      git update-ref "refs/changes/$n" "$new"
+      git update-ref -d "$ref"
+      ;;
+  esac
+done
+printf 'push\n%send\n' "$record" >> ${pushLog}
+`;
 
 /**
  * A real Git server over smart HTTP: `git http-backend` behind a Node HTTP server on
@@ -78,13 +125,27 @@ export class GitServer {
     /** The loopback address it listens on: 127.0.0.1 unless a test needs a port of its own there. */
     readonly host: string,
     private readonly tls: GitServerTls | undefined,
+    private readonly checkPassword?: PasswordCheck,
   ) {}
 
   static async start(
-    options: { users?: GitUser[]; port?: number; host?: string; tls?: GitServerTls } = {},
+    options: {
+      users?: GitUser[];
+      port?: number;
+      host?: string;
+      tls?: GitServerTls;
+      /** Another way a basic-auth password is accepted: a GitHub App's installation tokens. */
+      checkPassword?: PasswordCheck;
+    } = {},
   ): Promise<GitServer> {
     const root = makeOwnedTempDir("gitserver");
-    const gitServer = new GitServer(root, options.port ?? 0, options.host ?? "127.0.0.1", options.tls);
+    const gitServer = new GitServer(
+      root,
+      options.port ?? 0,
+      options.host ?? "127.0.0.1",
+      options.tls,
+      options.checkPassword,
+    );
     for (const user of options.users ?? []) gitServer.addUser(user);
     try {
       await gitServer.start();
@@ -134,6 +195,40 @@ export class GitServer {
     // No gc after each push: a test's repository stays small, and each one is another process.
     await git(["config", "receive.autogc", "false"], { cwd: path });
     return this.repositoryUrl(name);
+  }
+
+  /**
+   * Records every push the repository receives from here on (pushes()): its push options, which
+   * the server now advertises (receive.advertisePushOptions), and its ref updates. With
+   * `reviewRefs`, a push to refs/for/... is taken as a review request, as Gerrit and Gitea's
+   * AGit flow take it: accepted every time, and kept as refs/changes/<n>, never under its name.
+   */
+  async recordPushes(repository: string, options: { reviewRefs?: boolean } = {}): Promise<void> {
+    const path = this.repositoryPath(repository);
+    await git(["config", "receive.advertisePushOptions", "true"], { cwd: path });
+    const hook = join(path, "hooks", "post-receive");
+    await mkdir(dirname(hook), { recursive: true });
+    await writeFile(hook, recordingHook(options.reviewRefs ?? false));
+    await chmod(hook, 0o755);
+  }
+
+  /** Every push recordPushes has recorded in the repository, oldest first. */
+  async pushes(repository: string): Promise<RecordedPush[]> {
+    const log = await readFile(join(this.repositoryPath(repository), pushLog), "utf8").catch(() => "");
+    const pushes: RecordedPush[] = [];
+    let current: RecordedPush | undefined;
+    for (const line of log.split("\n")) {
+      const [kind, ...fields] = line.split("\t");
+      if (kind === "push") current = { options: [], refs: [] };
+      else if (kind === "option" && current) current.options.push(fields.join("\t"));
+      else if (kind === "ref" && current)
+        current.refs.push({ old: fields[0]!, new: fields[1]!, ref: fields[2]! });
+      else if (kind === "end" && current) {
+        pushes.push(current);
+        current = undefined;
+      }
+    }
+    return pushes;
   }
 
   /** The commit a branch points at on the server, or undefined if the branch does not exist. */
@@ -360,7 +455,9 @@ export class GitServer {
     const credentials = parseBasicAuth(header);
     if (credentials) {
       const user = this.users.get(credentials.username);
-      return user && user.password === credentials.password ? user : undefined;
+      if (user && user.password === credentials.password) return user;
+      const name = this.checkPassword?.(credentials.username, credentials.password);
+      return name === undefined ? undefined : { username: name, password: "" };
     }
     return this.clientCertificateUser(req);
   }

@@ -40,6 +40,19 @@ export interface CloneOptions {
    * passes internal/manifest's kustomizationReferences. Without it, only the listed folders.
    */
   buildsFrom?: BuildsFrom;
+  /** GitBranch spec.push: where the push goes instead of the branch, and the push options it sends. */
+  push?: PushSettings;
+}
+
+/**
+ * How a branch is pushed for review before merge, with no forge API: push options (`git push
+ * -o`, such as GitLab's merge_request.create) sent with every push, and a review ref (Gerrit's
+ * refs/for/<branch>, Gitea's and Forgejo's AGit refs/for/<branch>/<topic>) pushed instead of
+ * the branch, which is then only fetched, never written.
+ */
+export interface PushSettings {
+  refspec?: string;
+  options?: readonly string[];
 }
 
 /** Why a push did not land: the remote no longer shows the root the commits were made on. */
@@ -48,13 +61,15 @@ export class RemoteMovedError extends Error {}
 /** What a branch worker needs of its repository; the clone is the real one. */
 export interface Repository {
   readonly headCommit: string | undefined;
-  /** The branch it writes. */
+  /** The branch it writes (or, with a review ref, fetches and commits on). */
   readonly branch: string;
+  /** The review ref it pushes to instead of the branch; undefined: it pushes the branch. */
+  readonly reviewRef?: string;
   /** Reads the remote's refs: one ref advertisement. */
   advertise(): Promise<Advertisement>;
   /** Fetches where the branch starts and resets the worktree there, discarding everything else. */
   fetchAndReset(advertisement?: Advertisement): Promise<Root>;
-  /** Pushes the branch without force, after checking the remote still shows `root`. */
+  /** Pushes the branch (or its review ref) without force, after checking the remote still shows `root`. */
   push(root: Root): Promise<string>;
   /** Whether one advertisement still shows `root`: the branch (or its parent) where it was. */
   holds(root: Root): Promise<boolean>;
@@ -141,6 +156,10 @@ export class Clone implements Repository {
 
   get branch(): string {
     return this.options.branch;
+  }
+
+  get reviewRef(): string | undefined {
+    return this.options.push?.refspec;
   }
 
   setCycleDeadline(signal: AbortSignal | undefined): void {
@@ -441,10 +460,18 @@ export class Clone implements Repository {
    * git or the server refuse it. A branch being created from its parent is checked first with
    * one advertisement, since the lease cannot see the parent move. A moved remote, and a push
    * the server refuses, is a RemoteMovedError: fetch, reset and replay.
+   *
+   * With a review ref (GitBranch spec.push.refspec) the commits go to that ref and the branch
+   * is not written. No lease can guard a ref the host takes as a request (refs/for/main is never
+   * stored under that name), so what is guarded is the branch the commits were made on: one
+   * advertisement must still show it where the cycle's root was made, else RemoteMovedError,
+   * and the writes are replayed on its new tip. The host refusing the review push is not a
+   * moved branch but a failure, with the host's reason. Push options go with either push.
    */
   async push(root: Root): Promise<string> {
     const { dir, branch } = this.options;
-    if (root.from !== "branch" && !(await this.holds(root))) {
+    const review = this.reviewRef;
+    if ((review !== undefined || root.from !== "branch") && !(await this.holds(root))) {
       throw new RemoteMovedError(`the remote branch ${branch} is no longer where this cycle's commits start`);
     }
     if (!this.head) throw new RemoteMovedError(`nothing was committed on ${branch} to push`);
@@ -453,20 +480,20 @@ export class Clone implements Repository {
     if (this.options.signingKey)
       this.head = await signCommits(dir, rootCommit(root), this.head, this.options.signingKey);
     const head = this.head;
-    const ref = `refs/heads/${branch}`;
-    const expected = root.from === "branch" ? root.commit : "";
+    const options = (this.options.push?.options ?? []).map((option) => `--push-option=${option}`);
+    const ref = review ?? `refs/heads/${branch}`;
+    const lease =
+      review === undefined ? [`--force-with-lease=${ref}:${root.from === "branch" ? root.commit : ""}`] : [];
     try {
-      await this.remote(
-        ["push", "--porcelain", `--force-with-lease=${ref}:${expected}`, "origin", `${head}:${ref}`],
-        dir,
-      );
+      await this.remote(["push", "--porcelain", ...options, ...lease, "origin", `${head}:${ref}`], dir);
     } catch (err) {
       const out = err instanceof Error && "stdout" in err ? String(err.stdout) : "";
       if (/^!\t/m.test(out)) {
         const line = out.split("\n").find((l) => l.startsWith("!\t")) ?? "";
-        throw new RemoteMovedError(
-          `the remote branch ${branch} moved: ${line.split("\t").slice(2).join(" ")}`,
-        );
+        const why = line.split("\t").slice(2).join(" ");
+        if (review !== undefined)
+          throw new Error(`the remote refused the push to ${review}: ${why}`, { cause: err });
+        throw new RemoteMovedError(`the remote branch ${branch} moved: ${why}`);
       }
       throw err;
     }

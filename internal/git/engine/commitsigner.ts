@@ -1,14 +1,15 @@
 // Signed commits. fast-import (Debian's git 2.39) cannot sign, so the clone's commits are made
 // unsigned and signed when they are pushed: each commit the push carries is written again with
-// its parent's signed hash and a gpgsig header, as `git commit -S` with gpg.format=ssh writes
-// it, and the push sends the signed tip. The trees are the same, so nothing is read or written
-// again but the commit objects, which go straight into the object store as loose objects.
+// its parent's signed hash and a gpgsig header, as `git commit -S` writes it with gpg.format=ssh
+// or openpgp, and the push sends the signed tip. The key makes the armored signature, SSH or
+// OpenPGP (internal/signing/key.ts); git tells which from its armor. The trees are the same, so
+// nothing is read or written again but the commit objects, which go straight into the object
+// store as loose objects.
 import { createHash } from "node:crypto";
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { deflateSync } from "node:zlib";
-import type { SigningKey } from "../../signing/sshkey.ts";
-import { sshSignature } from "../../signing/sshsig.ts";
+import type { SigningKey } from "../../signing/key.ts";
 import { runGit } from "./gitexec.ts";
 
 /** Signs every commit after `base` up to `head` (all of them when there is no base), in order; returns the signed head. */
@@ -26,7 +27,7 @@ export async function signCommits(
   const signedAs = new Map<string, string>();
   for (const commit of commits) {
     const content = objects.get(commit)!;
-    const signed = signedCommit(content, signedAs, key);
+    const signed = await signedCommit(content, signedAs, key);
     signedAs.set(commit, signed === content ? commit : writeLooseCommit(dir, signed));
   }
   return signedAs.get(head)!;
@@ -37,11 +38,11 @@ export async function signCommits(
  * and a gpgsig header over the rest. The signed payload is the object without that header,
  * which is what `git verify-commit` checks.
  */
-export function signedCommit(
+export async function signedCommit(
   content: string,
   signedAs: ReadonlyMap<string, string>,
   key: SigningKey,
-): string {
+): Promise<string> {
   const split = content.indexOf("\n\n");
   const headerText = split < 0 ? content : content.slice(0, split);
   const body = split < 0 ? "" : content.slice(split);
@@ -55,7 +56,9 @@ export function signedCommit(
     headers.push(parent ? `parent ${signedAs.get(parent[1]!) ?? parent[1]}` : line);
   }
   const payload = `${headers.join("\n")}${body}`;
-  const signature = sshSignature(key, payload).trimEnd().split("\n").join("\n ");
+  // Each line of the armor continued with a space; its blank line (OpenPGP's, after the BEGIN
+  // line) becomes a line of one space, as git writes it.
+  const signature = (await key.signCommit(payload)).trimEnd().split("\n").join("\n ");
   return `${headers.join("\n")}\ngpgsig ${signature}${body}`;
 }
 

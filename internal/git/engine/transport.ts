@@ -4,7 +4,9 @@
 // client certificate and its key, an SSH key and its known_hosts lines) goes into files in a
 // private directory (0700, files 0600) made for the one call and removed after it, named by
 // `http.sslCAInfo`, `http.sslCert`, `http.sslKey` or `core.sshCommand`. Host keys are checked
-// strictly, always: a host not in known_hosts is refused, never learned.
+// strictly, always: a host not in known_hosts is refused, never learned. A header that expires
+// (a GitHub App's installation token) comes as a function, asked at the start of each call, so
+// a long-lived worker sends a fresh one on every push and fetch with nothing else to refresh.
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,15 +14,19 @@ import { join } from "node:path";
 export type RemoteAuth =
   | {
       kind: "http";
-      /** The Authorization header's value: `Basic …` or `Bearer …`; none for TLS alone. */
-      authorization?: string;
+      /**
+       * The Authorization header's value: `Basic …` or `Bearer …`, or a function that gives it
+       * for each call (a token that expires); none for TLS alone.
+       */
+      authorization?: string | (() => Promise<string>);
       caCert?: string;
       clientCert?: string;
       clientKey?: string;
     }
   | { kind: "ssh"; privateKey: string; knownHosts: string; passphrase?: string };
 
-type HttpAuth = Extract<RemoteAuth, { kind: "http" }>;
+/** An http transport with its header for this call. */
+type HttpAuth = Omit<Extract<RemoteAuth, { kind: "http" }>, "authorization"> & { authorization?: string };
 
 /** Whether git reads `url` as SSH: ssh:// or scp-like (a colon before any slash, no scheme). */
 export function isSshUrl(url: string): boolean {
@@ -65,10 +71,14 @@ export async function withTransport<T>(
   work: (env: Record<string, string>) => Promise<T>,
 ): Promise<T> {
   if (!auth) return work({});
-  if (auth.kind === "http" && !auth.caCert && !auth.clientCert) return work(configEnv(httpSettings(auth)));
+  const call =
+    auth.kind === "http" && typeof auth.authorization === "function"
+      ? { ...auth, authorization: await auth.authorization() }
+      : (auth as HttpAuth | Extract<RemoteAuth, { kind: "ssh" }>);
+  if (call.kind === "http" && !call.caCert && !call.clientCert) return work(configEnv(httpSettings(call)));
   const dir = await mkdtemp(join(tmpdir(), "gitops-reverser-transport-"));
   try {
-    return await work(await writeTransport(dir, auth));
+    return await work(await writeTransport(dir, call));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -92,7 +102,10 @@ async function tlsSettings(
   return settings;
 }
 
-async function writeTransport(dir: string, auth: RemoteAuth): Promise<Record<string, string>> {
+async function writeTransport(
+  dir: string,
+  auth: HttpAuth | Extract<RemoteAuth, { kind: "ssh" }>,
+): Promise<Record<string, string>> {
   await chmod(dir, 0o700);
   const secret = async (name: string, content: string, mode = 0o600) => {
     const path = join(dir, name);

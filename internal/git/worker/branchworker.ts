@@ -5,6 +5,8 @@
 // reached keeps every retained write and is retried on its own schedule; while it is, intake is
 // bounded by the branch budget. With a durable queue (../queue/), each live write it accepts is
 // kept outside the process until nothing of it is held any more, and replayed after a crash.
+// A branch pushed to a review ref (the clone's reviewRef) asks no applier for anything: what it
+// pushes is a request to merge, and nothing of it is on the branch until the host merges it.
 import type { Logger } from "../../telemetry/logger.ts";
 import type { StreamItem } from "../../stream/stream.ts";
 import type { Author, Signature } from "../../types/signature.ts";
@@ -17,7 +19,7 @@ import { RetrySchedule } from "./retry.ts";
 import { Suspensions } from "./suspension.ts";
 import { TargetFolders, type Intake, type TargetFolderCallbacks } from "../folder/targetfolders.ts";
 import { IntakeGate, bytesOf, itemChargeBytes } from "./intakebudget.ts";
-import type { BranchState } from "./report.ts";
+import type { BranchState, ReviewPush } from "./report.ts";
 import { WorkerQueue } from "./workerqueue.ts";
 import { InventoryStore } from "../folder/inventorystore.ts";
 import { CommitWindow, type ClosedWindow } from "./window.ts";
@@ -119,15 +121,26 @@ export class BranchWorker {
   private readonly durable: DurableWrites | undefined;
   private queueState: BranchState["durableQueue"];
   private readonly observer: BranchObserver;
+  /** The last push to the review ref, on a branch pushed for review: what the branch's status says. */
+  private reviewPush: ReviewPush | undefined;
 
   constructor(private readonly options: BranchWorkerOptions) {
     const observer = options.observer ?? unobserved;
     this.observer = observer;
     this.window = new CommitWindow(options.bufferLimitBytes);
     this.suspensions = new Suspensions((key) => options.folders.onResyncRequested(key, undefined));
+    // Nothing a review push carries is merged, so no applier has anything to apply: none is asked.
+    const review = options.clone.reviewRef;
+    if (options.applies && review !== undefined)
+      options.logger.info("the branch is pushed to a review ref: no applier is asked to apply it", {
+        ref: review,
+      });
     const applies =
-      options.applies &&
-      new WorkerApplies(options.applies, options.logger, (report) => this.events.push({ applied: report }));
+      options.applies && review === undefined
+        ? new WorkerApplies(options.applies, options.logger, (report) =>
+            this.events.push({ applied: report }),
+          )
+        : undefined;
     this.applies = applies;
     this.durable =
       options.queue &&
@@ -607,6 +620,8 @@ export class BranchWorker {
     this.lastPushAt = Date.now();
     this.lastProvedAt = Date.now();
     if (outcome.kind === "pushed") {
+      const review = this.options.clone.reviewRef;
+      if (review !== undefined) this.reviewPush = { ref: review, commit: outcome.commit, at: new Date() };
       this.applies?.pushed(outcome.commit);
       this.options.onPublished?.(outcome.commit, writes.slice(0, outcome.published));
     }
@@ -659,6 +674,7 @@ export class BranchWorker {
       outage: this.retry.current,
       contention: this.publication.contended,
       ...(this.queueState ? { durableQueue: this.queueState } : {}),
+      ...(this.reviewPush ? { reviewPush: this.reviewPush } : {}),
     });
     if (changed) this.options.onState?.(changed);
   }

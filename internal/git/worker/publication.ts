@@ -7,7 +7,10 @@
 // one fetch, a reset, and a replay of every retained write's decided actions. A stale "trusted"
 // is caught by the push, whose lease names the root it expects the branch at. A remote that
 // moved under the push is tried again after a short jittered pause, never on the outage
-// schedule (contention.ts).
+// schedule (contention.ts). A branch pushed to a review ref (GitBranch spec.push.refspec) is
+// never written: the worker's commits continue from its last review push while the fetched
+// branch stays where they were made on, and everything that asks where the remote is (the
+// check before a push, a refresh, a replay) compares that fetched branch (engine/root.ts).
 import type { Logger } from "../../telemetry/logger.ts";
 import type { RandomSource } from "../../timing/backoff.ts";
 import { sleep } from "../../timing/sleep.ts";
@@ -17,7 +20,7 @@ import type { Contention } from "./report.ts";
 import { faultOf } from "../engine/fault.ts";
 import type { Fault } from "../engine/gitexec.ts";
 import { materialize, type MaterializeOptions, type WorkTree } from "../folder/materialize.ts";
-import { ParentMissingError, rootCommit, type Root } from "../engine/root.ts";
+import { ParentMissingError, fetchedRoot, pushedRoot, rootCommit, type Root } from "../engine/root.ts";
 import type { Intake, TargetFolders } from "../folder/targetfolders.ts";
 import type { DecidedWrite } from "../folder/writes.ts";
 import { errorText } from "../../telemetry/errortext.ts";
@@ -121,9 +124,12 @@ export class Publication {
     return this.contention.dueAt;
   }
 
-  /** Where the worker believes the branch is, once it has fetched or pushed. */
+  /**
+   * Where the worker believes the branch is (or, while it is missing, its parent), once it has
+   * fetched or pushed. A review push leaves the branch where it was: this is still that commit.
+   */
   get tip(): string | undefined {
-    return this.baseTrusted ? rootCommit(this.root) : undefined;
+    return this.baseTrusted && this.root ? rootCommit(fetchedRoot(this.root)) : undefined;
   }
 
   /** Whether the worker can vouch for where the remote is: its last fetch, or its last push. */
@@ -133,7 +139,8 @@ export class Publication {
 
   /** The remote branch's own tip, once the worker has fetched or pushed; undefined while it has none. */
   get branchTip(): string | undefined {
-    return this.baseTrusted && this.root?.from === "branch" ? this.root.commit : undefined;
+    const fetched = this.baseTrusted && this.root ? fetchedRoot(this.root) : undefined;
+    return fetched?.from === "branch" ? fetched.commit : undefined;
   }
 
   /** Drops base trust: the next cycle fetches. */
@@ -273,7 +280,9 @@ export class Publication {
         // A signed push carries the same trees under new hashes: the folders are at them now.
         if (commit !== made) this.options.folders.rewritten(made, commit);
         await this.namePushedSaves(commit !== made ? commit : undefined);
-        this.root = { from: "branch", commit };
+        // The branch's new tip; after a review push, the branch is where it was and the next
+        // commits go on top of this one.
+        this.root = pushedRoot(this.root!, commit, repository.reviewRef !== undefined);
         this.checkoutApplied = 0;
         return { kind: "pushed", commit, published };
       } catch (err) {

@@ -12,6 +12,16 @@ export interface BranchState {
   contention?: Contention;
   /** Whether the durable write queue keeps the branch's accepted writes; absent without one. */
   durableQueue?: QueueState;
+  /** On a branch pushed to a review ref: the last push that landed there; absent before one. */
+  reviewPush?: ReviewPush;
+}
+
+/** What was pushed where, on a branch pushed for review (GitBranch spec.push.refspec). */
+export interface ReviewPush {
+  /** The review ref, such as refs/for/main. */
+  ref: string;
+  commit: string;
+  at: Date;
 }
 
 /** The branch keeps moving while the worker pushes: since when, and how often it did. */

@@ -294,8 +294,8 @@ export const invalidCases: InvalidCase[] = [
   {
     kind: "GitReceiver",
     what: "an unknown type",
-    breakIt: (s) => (s.type = "bitbucket"),
-    message: 'Unsupported value: "bitbucket"',
+    breakIt: (s) => (s.type = "sourcehut"),
+    message: 'Unsupported value: "sourcehut"',
   },
   {
     kind: "GitReceiver",

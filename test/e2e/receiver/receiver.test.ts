@@ -13,9 +13,30 @@ import { mirrorUser, startMirrorEnvironment, type MirrorEnvironment } from "../.
 import { eventually } from "../../support/wait.ts";
 import { conditionOf } from "../controllers/helpers.ts";
 import { genericPush, giteaPush, githubPing, githubPush, gitlabPush, type Delivery } from "./payloads.ts";
+import {
+  azureDevOpsPush,
+  bitbucketPush,
+  bitbucketServerPush,
+  bitbucketServerTest,
+  forgejoPush,
+  gogsPush,
+} from "../../unit/receiver/hosts.ts";
 
 const types = ["github", "gitlab", "gitea", "generic-hmac"] as const;
-const namespaces = ["gh", "gl", "gt", "gen", "ssh", "burst", "quiet"];
+/** The host types beyond Flux's, each with a namespace of its own. */
+const hostTypes = {
+  bitbucket: "bb",
+  "bitbucket-server": "bbs",
+  "azure-devops": "az",
+  gogs: "gg",
+  forgejo: "fj",
+} as const;
+type HostType = keyof typeof hostTypes;
+const namespaces = ["gh", "gl", "gt", "gen", "ssh", "burst", "quiet", ...Object.values(hostTypes)];
+const typeOf = (ns: string) =>
+  types[namespaces.indexOf(ns)] ??
+  (Object.keys(hostTypes) as HostType[]).find((type) => hostTypes[type] === ns) ??
+  "generic-hmac";
 const configMaps = [{ apiGroups: [""], resources: ["configmaps"] }];
 /** Who pushes by hand: the operator's own reads are the ones made as mirrorUser. */
 const hand = { username: "hand", password: "hand-password" };
@@ -94,7 +115,7 @@ describe("GitReceiver: a push delivery wakes the branch workers of the repositor
         namespace: ns,
         body: { metadata: { name: "hook" }, stringData: { token: `token-${ns}` } },
       });
-      const type = types[namespaces.indexOf(ns)] ?? "generic-hmac";
+      const type = typeOf(ns);
       await gitReceivers(kc).apply(
         {
           apiVersion: "configbutler.ai/v1alpha3",
@@ -156,6 +177,61 @@ describe("GitReceiver: a push delivery wakes the branch workers of the repositor
       );
     });
   }
+
+  /**
+   * Per host type beyond Flux's: its push, a delivery of another event (a test delivery, a tag
+   * push), and deliveries with a bad signature, each with whether its headers alone refuse it.
+   */
+  const hostDeliveries = (type: HostType, ns: string, token: string) => {
+    const url = git.repositoryUrl(`state-${ns}`);
+    // The host's web URL: Bitbucket's html link and Azure DevOps' remoteUrl carry no .git.
+    const web = url.replace(/\.git$/, "");
+    const ssh = `git@git.example.com:platform/state-${ns}.git`;
+    const tag = { kind: "tag", name: "v1.0.0" } as const;
+    switch (type) {
+      case "bitbucket":
+        return {
+          push: bitbucketPush(token, web, "main"),
+          other: bitbucketPush(token, web, [tag]),
+          bad: [
+            { sent: bitbucketPush("not-the-token", web, "main"), fromHeaders: false },
+            // A Bitbucket Cloud hook without a secret signs nothing.
+            { sent: bitbucketPush(undefined, web, "main"), fromHeaders: true },
+          ],
+        };
+      case "bitbucket-server": {
+        const clone = { http: url, ssh: `ssh://git@git.example.com:7999/plat/state-${ns}.git` };
+        return {
+          push: bitbucketServerPush(token, clone, "main"),
+          other: bitbucketServerTest(token),
+          bad: [{ sent: bitbucketServerPush("not-the-token", clone, "main"), fromHeaders: false }],
+        };
+      }
+      case "azure-devops":
+        return {
+          push: azureDevOpsPush(token, web, "main"),
+          other: azureDevOpsPush(token, web, "main", "git.pullrequest.created"),
+          bad: [{ sent: azureDevOpsPush("not-the-token", web, "main"), fromHeaders: true }],
+        };
+      case "gogs":
+        return {
+          push: gogsPush(token, url, ssh, "main"),
+          other: gogsPush(token, url, ssh, tag),
+          bad: [{ sent: gogsPush("not-the-token", url, ssh, "main"), fromHeaders: false }],
+        };
+      case "forgejo":
+        return {
+          push: forgejoPush(token, url, ssh, "main"),
+          other: forgejoPush(token, url, ssh, "main", "create"),
+          bad: [{ sent: forgejoPush("not-the-token", url, ssh, "main"), fromHeaders: false }],
+        };
+    }
+  };
+  /** How many deliveries to namespace `ns`'s receiver were counted with `outcome`. */
+  const counted = async (ns: string, outcome: string) =>
+    (await receiverDeliveries.get()).values
+      .filter((v) => v.labels.receiver_namespace === ns && v.labels.outcome === outcome)
+      .reduce((n, v) => n + v.value, 0);
 
   it("GitHub's ping is answered and wakes nothing", async () => {
     const since = git.requests.length;
@@ -282,6 +358,44 @@ describe("GitReceiver: a push delivery wakes the branch workers of the repositor
     const advertisements = fetchesOf(git, "state-burst", since, true);
     assert.ok(advertisements <= 2, `${advertisements} upload-pack advertisements`);
   });
+
+  // Last: each host's worker may look at its remote once more after its test, which the
+  // tests above, counting every worker's reads, would see.
+  for (const type of Object.keys(hostTypes) as HostType[]) {
+    const ns = hostTypes[type];
+    it(`a ${type} push delivery, signed as ${type} signs it, wakes the branch, and a bad signature is refused`, async () => {
+      const deliveries = hostDeliveries(type, ns, `token-${ns}`);
+      const since = git.requests.length;
+      const foreign = await git.pushForeignCommit(`state-${ns}`, {
+        files: { "docs/notes.md": `pushed by hand (${type})\n` },
+        as: hand,
+      });
+      const answer = await deliver(paths.get(ns)!, deliveries.push);
+      assert.deepEqual([answer.status, answer.body], [202, ""], "202, with nothing about what was woken");
+      // The refresh interval is 10 minutes: only the delivery can have asked this soon.
+      await eventually(() => fetchesOf(git, `state-${ns}`, since) > 0, {
+        timeoutMs: 15_000,
+        description: `the ${ns} worker to fetch ${foreign}`,
+      });
+      assert.ok(await eventually(() => noticeOf(ns), { description: "lastPushNoticeAt" }));
+      assert.equal(await counted(ns, "accepted"), 1, "counted as accepted");
+      // Another event is answered as a push is, and counted as ignored.
+      const other = await deliver(paths.get(ns)!, deliveries.other);
+      assert.deepEqual([other.status, other.body], [202, ""]);
+      assert.equal(await counted(ns, "ignored"), 1, "counted as ignored");
+      // A bad signature is a 401; what the headers refuse is refused before the body is sent.
+      for (const [i, { sent, fromHeaders }] of deliveries.bad.entries()) {
+        const refused = await deliver(paths.get(ns)!, sent, true);
+        assert.deepEqual(
+          [refused.status, refused.body, refused.continued],
+          [401, "", !fromHeaders],
+          `bad #${i}`,
+        );
+      }
+      assert.equal(await counted(ns, "unauthorized"), deliveries.bad.length);
+      assert.equal(await counted(ns, "accepted"), 1, "nothing refused was counted as accepted");
+    });
+  }
 });
 
 /**

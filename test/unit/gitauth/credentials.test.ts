@@ -5,7 +5,7 @@ import {
   readGitCredential,
   secretValuesOf,
   type CredentialRefusal,
-  type GitCredential,
+  type SecretCredential,
 } from "../../../internal/gitauth/credentials.ts";
 
 /** Secret data as the API returns it: every value base64-encoded. */
@@ -19,11 +19,11 @@ const privateKey =
   "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----\n";
 const caCert = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ\n-----END CERTIFICATE-----\n";
 
-function credential(result: GitCredential | CredentialRefusal): GitCredential {
+function credential(result: SecretCredential | CredentialRefusal): SecretCredential {
   assert.ok("kind" in result, `expected a credential, got: ${"message" in result ? result.message : "?"}`);
   return result;
 }
-function refusal(result: GitCredential | CredentialRefusal): CredentialRefusal {
+function refusal(result: SecretCredential | CredentialRefusal): CredentialRefusal {
   assert.ok("reason" in result, "expected a refusal, got a credential");
   assert.equal(result.reason, "CredentialsInvalid");
   return result;

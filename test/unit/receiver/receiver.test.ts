@@ -79,7 +79,7 @@ describe("what a push delivery names", () => {
     assert.deepEqual(github, {
       kind: "push",
       urls: ["https://h/o/r.git", "git@h:o/r.git"],
-      branch: "env/prod",
+      branches: ["env/prod"],
     });
     const gitlab = readDelivery(
       "gitlab",
