@@ -208,6 +208,9 @@ export class WorkerManager implements Runnable {
       const before = this.worker(spec.key);
       const worker = await this.make(spec);
       const resumed = this.runs.resume(spec.key);
+      // A reader that looked for the branch's worker while it was being replaced waits for it.
+      for (const attachment of this.attachments.values())
+        if (attachment.branchKey === spec.key) this.readers.attached(attachment.stream);
       if (worker !== before || resumed) this.workerChanged(spec.key);
       return worker;
     });
@@ -393,6 +396,8 @@ export class WorkerManager implements Runnable {
       if (claimed || !sameRecipients(current.settings.current, settings))
         this.options.folders?.onResyncRequested?.(key, undefined);
       current.settings.current = settings;
+      // Its reader may wait for a worker that was replaced under it: it goes on now.
+      this.readers.attached(stream);
       return;
     }
     const worker = this.worker(branchKey);
