@@ -11,6 +11,7 @@ import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { applyMirror } from "../../support/mirror.ts";
 import { startOperator } from "../../support/operator.ts";
+import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 import { condition, conditionOf } from "./helpers.ts";
@@ -128,7 +129,8 @@ describe("commits are signed with the GitProvider's OpenPGP key", () => {
     ]);
     await core.createNamespacedSecret({ namespace, body: { metadata: { name: "pgp" }, stringData: {} } });
     workerRoot = makeOwnedTempDir("workers");
-    operator = startOperator(kc, {
+    // As a user installs it: its ServiceAccount under config/rbac's roles, not the admin.
+    operator = startOperator((await shippedOperatorIdentity(plane, kc)).kubeConfig, {
       inClusterKubeProviders: [`${namespace}/self`],
       workerRoot,
       pushCooldownMs: 0,

@@ -19,6 +19,7 @@ import { Manager } from "../../../internal/operator/manager.ts";
 import { ControlPlane } from "../../support/controlplane.ts";
 import { quiet } from "../../support/logger.ts";
 import { installCrds } from "../../support/manifests.ts";
+import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { eventually } from "../../support/wait.ts";
 import { condition, conditionOf } from "./helpers.ts";
 
@@ -58,7 +59,8 @@ describe("the WebhookClaim controller", () => {
       },
       "test",
     );
-    manager = new Manager(kc, { logger: quiet });
+    // As a user installs it: its ServiceAccount under config/rbac's roles, not the admin.
+    manager = new Manager((await shippedOperatorIdentity(plane, kc)).kubeConfig, { logger: quiet });
     setupWebhookClaimController(manager, new Following(), { allowLoopbackHttp: false, recheckMs: 1_000 });
     running = manager.start();
   });

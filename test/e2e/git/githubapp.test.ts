@@ -15,6 +15,7 @@ import { GitServer } from "../../support/gitserver.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { applyMirror } from "../../support/mirror.ts";
 import { startOperator } from "../../support/operator.ts";
+import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 
@@ -63,7 +64,8 @@ describe("a GitHub App as the Git credential", () => {
       [{ name: "configs", path: "clusters/dev", rules: [{ apiGroups: [""], resources: ["configmaps"] }] }],
     );
     workerRoot = makeOwnedTempDir("github-app-workers");
-    operator = startOperator(kc, {
+    // As a user installs it: its ServiceAccount under config/rbac's roles, not the admin.
+    operator = startOperator((await shippedOperatorIdentity(plane, kc)).kubeConfig, {
       inClusterKubeProviders: [`${namespace}/self`],
       workerRoot,
       pushCooldownMs: 0,

@@ -11,6 +11,7 @@ import { kubectlOk } from "../../support/kubectl.ts";
 import { installCrds } from "../../support/manifests.ts";
 import { applyMirror, mirrorFieldManager } from "../../support/mirror.ts";
 import { startOwnedOperator, type RunningOperator } from "../../support/operator.ts";
+import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
 import { condition, conditionOf } from "../controllers/helpers.ts";
@@ -101,9 +102,14 @@ describe("who to ignore: a rule keeps some writes and objects out of Git", () =>
       mirrorFieldManager,
     );
     files = makeOwnedTempDir("exclusions");
-    operator = startOwnedOperator(kc, "exclusions-workers", {
-      inClusterKubeProviders: [`${namespace}/self`],
-    });
+    // As a user installs it: its ServiceAccount under config/rbac's roles, not the admin.
+    operator = startOwnedOperator(
+      (await shippedOperatorIdentity(plane, kc)).kubeConfig,
+      "exclusions-workers",
+      {
+        inClusterKubeProviders: [`${namespace}/self`],
+      },
+    );
   });
   after(async () => {
     await operator?.stop();

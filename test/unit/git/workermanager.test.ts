@@ -7,7 +7,7 @@ import { after, describe, it } from "node:test";
 import { claimDirectory } from "../../../internal/git/workerdirs.ts";
 import { WorkerManager, type WorkerSpec } from "../../../internal/git/workermanager.ts";
 import type { TargetSettings } from "../../../internal/git/folder/writes.ts";
-import { GitTargetEventStream } from "../../../internal/stream/stream.ts";
+import { GitTargetEventStream, type StreamItem } from "../../../internal/stream/stream.ts";
 import { typeScript } from "../../support/binaries.ts";
 import { eventually } from "../../support/wait.ts";
 import { quiet } from "../../support/logger.ts";
@@ -184,6 +184,40 @@ describe("the worker its GitBranch runs, and the targets attached to it", () => 
     await workers.release("team-a/b2");
     assert.equal(workers.isAttached(target), false, "a released worker's targets feed nothing");
     assert.equal(workers.wanted("team-a/b2"), false, "a released worker is asked for afresh");
+  });
+
+  it("a reader that took an item while its GitBranch replaced the worker hands it to the new one", async () => {
+    const stream = new GitTargetEventStream(target);
+    const item = { type: "replaying", collection: { key: "c1" } } as unknown as StreamItem;
+    let replacing = false;
+    const workers = new WorkerManager({
+      root: dir,
+      bufferLimitBytes: 1024,
+      additionalSensitive: [],
+      logger: quiet,
+      // Asked between stopping the old worker and making the new one: the item arrives then,
+      // so its reader finds no worker and waits, holding it.
+      holds: () => {
+        if (replacing) stream.push(item);
+        return true;
+      },
+    });
+    const taken: StreamItem[] = [];
+    stream.onTaken((value) => taken.push(value));
+    const branch = { key: "team-a/b4", uid: "b4" };
+    const first = await workers.ensure(spec("b4"));
+    assert.deepEqual(await workers.attachRunning(target, branch, settings, stream), { attached: true });
+
+    replacing = true;
+    const second = await workers.ensure({ ...spec("b4"), identity: "provider-uid|url|2" });
+    replacing = false;
+    assert.notEqual(second, first, "a rotated credential replaces the worker");
+    await eventually(() => taken.length === 1, {
+      timeoutMs: 10_000,
+      description: `the item taken by the new worker (the reader is at ${stream.readerAt})`,
+    });
+    assert.equal(taken[0], item);
+    await workers.release("team-a/b4");
   });
 
   it("holds a worker its GitBranch cannot run now: it keeps running, takes no target, and resumes", async () => {
