@@ -1,6 +1,7 @@
 // The run's results: the shape written to bench-results/<timestamp>.json, and the tables printed.
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { defaultLeaseTimings } from "../internal/operator/leaderelection.ts";
 import type { BenchConfig } from "./config.ts";
 import type { LatencyResult, ThroughputResult } from "./edits.ts";
 import type { WorkerTimings } from "./instrument.ts";
@@ -124,7 +125,7 @@ export function resultTable(result: RunResult): string {
         "(s) failover, branch holder killed",
         n,
         `taken in ${s(f.takeoverMs)}`,
-        `${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the SIGKILL (a 15 s Lease)`,
+        `${f.landed}/${f.edits} edits in Git, the last ${s(f.recoveredMs)} after the SIGKILL (a ${defaultLeaseTimings.leaseDurationMs / 1000} s Lease)`,
         "",
         "",
       ]);

@@ -34,7 +34,7 @@ import {
   type Proof,
 } from "../internal/gitbranch/decide.ts";
 import {
-  defaultRecheckIntervals,
+  gitBranchRecheckIntervals,
   nextPass,
   recheckRateLimiter,
   type RecheckIntervals,
@@ -139,7 +139,7 @@ export class GitBranchReconciler implements Reconciler {
     private readonly events: EventRecorder,
   ) {
     this.transitions = new ConditionEvents(events, gitBranchEventRules);
-    this.intervals = { ...defaultRecheckIntervals, ...deps.intervals };
+    this.intervals = { ...gitBranchRecheckIntervals, ...deps.intervals };
     this.now = deps.now ?? (() => new Date());
     this.status = new StatusWriter(fieldManager, this.now);
   }
@@ -407,7 +407,7 @@ export function setupGitBranchController(manager: Manager, deps: GitBranchDeps):
     events,
   );
   const controller = new Controller("gitbranch", reconciler, manager.logger, {
-    rateLimiter: recheckRateLimiter({ ...defaultRecheckIntervals, ...deps.intervals }),
+    rateLimiter: recheckRateLimiter({ ...gitBranchRecheckIntervals, ...deps.intervals }),
     ...(deps.shardOf ? { shardOf: deps.shardOf } : {}),
   })
     .for(branches, anyOf(generationChanged, reconcileRequested))

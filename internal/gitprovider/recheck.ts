@@ -31,6 +31,17 @@ export const defaultRecheckIntervals: RecheckIntervals = {
 };
 
 /**
+ * A GitBranch's: its push session is proved before its worker runs, so a process started while
+ * its Git host is down has no worker until a proof answers. Its transient failures are looked at
+ * again within 10 s however long the outage, as a running worker's are, so the first push comes
+ * within seconds of the host's return, not up to 5 minutes later; one ls-remote each time.
+ */
+export const gitBranchRecheckIntervals: RecheckIntervals = {
+  ...defaultRecheckIntervals,
+  backoffMaxMs: 10_000,
+};
+
+/**
  * Thrown after the status is written, so the controller retries with backoff. A Git host that
  * is down would be asked again after 5 ms with the runtime's default limiter, so these
  * controllers start at a second.

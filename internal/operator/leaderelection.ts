@@ -26,9 +26,17 @@ export type LeaseTimings = Pick<
   "leaseDurationMs" | "renewDeadlineMs" | "retryPeriodMs"
 >;
 
+/**
+ * Chosen by measurement (`make bench`'s failover): a replica killed mid-term is replaced within
+ * the lease duration of its last renewal, so 8 s puts the next push under 10 s after a SIGKILL
+ * (controller-runtime's 15 s put it at 16-18 s). Each Lease held is renewed every 2 s, a quarter
+ * of the duration, which leaves a slow renewal 3 s before the renew deadline and a push sent
+ * just inside the deadline 3 s to land before anyone may take the Lease (docs/operations.md
+ * counts what it costs the API server).
+ */
 export const defaultLeaseTimings: LeaseTimings = {
-  leaseDurationMs: 15_000,
-  renewDeadlineMs: 10_000,
+  leaseDurationMs: 8_000,
+  renewDeadlineMs: 5_000,
   retryPeriodMs: 2_000,
 };
 

@@ -12,13 +12,18 @@
 // round takes on a busy API server. Every duration here is measured on the monotonic clock: the
 // wall clock jumps, and a process frozen past its Lease must find on waking that it is past it.
 // A push asks `safelyHeld` right before it goes (the fence): a branch last renewed past the renew
-// deadline is pushed to by nobody here, whatever the timers have noticed yet.
+// deadline is pushed to by nobody here, whatever the timers have noticed yet. The set is watched
+// as well as listed: each Lease's change is seen the moment it lands, its expiry timed from then,
+// and a round runs at once when one expires or is given back, so a replica killed mid-term is
+// replaced a lease duration after its last renewal, not a polling interval later.
 import { createHash } from "node:crypto";
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from "@kubernetes/client-node";
 import type { Logger } from "../telemetry/logger.ts";
 import { statusCodeOf } from "../kube/resourceclient.ts";
 import { sleep } from "../timing/sleep.ts";
 import { observe, type Observation } from "./leaderelection.ts";
+import { SharedInformer } from "./informer.ts";
+import { getJson } from "../kube/rawget.ts";
 import { decideShares, type ShardView } from "./shares.ts";
 import type { FenceToken } from "../types/fence.ts";
 import { errorText } from "../telemetry/errortext.ts";
@@ -60,6 +65,11 @@ type Holding = {
 const hashOf = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 20);
 /** Milliseconds on the monotonic clock, which never jumps. */
 const monotonic = () => performance.now();
+/**
+ * How soon a Lease held here is renewed again: a quarter of its duration, so a renewal that is
+ * slow for the rest of the renew deadline (3 s of the defaults' 5 s) still lands in time.
+ */
+const renewEvery = (config: ShardLeaseConfig) => config.leaseDurationMs / 4;
 
 export class ShardLeases {
   private readonly api: CoordinationV1Api;
@@ -73,6 +83,14 @@ export class ShardLeases {
   private draining = false;
   /** How many shards this process has taken: each take's token is new. */
   private takes = 0;
+  /** The set's Leases as they change: when each was last seen to change, on this clock. */
+  private readonly watched: SharedInformer<V1Lease>;
+  /** A timer per Lease another replica holds, set for when it expires unrenewed. */
+  private readonly expiries = new Map<string, NodeJS.Timeout>();
+  /** When this replica's heartbeat was last renewed (-Infinity: not yet). */
+  private heartbeatAt = -Infinity;
+  /** Ends the wait between two rounds: a Lease expired or was given back. */
+  private wake: (() => void) | undefined;
 
   constructor(
     kubeConfig: KubeConfig,
@@ -81,6 +99,14 @@ export class ShardLeases {
     private readonly logger: Logger,
   ) {
     this.api = kubeConfig.makeApiClient(CoordinationV1Api);
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${config.namespace}/leases`;
+    this.watched = new SharedInformer<V1Lease>(
+      kubeConfig,
+      { path, list: () => getJson(kubeConfig, path) },
+      logger,
+    );
+    const seen = (lease: V1Lease) => this.seen(lease);
+    this.watched.addHandlers({ added: seen, updated: (_, lease) => seen(lease) });
   }
 
   /** Whether this replica holds a shard now: taken, not handed over, not lost to the deadline. */
@@ -152,17 +178,54 @@ export class ShardLeases {
 
   private async run(signal: AbortSignal): Promise<void> {
     const deadline = setInterval(() => this.dropLate(), 1_000);
+    // The watch only hastens a round: a round lists the set itself, so it runs without one.
+    void this.watched
+      .start()
+      .catch((err: unknown) =>
+        this.logger.error("could not watch the shard Leases", { error: errorText(err) }),
+      );
     try {
       while (!signal.aborted) {
         await this.round().catch((err: unknown) =>
           this.logger.error("shard lease round failed", { error: errorText(err) }),
         );
         this.dropLate();
-        await sleep(this.config.retryPeriodMs, signal);
+        const woken = new AbortController();
+        this.wake = () => woken.abort();
+        await sleep(this.config.retryPeriodMs, AbortSignal.any([signal, woken.signal]));
+        this.wake = undefined;
       }
     } finally {
       clearInterval(deadline);
+      for (const timer of this.expiries.values()) clearTimeout(timer);
+      this.expiries.clear();
+      await this.watched.stop();
     }
+  }
+
+  /**
+   * A Lease of the set changed: the change is observed now, and a Lease another replica holds is
+   * looked at again the moment it would expire unrenewed; one given back is looked at at once.
+   */
+  private seen(lease: V1Lease): void {
+    const name = lease.metadata?.name;
+    const kind = lease.metadata?.labels?.[leaseKindLabel];
+    if (!name || (kind !== "replica" && kind !== "shard")) return;
+    const observation = observe(this.observations.get(name), lease, monotonic());
+    if (!observation) return;
+    this.observations.set(name, observation);
+    clearTimeout(this.expiries.get(name));
+    this.expiries.delete(name);
+    if (observation.holder === this.config.identity) return;
+    if (observation.holder === "") return this.wake?.();
+    const durationMs = (lease.spec?.leaseDurationSeconds ?? 15) * 1000;
+    const inMs = Math.max(0, observation.observedAt + durationMs - monotonic());
+    const timer = setTimeout(() => {
+      this.expiries.delete(name);
+      this.wake?.();
+    }, inMs + 1);
+    timer.unref();
+    this.expiries.set(name, timer);
   }
 
   /** One round: heartbeat, renew, then take and give back as decideShares says. */
@@ -200,7 +263,10 @@ export class ShardLeases {
       views.set(shard, { holder, expired, ...(released ? { released } : {}) });
       current.set(shard, lease);
     }
-    await this.heartbeat(listed.items.find((l) => l.metadata?.name === this.replicaLeaseName()));
+    await this.heartbeat(
+      listed.items.find((l) => l.metadata?.name === this.replicaLeaseName()),
+      now,
+    );
     await this.renew(current, now);
 
     // A stopping replica takes and gives nothing: its work is ending, and it releases all at once.
@@ -234,8 +300,8 @@ export class ShardLeases {
     for (const shard of decision.giveBack) this.handOver(shard, wanted.has(shard));
   }
 
-  /** Renews the heartbeat, creating it on the first round. */
-  private async heartbeat(lease: V1Lease | undefined): Promise<void> {
+  /** Renews the heartbeat a quarter of a lease duration after its last renewal, creating it on the first round. */
+  private async heartbeat(lease: V1Lease | undefined, now: number): Promise<void> {
     const { namespace } = this.config;
     const name = this.replicaLeaseName();
     const spec = this.spec();
@@ -244,19 +310,26 @@ export class ShardLeases {
         namespace,
         body: { metadata: { name, namespace, labels: { [leaseKindLabel]: "replica" } }, spec },
       });
+      this.heartbeatAt = now;
       return;
     }
+    if (
+      lease.spec?.holderIdentity === this.config.identity &&
+      now - this.heartbeatAt < renewEvery(this.config)
+    )
+      return;
     lease.spec = { ...lease.spec, ...spec };
     await this.api.replaceNamespacedLease({ namespace, name, body: lease });
+    this.heartbeatAt = now;
   }
 
-  /** Renews every shard held here a third of a lease duration after its last renewal; a Lease taken meanwhile is lost. */
+  /** Renews every shard held here a quarter of a lease duration after its last renewal; a Lease taken meanwhile is lost. */
   private async renew(current: Map<string, V1Lease>, now: number): Promise<void> {
     const lost: string[] = [];
     const renewals = [...this.holdings].map(async ([shard, holding]) => {
       const lease = current.get(shard);
       if (lease?.spec?.holderIdentity !== this.config.identity) return void lost.push(shard);
-      if (now - holding.renewedAt < this.config.leaseDurationMs / 3) return;
+      if (now - holding.renewedAt < renewEvery(this.config)) return;
       lease.spec = { ...lease.spec, renewTime: new V1MicroTime() };
       // Counted from when it was sent: the others' clocks start when they see it.
       const sentAt = monotonic();

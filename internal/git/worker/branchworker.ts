@@ -395,6 +395,10 @@ export class BranchWorker {
         await this.publish();
         continue;
       }
+      if (this.pending.length > 0 && (this.retry.probeDueAt ?? Infinity) <= Date.now()) {
+        await this.probeOutage();
+        continue;
+      }
       // While the push waits out its cooldown, the retained writes are committed a slice at a
       // time, between the events, so the push finds them made.
       if (
@@ -594,6 +598,16 @@ export class BranchWorker {
     return this.pending.length === 0 && !this.window.isOpen;
   }
 
+  /** One ref advertisement during an outage: an answer makes the next publication due at once. */
+  private async probeOutage(): Promise<void> {
+    const answered = await this.options.clone.advertise().then(
+      () => true,
+      () => false,
+    );
+    this.retry.probed(Date.now(), answered);
+    if (answered) this.options.logger.info("the remote answers again; publishing the kept writes now");
+  }
+
   /** Publishes every retained write; a failure keeps them all and waits out the retry schedule. */
   private async publish(): Promise<void> {
     const writes = this.retained();
@@ -709,6 +723,7 @@ export class BranchWorker {
       [
         this.window.dueAt(),
         this.pending.length > 0 ? this.publishDueAt() : undefined,
+        this.pending.length > 0 ? this.retry.probeDueAt : undefined,
         this.folders.dueAt(),
         this.saves.dueAt(),
         this.applies?.dueAt(Date.now()),

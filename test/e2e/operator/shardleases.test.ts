@@ -113,6 +113,51 @@ describe("shard Leases on a real API server", () => {
     );
   });
 
+  it("a replica killed mid-term is replaced a lease duration after its last renewal, not a round later", async () => {
+    const namespace = "killed";
+    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    const leasesOf = (identity: string, retryPeriodMs: number) =>
+      new ShardLeases(
+        kc,
+        { ...timings, retryPeriodMs, namespace, prefix: "killed", identity },
+        { wanted: () => ["the-shard"], handOver: () => Promise.resolve() },
+        quiet,
+      );
+    const holder = leasesOf("holder", timings.retryPeriodMs);
+    // A round every 20 s: only the watch can have it take the shard within seconds.
+    const taker = leasesOf("taker", 20_000);
+    holder.start();
+    await eventually(() => holder.holds("the-shard"), {
+      timeoutMs: 10_000,
+      description: "the holder's take",
+    });
+    const bothHeartbeats = async () =>
+      (
+        await kc
+          .makeApiClient(CoordinationV1Api)
+          .listNamespacedLease({ namespace, labelSelector: `${leaseKindLabel}=replica` })
+      ).items.length === 2;
+    taker.start();
+    try {
+      // The taker's first round has run (its heartbeat is there): its next is 20 s away.
+      await eventually(bothHeartbeats, { timeoutMs: 10_000, description: "the taker's first round" });
+      // Killed: its loop ends where it stands, nothing released, as SIGKILL leaves it.
+      (holder as unknown as { running: { abort: AbortController } }).running.abort.abort();
+      const killedAt = performance.now();
+      await eventually(() => taker.holds("the-shard"), {
+        timeoutMs: 8_000,
+        description: "the taker holding the shard",
+      });
+      const takenAfterMs = performance.now() - killedAt;
+      assert.ok(
+        takenAfterMs < timings.leaseDurationMs + 3_000,
+        `taken ${Math.round(takenAfterMs)} ms after the kill (a ${timings.leaseDurationMs} ms Lease)`,
+      );
+    } finally {
+      await taker.stop();
+    }
+  });
+
   it("a shard nobody wants any more is handed over and its Lease deleted", async () => {
     const gone = shards[0]!;
     wanted = shards.slice(1);

@@ -88,8 +88,9 @@ describe("operator flags", () => {
       metricsCertKey: "tls.key",
       healthProbeBindAddress: ":8081",
       leaderElect: false,
-      leaderElectionLeaseDuration: 15_000,
-      leaderElectionRenewDeadline: 10_000,
+      // Shorter than controller-runtime's 15 s / 10 s: a failover under 10 s (leaderelection.ts).
+      leaderElectionLeaseDuration: 8_000,
+      leaderElectionRenewDeadline: 5_000,
       leaderElectionRetryPeriod: 2_000,
       logLevel: "info",
       logFormat: "json",
@@ -141,12 +142,12 @@ describe("operator flags", () => {
       ["--leader-election-lease-duration=15", /--leader-election-lease-duration: invalid duration/],
       // A holder must stop before its Lease can be taken, and try more than once before it stops.
       [
-        "--leader-election-lease-duration=10s",
-        /lease-duration \(10s\) must be longer than --leader-election-renew-deadline \(10s\)/,
+        "--leader-election-lease-duration=5s",
+        /lease-duration \(5s\) must be longer than --leader-election-renew-deadline \(5s\)/,
       ],
       [
-        "--leader-election-retry-period=10s",
-        /renew-deadline \(10s\) must be longer than --leader-election-retry-period \(10s\)/,
+        "--leader-election-retry-period=5s",
+        /renew-deadline \(5s\) must be longer than --leader-election-retry-period \(5s\)/,
       ],
       ["--leader-election-retry-period=0", /retry-period must be above 0/],
     ];

@@ -4,6 +4,7 @@ import { decideProvider } from "../../../internal/gitprovider/decide.ts";
 import { describeCheck } from "../../../internal/gitprovider/describe.ts";
 import {
   defaultRecheckIntervals,
+  gitBranchRecheckIntervals,
   nextPass,
   recheckRateLimiter,
   RetryWithBackoff,
@@ -136,6 +137,13 @@ describe("when a credential is checked again", () => {
     const delays = Array.from({ length: 12 }, () => limiter.when("team-a/repo"));
     assert.deepEqual(delays.slice(0, 3), [1_000, 2_000, 4_000]);
     assert.equal(Math.max(...delays), 300_000);
+  });
+
+  it("a GitBranch whose remote cannot be reached is looked at again within 10 s, however long the outage", () => {
+    const limiter = recheckRateLimiter(gitBranchRecheckIntervals, () => 1);
+    const delays = Array.from({ length: 30 }, () => limiter.when("team-a/main"));
+    assert.deepEqual(delays.slice(0, 4), [1_000, 2_000, 4_000, 8_000]);
+    assert.equal(Math.max(...delays), 10_000);
   });
 
   it("a block a watch will clear waits for the watch", () => {

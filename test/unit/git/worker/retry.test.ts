@@ -37,6 +37,37 @@ describe("the retry schedule of a branch that cannot reach its remote", () => {
     );
   });
 
+  it("probes the remote every 10 s meanwhile, and publishes at once when it answers again, however long the outage", () => {
+    const retry = new RetrySchedule(ceiling);
+    let now = 0;
+    for (let i = 0; i < 6; i++) now = retry.failed("down", now).nextAttemptAt; // the backoff at 5 minutes
+    const nextAttempt = retry.failed("down", now).nextAttemptAt;
+    assert.equal(nextAttempt - now, 300_000);
+    assert.equal(retry.probeDueAt, now + 10_000, "a probe 10 s after the attempt");
+    retry.probed(now + 10_000, false);
+    assert.equal(retry.probeDueAt, now + 20_000, "and every 10 s while nothing answers");
+    retry.probed(now + 20_000, true);
+    assert.equal(retry.dueAt, now + 20_000, "an answer makes the next publication due at once");
+    assert.equal(retry.current?.since.getTime(), 0, "the outage lasts until a publication lands");
+  });
+
+  it("a host that answers every probe but refuses the push waits out the backoff", () => {
+    const retry = new RetrySchedule(ceiling);
+    retry.failed("refused", 0);
+    const due = retry.failed("refused", 10_000).nextAttemptAt;
+    retry.probed(20_000, true);
+    assert.equal(retry.dueAt, due, "a first answer hastens nothing");
+    retry.probed(30_000, true);
+    assert.equal(retry.dueAt, due);
+  });
+
+  it("a local fault is not probed: the remote is not what failed", () => {
+    const retry = new RetrySchedule(ceiling);
+    retry.failed("disk full", 0, { fault: "local" });
+    retry.failed("disk full", 10_000, { fault: "local" });
+    assert.equal(retry.probeDueAt, undefined);
+  });
+
   it("ends the outage and starts over at 10 s once a publication lands", () => {
     const retry = new RetrySchedule(ceiling);
     retry.failed("down", 0);
