@@ -5,23 +5,79 @@
 // kernel's own pick comes from the ephemeral range, which every outgoing connection on the
 // machine also draws its local port from: between the pick and the bind, a test's client
 // connection could take it (EADDRINUSE). So the port is picked below that range, at random, and
-// checked bindable; only a machine with no room there falls back to the kernel's pick. A start
-// that still loses its port is started again on another (startOnChosenPorts).
-import { readFileSync } from "node:fs";
+// checked bindable; only a machine with no room there falls back to the kernel's pick. Test
+// processes side by side pick from the same range, so each port picked is claimed for the life of
+// the process that picked it (a file named after it, holding the pid, made only if absent): no
+// other test process picks it while that one lives, however long its daemon takes to bind (an
+// audit ingress waits for a whole control plane to start first). A start that still loses its
+// port is started again on another (startOnChosenPorts).
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 /** The lowest port picked: above the well-known and registered ports most daemons take. */
 const floor = 10_000;
 const attempts = 50;
+/** Where the ports test processes picked are claimed, one file a port. */
+const claims = join(tmpdir(), "gitops-reverser-ports");
+/** The ports this process claimed, given back when it exits. */
+const claimed = new Set<number>();
 
 /** A free TCP port on loopback, outside the ephemeral range where one can be had. */
 export async function freePort(host = "127.0.0.1"): Promise<number> {
   const ceiling = ephemeralLow() - 1;
   for (let attempt = 0; ceiling > floor && attempt < attempts; attempt++) {
     const port = floor + Math.floor(Math.random() * (ceiling - floor + 1));
+    if (!claimPort(port)) continue;
     if ((await listenOn(port, host).catch(() => undefined)) !== undefined) return port;
   }
   return listenOn(0, host);
+}
+
+/**
+ * Claims `port` for this process: false when this process or another live one already has. A
+ * claim left by a process that died (SIGKILL, no exit handler) is taken over.
+ */
+export function claimPort(port: number): boolean {
+  if (claimed.has(port)) return false;
+  mkdirSync(claims, { recursive: true });
+  const file = join(claims, String(port));
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx" });
+      if (claimed.size === 0) process.once("exit", release);
+      claimed.add(port);
+      return true;
+    } catch {
+      let owner: string;
+      try {
+        owner = readFileSync(file, "utf8").trim();
+      } catch {
+        continue; // given back meanwhile: try again
+      }
+      // An empty claim is one being written: its process lives.
+      if (owner === "" || alive(Number(owner))) return false;
+      rmSync(file, { force: true });
+    }
+  }
+  return false;
+}
+
+function alive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Gives back every port this process claimed. */
+function release(): void {
+  for (const port of claimed) rmSync(join(claims, String(port)), { force: true });
+  claimed.clear();
 }
 
 /** The first port of the kernel's ephemeral range (Linux), or the IANA one elsewhere. */

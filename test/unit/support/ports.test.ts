@@ -1,10 +1,14 @@
 // The harness's port pick: below the kernel's ephemeral range, where no outgoing connection of
 // another test takes it between the pick and the server's bind.
 import assert from "node:assert/strict";
+import { execFileSync, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
-import { freePort, lostPort, startOnChosenPorts } from "../../support/ports.ts";
+import { claimPort, freePort, lostPort, startOnChosenPorts } from "../../support/ports.ts";
+import { typeScript } from "../../support/binaries.ts";
 
 const ephemeralLow = Number(
   readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0],
@@ -22,6 +26,46 @@ describe("a free port for a server another process binds", () => {
       });
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+});
+
+describe("a port one test process picked", () => {
+  /** Whether another process, beside this one, may claim `port`. */
+  const claimedElsewhere = (port: number) => {
+    const module = new URL("../../support/ports.ts", import.meta.url).href;
+    const script = `const { claimPort } = await import(${JSON.stringify(module)}); console.log(claimPort(${port}));`;
+    return execFileSync(process.execPath, [...typeScript, "--input-type=module", "-e", script])
+      .toString()
+      .trim();
+  };
+
+  it("is picked by no other test process while the one that picked it lives", async () => {
+    const port = await freePort();
+    assert.equal(
+      readFileSync(join(tmpdir(), "gitops-reverser-ports", String(port)), "utf8"),
+      String(process.pid),
+    );
+    assert.equal(claimedElsewhere(port), "false");
+    assert.equal(claimPort(port), false, "nor twice by the one that picked it");
+  });
+
+  it("is given back when that process exits, and taken over from one killed before it could", () => {
+    const module = new URL("../../support/ports.ts", import.meta.url).href;
+    const pickIn = (then: string) =>
+      Number(
+        spawnSync(process.execPath, [
+          ...typeScript,
+          "--input-type=module",
+          "-e",
+          `const { freePort } = await import(${JSON.stringify(module)}); console.log(await freePort()); ${then}`,
+        ]).stdout.toString(),
+      );
+    assert.equal(claimPort(pickIn("")), true, "a process that exits gives its ports back");
+    assert.equal(
+      claimPort(pickIn("process.kill(process.pid, 'SIGKILL');")),
+      true,
+      "a killed one's claim is stale",
+    );
   });
 });
 
