@@ -55,8 +55,13 @@ describe("the durable write queue: an operator process killed mid-window", () =>
     });
     // Every commit of alice's files is hers and every commit of bob's is his: one window each,
     // replayed as one commit, and the snapshot after the replay committed nothing over them.
-    for (const name of names("a")) assert.deepEqual(await r.authorsOf(r.fileOf(name)), ["alice"], name);
-    for (const name of names("b")) assert.deepEqual(await r.authorsOf(r.fileOf(name)), ["bob"], name);
+    // A failure names each commit's author and value, and what each process logged last.
+    const history = async (name: string) =>
+      `${name}: ${JSON.stringify(await r.valuesOf(r.fileOf(name)))}\n${r.logTails()}`;
+    for (const name of names("a"))
+      assert.deepEqual(await r.authorsOf(r.fileOf(name)), ["alice"], await history(name));
+    for (const name of names("b"))
+      assert.deepEqual(await r.authorsOf(r.fileOf(name)), ["bob"], await history(name));
     const bobs = await r.commitsTouching(names("b").map((name) => r.fileOf(name)));
     assert.equal(bobs.length, 1, "bob's window is one commit, made once");
     // Once the replayed writes are pushed, the queue is trimmed.
