@@ -9,6 +9,7 @@
 // whose field set grew is the writer, since the fields a write takes join its manager's set and
 // leave the losers' sets. Where neither tells, or no previous event is at hand (a snapshot's
 // first write after it, a resumed watch), the judge falls back on the tie rule.
+import { laterRevision } from "../types/revision.ts";
 import type { KubernetesObject, V1ManagedFieldsEntry } from "@kubernetes/client-node";
 
 /** What is kept of one managedFields entry: enough to see it move, nothing of its content. */
@@ -92,11 +93,6 @@ export class LastWrites {
   forget(key: string): void {
     this.marks.delete(key);
   }
-}
-
-/** Whether `rv` is a later etcd revision than `than`; never, when either is not a revision. */
-export function laterRevision(rv: string | undefined, than: string): boolean {
-  return rv !== undefined && /^\d+$/.test(rv) && /^\d+$/.test(than) && BigInt(rv) > BigInt(than);
 }
 
 /** The number of field paths in a FieldsV1 set: every key at every depth. */

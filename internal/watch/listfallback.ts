@@ -5,8 +5,7 @@
 
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { Collection } from "../stream/collection.ts";
-
-const revision = /^[0-9]+$/;
+import { laterRevision, orderable } from "../types/revision.ts";
 
 /**
  * A LIST item as a watch event would carry it. A LIST of a built-in kind leaves apiVersion and
@@ -34,7 +33,6 @@ export function newerThanSnapshot(
   eventResourceVersion: string | undefined,
   snapshotResourceVersion: string | undefined,
 ): boolean {
-  if (!eventResourceVersion || !snapshotResourceVersion) return true;
-  if (!revision.test(eventResourceVersion) || !revision.test(snapshotResourceVersion)) return true;
-  return BigInt(eventResourceVersion) > BigInt(snapshotResourceVersion);
+  if (!orderable(eventResourceVersion, snapshotResourceVersion)) return true;
+  return laterRevision(eventResourceVersion, snapshotResourceVersion);
 }

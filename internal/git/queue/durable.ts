@@ -22,6 +22,7 @@ import {
   durableItem,
   encodeEntry,
   eventKey,
+  objectKey,
   replayedValues,
   type QueueEntry,
 } from "./entries.ts";
@@ -29,6 +30,7 @@ import type { Replayed } from "../folder/writes.ts";
 import { compareIds, idAfter, newestId, oldestId } from "./entryids.ts";
 import { LogFenced, type LogEntry, type WriteLog } from "./writelog.ts";
 import { within } from "../../timing/deadline.ts";
+import { laterRevision, orderable } from "../../types/revision.ts";
 
 /** Whether the queue keeps the branch's writes now, for the GitBranch's DurableQueue condition. */
 export type QueueState = { available: true } | { available: false; error: string; since: Date };
@@ -79,6 +81,14 @@ export class DurableWrites {
    * delivers them again. Each is taken once, by the replay; its live delivery is dropped.
    */
   private readonly replayedEvents = new Set<string>();
+  /**
+   * The newest event replayed of each object: the same cursor delivers events older than it
+   * whose entries the queue no longer held (superseded within a window, trimmed before the
+   * crash). Taken again, such an event would put an older value over the replayed one, under the
+   * replay's author, until a snapshot repaired it as the operator. Forgotten at the object's first
+   * later event: every one after it is later too.
+   */
+  private readonly replayedNewest = new Map<string, string>();
 
   constructor(
     private readonly log: WriteLog,
@@ -102,6 +112,15 @@ export class DurableWrites {
     for (const { item } of taken) {
       const key = eventKey(target, item);
       if (key) this.replayedEvents.add(key);
+      const object = objectKey(target, item);
+      const newest = object && this.replayedNewest.get(object);
+      if (
+        object &&
+        "resourceVersion" in item &&
+        item.resourceVersion &&
+        (!newest || laterRevision(item.resourceVersion, newest))
+      )
+        this.replayedNewest.set(object, item.resourceVersion);
     }
     if (entries.length > 0) {
       this.options.onReplayed?.(entries.length);
@@ -115,15 +134,22 @@ export class DurableWrites {
   }
 
   /**
-   * Whether a live item is an event a replayed entry already holds, delivered again by a watch
-   * resumed from a cursor stored behind it: written twice, an older value would be committed over
-   * the newer one the replay put in Git, and the newer one again after it. Once only; a worker
-   * that replayed nothing builds no key.
+   * Whether a live item is an event the replay already covers, delivered again by a watch resumed
+   * from a cursor stored behind it: one a replayed entry holds, or one older than the newest event
+   * replayed of its object (its entry superseded or trimmed). Written again, an older value would
+   * be committed over the newer one the replay put in Git. A worker that replayed nothing drops
+   * nothing.
    */
   redelivered(target: string, item: StreamItem): boolean {
-    if (this.replayedEvents.size === 0) return false;
+    if (this.replayedEvents.size === 0 && this.replayedNewest.size === 0) return false;
     const key = eventKey(target, item);
-    return key !== undefined && this.replayedEvents.delete(key);
+    if (key !== undefined && this.replayedEvents.delete(key)) return true;
+    const object = objectKey(target, item);
+    const newest = object && this.replayedNewest.get(object);
+    if (!object || !newest || !("resourceVersion" in item)) return false;
+    if (orderable(item.resourceVersion, newest) && !laterRevision(item.resourceVersion, newest)) return true;
+    this.replayedNewest.delete(object);
+    return false;
   }
 
   /** Appends a live write before the worker takes it; a marker, a snapshot or a Secret's value is not kept. */

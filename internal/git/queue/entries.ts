@@ -51,6 +51,12 @@ export function eventKey(target: string, item: StreamItem): string | undefined {
   return `${target} ${identityKeyOf(item.identity)} ${item.resourceVersion}`;
 }
 
+/** The object a live item is of, within its GitTarget: undefined for an item that names no event. */
+export function objectKey(target: string, item: StreamItem): string | undefined {
+  if ((item.type !== "upsert" && item.type !== "delete") || !item.resourceVersion) return undefined;
+  return `${target} ${identityKeyOf(item.identity)}`;
+}
+
 /** The version of an entry's encoding: an entry of another version is skipped, never guessed at. */
 const version = 1;
 
