@@ -21,8 +21,7 @@ import {
   decodeEntry,
   durableItem,
   encodeEntry,
-  eventKey,
-  objectKey,
+  eventOf,
   replayedValues,
   type QueueEntry,
 } from "./entries.ts";
@@ -110,17 +109,12 @@ export class DurableWrites {
     const replayed = replayedValues(taken);
     const entries = taken.map((entry) => ({ ...entry, replayed: replayed.get(entry.id)! }));
     for (const { item } of taken) {
-      const key = eventKey(target, item);
-      if (key) this.replayedEvents.add(key);
-      const object = objectKey(target, item);
-      const newest = object && this.replayedNewest.get(object);
-      if (
-        object &&
-        "resourceVersion" in item &&
-        item.resourceVersion &&
-        (!newest || laterRevision(item.resourceVersion, newest))
-      )
-        this.replayedNewest.set(object, item.resourceVersion);
+      const event = eventOf(target, item);
+      if (!event) continue;
+      this.replayedEvents.add(`${event.object} ${event.version}`);
+      const newest = this.replayedNewest.get(event.object);
+      if (!newest || laterRevision(event.version, newest))
+        this.replayedNewest.set(event.object, event.version);
     }
     if (entries.length > 0) {
       this.options.onReplayed?.(entries.length);
@@ -142,13 +136,13 @@ export class DurableWrites {
    */
   redelivered(target: string, item: StreamItem): boolean {
     if (this.replayedEvents.size === 0 && this.replayedNewest.size === 0) return false;
-    const key = eventKey(target, item);
-    if (key !== undefined && this.replayedEvents.delete(key)) return true;
-    const object = objectKey(target, item);
-    const newest = object && this.replayedNewest.get(object);
-    if (!object || !newest || !("resourceVersion" in item)) return false;
-    if (orderable(item.resourceVersion, newest) && !laterRevision(item.resourceVersion, newest)) return true;
-    this.replayedNewest.delete(object);
+    const event = eventOf(target, item);
+    if (!event) return false;
+    if (this.replayedEvents.delete(`${event.object} ${event.version}`)) return true;
+    const newest = this.replayedNewest.get(event.object);
+    if (!newest) return false;
+    if (orderable(event.version, newest) && !laterRevision(event.version, newest)) return true;
+    this.replayedNewest.delete(event.object);
     return false;
   }
 

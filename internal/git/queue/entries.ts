@@ -43,18 +43,12 @@ export function replayedValues(entries: readonly QueueEntry[]): Map<string, Repl
 
 /**
  * The event a live item came from, as the queue's entries and a resumed watch both name it: its
- * GitTarget, its object and the event's resourceVersion (compared for equality only, as the API
- * conventions allow). Undefined for an item that names no event.
+ * object within its GitTarget, and the event's resourceVersion. Undefined for an item that names
+ * no event.
  */
-export function eventKey(target: string, item: StreamItem): string | undefined {
+export function eventOf(target: string, item: StreamItem): { object: string; version: string } | undefined {
   if ((item.type !== "upsert" && item.type !== "delete") || !item.resourceVersion) return undefined;
-  return `${target} ${identityKeyOf(item.identity)} ${item.resourceVersion}`;
-}
-
-/** The object a live item is of, within its GitTarget: undefined for an item that names no event. */
-export function objectKey(target: string, item: StreamItem): string | undefined {
-  if ((item.type !== "upsert" && item.type !== "delete") || !item.resourceVersion) return undefined;
-  return `${target} ${identityKeyOf(item.identity)}`;
+  return { object: `${target} ${identityKeyOf(item.identity)}`, version: item.resourceVersion };
 }
 
 /** The version of an entry's encoding: an entry of another version is skipped, never guessed at. */

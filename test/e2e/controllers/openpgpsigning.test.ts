@@ -47,6 +47,21 @@ describe("commits are signed with the GitProvider's OpenPGP key", () => {
     return { fingerprint, armored };
   };
 
+  /** The GitProvider's SigningConfigured False (CredentialsInvalid), its message matching `message`. */
+  const refusedWith = async (message: RegExp) => {
+    const refused = await conditionOf(
+      providers(),
+      namespace,
+      "state",
+      "SigningConfigured",
+      "False",
+      "CredentialsInvalid",
+      60_000,
+    );
+    assert.match(condition(refused, "SigningConfigured")!.message, message);
+    return refused;
+  };
+
   const writeSigningSecret = (data: Record<string, string>) =>
     core.replaceNamespacedSecret({
       namespace,
@@ -196,17 +211,7 @@ describe("commits are signed with the GitProvider's OpenPGP key", () => {
     );
     await writeSigningSecret({ "signing-key": locked.armored });
     await lookAgain();
-    const refused = await conditionOf(
-      providers(),
-      namespace,
-      "state",
-      "SigningConfigured",
-      "False",
-      "CredentialsInvalid",
-      60_000,
-    );
-    assert.match(
-      condition(refused, "SigningConfigured")!.message,
+    const refused = await refusedWith(
       /cannot be used: the OpenPGP key is protected by a passphrase and the Secret has none: put it under passphrase/,
     );
     assert.equal(condition(refused, "Ready")?.status, "False");
@@ -261,17 +266,7 @@ describe("commits are signed with the GitProvider's OpenPGP key", () => {
       body: { metadata: { name: "pgp" }, stringData: { "signing-key": publicOnly } },
     });
     await lookAgain();
-    const refused = await conditionOf(
-      providers(),
-      namespace,
-      "state",
-      "SigningConfigured",
-      "False",
-      "CredentialsInvalid",
-      60_000,
-    );
-    assert.match(
-      condition(refused, "SigningConfigured")!.message,
+    await refusedWith(
       /an OpenPGP public key, which cannot sign: store the private key instead \(export one with gpg --armor --export-secret-keys KEYID\)/,
     );
     await core.replaceNamespacedSecret({
