@@ -4,7 +4,8 @@
 # On a fresh machine most of the first build is module downloads, and one tool after another
 # left the network idle while a build ran and the cores idle while a download ran. So every
 # missing tool's modules are downloaded at once first (GOTOOL_DOWNLOAD_ONLY, hack/lib/gobuild.sh),
-# then the tools are built one at a time, each with both cores, and each step says how far it is.
+# then the tools are built one at a time, each with both cores, each as soon as its own downloads
+# are in, and each step says how far it is.
 # The operator's image (hack/image/rootfs.ts, Debian's packages and no Go) is built in the first
 # phase, beside the downloads: it is mostly downloads itself.
 #   tools.sh [testenv|kustomize|sops|helm|flux|flux-notification|argocd|olm-validate|image ...]
@@ -38,33 +39,44 @@ for tool in "${tools[@]}"; do
 done
 
 # 1. Every step's downloads at once; a step whose tool is cached ends at once and says nothing.
+# Each writes its exit status beside its log when it ends.
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
-declare -A step_of=()
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
 for i in "${!steps[@]}"; do
-  GOTOOL_DOWNLOAD_ONLY=1 ${steps[$i]} >"$logs/$i" 2>&1 &
-  step_of[$!]=$i
+  (
+    status=0
+    GOTOOL_DOWNLOAD_ONLY=1 ${steps[$i]} >"$logs/$i" 2>&1 || status=$?
+    echo "$status" >"$logs/$i.status"
+  ) &
 done
 started=$(date +%s)
-done_count=0
-failed=0
-while ((done_count < ${#steps[@]})); do
-  status=0
-  wait -n -p pid || status=$?
-  done_count=$((done_count + 1))
-  i=${step_of[$pid]}
-  if ((status != 0)); then
+
+# 2. The builds, one at a time (each takes both cores: two at once took as long, measured), each
+# started as soon as its own downloads are in, while the other downloads go on: the first
+# build no longer waits for the slowest download. Of the steps whose downloads ended, the first
+# named goes first.
+declare -A built=()
+downloaded() {
+  local i
+  for i in "${!steps[@]}"; do
+    [[ -z "${built[$i]:-}" && -f "$logs/$i.status" ]] && { echo "$i"; return 0; }
+  done
+  return 1
+}
+count=0
+while ((count < ${#steps[@]})); do
+  if ! i=$(downloaded); then
+    wait -n || true
+    continue
+  fi
+  built[$i]=1
+  count=$((count + 1))
+  if [[ "$(<"$logs/$i.status")" != 0 ]]; then
     echo "tools: downloading for \`${steps[$i]}\` failed:" >&2
     cat "$logs/$i" >&2
-    failed=1
-  elif [[ -s "$logs/$i" ]]; then
-    echo "tools: [downloads $done_count/${#steps[@]}, $(($(date +%s) - started))s] $(tail -n 1 "$logs/$i")"
+    exit 1
   fi
-done
-((failed == 0)) || exit 1
-
-# 2. The builds, one at a time.
-for i in "${!steps[@]}"; do
-  echo "tools: [build $((i + 1))/${#steps[@]}] ${steps[$i]##*/}"
+  [[ -s "$logs/$i" ]] && echo "tools: [downloads of ${steps[$i]##*/} in, $(($(date +%s) - started))s] $(tail -n 1 "$logs/$i")"
+  echo "tools: [build $count/${#steps[@]}] ${steps[$i]##*/}"
   ${steps[$i]}
 done

@@ -11,7 +11,7 @@
 // other test process picks it while that one lives, however long its daemon takes to bind (an
 // audit ingress waits for a whole control plane to start first). A start that still loses its
 // port is started again on another (startOnChosenPorts).
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,6 +42,7 @@ export async function freePort(host = "127.0.0.1"): Promise<number> {
 export function claimPort(port: number): boolean {
   if (claimed.has(port)) return false;
   mkdirSync(claims, { recursive: true });
+  if (!swept) sweepDead();
   const file = join(claims, String(port));
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -50,18 +51,44 @@ export function claimPort(port: number): boolean {
       claimed.add(port);
       return true;
     } catch {
-      let owner: string;
-      try {
-        owner = readFileSync(file, "utf8").trim();
-      } catch {
-        continue; // given back meanwhile: try again
-      }
-      // An empty claim is one being written: its process lives.
-      if (owner === "" || alive(Number(owner))) return false;
+      const owner = ownerOf(file);
+      if (owner === undefined) continue; // given back meanwhile: try again
+      if (!ownerDead(owner)) return false;
       rmSync(file, { force: true });
     }
   }
   return false;
+}
+
+/** Whether this process has cleared the claims of dead processes yet. */
+let swept = false;
+
+/**
+ * Removes, once a process, the claims of processes that died without giving them back (a test
+ * process the runner killed runs no exit handler), so the directory holds live claims only
+ * instead of growing by a few dozen files every run.
+ */
+function sweepDead(): void {
+  swept = true;
+  for (const name of readdirSync(claims)) {
+    const file = join(claims, name);
+    const owner = ownerOf(file);
+    if (owner !== undefined && ownerDead(owner)) rmSync(file, { force: true });
+  }
+}
+
+/** The pid a claim file holds ("" while it is being written), undefined when it is gone. */
+function ownerOf(file: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** An empty claim is one being written: its process lives. */
+function ownerDead(owner: string): boolean {
+  return owner !== "" && !alive(Number(owner));
 }
 
 function alive(pid: number): boolean {

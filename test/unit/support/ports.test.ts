@@ -2,7 +2,7 @@
 // another test takes it between the pick and the server's bind.
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -66,6 +66,22 @@ describe("a port one test process picked", () => {
       true,
       "a killed one's claim is stale",
     );
+  });
+
+  it("is cleared of a killed process's claims by the next process's first pick, not left to pile up", async () => {
+    const module = new URL("../../support/ports.ts", import.meta.url).href;
+    const killed = Number(
+      spawnSync(process.execPath, [
+        ...typeScript,
+        "--input-type=module",
+        "-e",
+        `const { freePort } = await import(${JSON.stringify(module)}); console.log(await freePort()); process.kill(process.pid, 'SIGKILL');`,
+      ]).stdout.toString(),
+    );
+    const stale = join(tmpdir(), "gitops-reverser-ports", String(killed));
+    assert.ok(existsSync(stale), "the killed process left its claim");
+    assert.equal(claimedElsewhere(await freePort()), "false");
+    assert.ok(!existsSync(stale), "the next process's first claim removed it");
   });
 });
 
