@@ -1,18 +1,20 @@
 # Sourced by the scripts that build a tool from Go modules into the cache outside the
 # repository (hack/testenv/build.sh, hack/tools/gotool.sh, flux.sh, olmvalidate.sh): the Go build environment, one
-# lock per cache root so two builds started at once take turns, and Go found where some
+# lock per tool so two builds of one tool started at once take turns, and Go found where some
 # machines keep it outside the default PATH.
 
 export GOTOOLCHAIN=local
 export GOFLAGS=-mod=mod
 export CGO_ENABLED=0
 
-# build_lock NAME CACHE_ROOT: waits for any other build into CACHE_ROOT to finish. The lock is
-# held until the calling script exits; the caller checks its cache again afterwards, since the
-# build it waited for may have made what it wanted.
+# build_lock NAME CACHE_ROOT: waits for any other build of NAME into CACHE_ROOT to finish. The
+# lock is held until the calling script exits; the caller checks its cache again afterwards,
+# since the build it waited for may have made what it wanted. One lock a tool, not one a cache
+# root: tools.sh builds one tool while another step fetches (Argo CD's CRDs), and that step must
+# not hold the build up.
 build_lock() {
   mkdir -p "$2"
-  exec {build_lock_fd}>"$2/.build.lock"
+  exec {build_lock_fd}>"$2/.build-${1// /-}.lock"
   if ! flock -n "$build_lock_fd"; then
     echo "$1: another build is running; waiting for it"
     flock "$build_lock_fd"

@@ -41,7 +41,7 @@ done
 # 1. Every step's downloads at once; a step whose tool is cached ends at once and says nothing.
 # Each writes its exit status beside its log when it ends.
 logs=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$logs"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
 for i in "${!steps[@]}"; do
   (
     status=0
