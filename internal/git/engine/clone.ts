@@ -1,6 +1,8 @@
 // A branch worker's local clone, through the native git CLI (gitexec.ts). Every repository
 // operation of a worker goes through here, on the worker's own loop. A checkout found on disk is
-// never trusted: the worker's first cycle fetches and resets. After that the worker decides when
+// trusted only as a clone closed in order left it (cleanMarker): the worker's first cycle fetches
+// and resets, unless that close found the worktree and index exactly its last commit and the
+// remote still shows that commit. After that the worker decides when
 // to fetch (its base trust); the clone only does what it is told, and every push checks first
 // that the remote still shows the root the commits were made on, then pushes with that root as
 // the lease, so the server's compare-and-swap holds too. The clone is partial (commits and trees;
@@ -9,8 +11,8 @@
 // CloneOptions.buildsFrom), so the rest of a large repository costs neither fetch, checkout nor
 // disk.
 import * as fs from "node:fs";
-import { mkdir, readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { runGit, type GitRun } from "./gitexec.ts";
 import { CommitStream } from "./commitstream.ts";
 import { filesUnder, SparseCheckout, type BuildsFrom } from "./sparsecheckout.ts";
@@ -84,6 +86,14 @@ export interface Repository {
   /** Waits until every commit sent is made, and the head is the last of them. */
   settle(): Promise<void>;
 }
+
+/**
+ * Where a clone closed in order names the commit its worktree and index were exactly, nothing
+ * untracked beside them: the next clone on the directory takes it once, and trusts the checkout
+ * without a reset when the remote still shows that commit. Beside the saved inventories, in .git,
+ * which no reset or clean touches; a process that dies without closing leaves none.
+ */
+const cleanMarker = (dir: string) => join(dir, ".git", "gitops-reverser", "clean-at");
 
 /** How many importer streams end between two checks of git's own housekeeping (`gc --auto`). */
 const importsPerHousekeeping = 25;
@@ -221,7 +231,15 @@ export class Clone implements Repository {
       await this.git(["sparse-checkout", "set", "--cone", "--sparse-index"]);
     }
     await this.git(["config", "remote.origin.url", url]);
+    const closedClean = await this.takeCleanMarker();
     const root = rootFrom(advertisement ?? (await this.advertise()), branch, parentBranch);
+    // Its own last push, left as the last close found it: the checkout is the tip already.
+    if (root.from === "branch" && root.commit === closedClean && (await this.headIs(root.commit))) {
+      this.unstaged.clear();
+      this.head = root.commit;
+      this.headTree = undefined;
+      return root;
+    }
     // A tip the clone already holds (its own last push, found again after a restart) needs no
     // fetch: the reset alone makes the checkout trustworthy.
     if (root.from !== "empty" && !(await this.holdsCommit(root.commit))) {
@@ -266,8 +284,43 @@ export class Clone implements Repository {
     this.headTree = undefined;
   }
 
+  /**
+   * Puts every commit into the repository, and leaves the clean marker when the worktree and the
+   * index are exactly the last commit: the branch is moved there first (a commit moves no local
+   * ref), so git status compares both with it, untracked and ignored files included.
+   */
   async close(): Promise<void> {
     await this.endImport();
+    const head = this.head;
+    if (!head) return;
+    try {
+      await this.git(["update-ref", `refs/heads/${this.options.branch}`, head]);
+      const { stdout } = await this.git(["status", "--porcelain", "--untracked-files=all", "--ignored"]);
+      if (stdout.length > 0) return;
+      await mkdir(dirname(cleanMarker(this.dir)), { recursive: true });
+      await writeFile(cleanMarker(this.dir), head);
+    } catch {
+      // Not proved clean: the next clone resets, as after a crash.
+    }
+  }
+
+  /** The commit the last close left the checkout clean at, if it did; taken once, so a crash after this start leaves none. */
+  private async takeCleanMarker(): Promise<string | undefined> {
+    const marker = cleanMarker(this.dir);
+    const commit = await readFile(marker, "utf8").then(
+      (text) => text.trim(),
+      () => undefined,
+    );
+    if (commit !== undefined) await rm(marker, { force: true });
+    return commit;
+  }
+
+  /** Whether HEAD is `commit`, the checkout's branch named by HEAD. */
+  private async headIs(commit: string): Promise<boolean> {
+    const { stdout } = await this.git(["rev-parse", "--verify", "-q", "HEAD"]).catch(() => ({
+      stdout: Buffer.alloc(0),
+    }));
+    return stdout.toString("utf8").trim() === commit;
   }
 
   private async resetTo(tip: string | undefined): Promise<void> {

@@ -1,7 +1,7 @@
 // A clone's commits go through one git fast-import per clone; what reaches the server must be
 // what `git add` and `git commit` would have made of the same worktree.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { chmod, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -198,6 +198,37 @@ describe("a clone's commits", () => {
     assert.ok(sessions() >= after + 2, "a commit it does not hold is fetched: ls-remote, then fetch");
     assert.equal(await restarted.read("b.yaml"), "b: 1\n");
     await restarted.close();
+  });
+
+  it("trusts the checkout a clone closed clean at the tip it pushed, without a reset, once; one closed with a change it did not commit, or never closed, is reset", async () => {
+    const url = await git.createRepository("closed-clean");
+    const dir = join(scratch, "closed-clean");
+    const first = new Clone({ dir, url, branch: "main", auth: user });
+    const root = await first.fetchAndReset();
+    await first.write("a.yaml", "a: 1\n");
+    await first.commit(["a.yaml"], "a\n", signature, signature);
+    const pushed = await first.push(root);
+    await first.close();
+    // Dropped after the close: a reset's clean would remove it, so it shows whether one ran.
+    const stray = join(dir, "stray.txt");
+    writeFileSync(stray, "left\n");
+
+    const trusted = new Clone({ dir, url, branch: "main", auth: user });
+    assert.deepEqual(await trusted.fetchAndReset(), { from: "branch", commit: pushed });
+    assert.ok(existsSync(stray), "no reset: the close found the worktree clean at the tip");
+    assert.equal(await trusted.read("a.yaml"), "a: 1\n");
+    // Never closed, as a killed process: the marker was taken at the start, so the next one resets.
+    const afterCrash = new Clone({ dir, url, branch: "main", auth: user });
+    assert.deepEqual(await afterCrash.fetchAndReset(), { from: "branch", commit: pushed });
+    assert.ok(!existsSync(stray), "reset: nothing said the checkout was clean");
+
+    await afterCrash.write("b.yaml", "b: 1\n");
+    await afterCrash.close();
+    const afterDirty = new Clone({ dir, url, branch: "main", auth: user });
+    assert.deepEqual(await afterDirty.fetchAndReset(), { from: "branch", commit: pushed });
+    assert.ok(!existsSync(join(dir, "b.yaml")), "reset: the close found a file it never committed");
+    assert.equal(await afterDirty.read("a.yaml"), "a: 1\n");
+    await afterDirty.close();
   });
 
   it("keeps the index at the head, so a reset onto a foreign commit rewrites only what it changed", async () => {
