@@ -46,6 +46,19 @@ describe("a clone's commits", () => {
     return new Clone({ dir: join(scratch, name), url, branch: "main", auth: user });
   };
 
+  /** A clone that pushed one commit, a.yaml, and closed: what a restarted process finds. */
+  const pushedAndClosed = async (name: string) => {
+    const url = await git.createRepository(name);
+    const dir = join(scratch, name);
+    const first = new Clone({ dir, url, branch: "main", auth: user });
+    const root = await first.fetchAndReset();
+    await first.write("a.yaml", "a: 1\n");
+    await first.commit(["a.yaml"], "a\n", signature, signature);
+    const pushed = await first.push(root);
+    await first.close();
+    return { url, dir, pushed };
+  };
+
   it("records odd names, modes and links exactly as git add would", async () => {
     const clone = await cloneOf("exact");
     const root = await clone.fetchAndReset();
@@ -173,14 +186,7 @@ describe("a clone's commits", () => {
   });
 
   it("resets a restarted clone onto the tip it pushed itself without fetching, and fetches a foreign one", async () => {
-    const url = await git.createRepository("restart");
-    const dir = join(scratch, "restart");
-    const first = new Clone({ dir, url, branch: "main", auth: user });
-    const root = await first.fetchAndReset();
-    await first.write("a.yaml", "a: 1\n");
-    await first.commit(["a.yaml"], "a\n", signature, signature);
-    const pushed = await first.push(root);
-    await first.close();
+    const { url, dir, pushed } = await pushedAndClosed("restart");
     // Each git command that reads the remote opens with one advertisement: ls-remote, then fetch.
     const sessions = () =>
       git.requests.filter((r) => r.repository === "restart" && r.service === "upload-pack" && r.advertisement)
@@ -201,14 +207,7 @@ describe("a clone's commits", () => {
   });
 
   it("trusts the checkout a clone closed clean at the tip it pushed, without a reset, once; one closed with a change it did not commit, or never closed, is reset", async () => {
-    const url = await git.createRepository("closed-clean");
-    const dir = join(scratch, "closed-clean");
-    const first = new Clone({ dir, url, branch: "main", auth: user });
-    const root = await first.fetchAndReset();
-    await first.write("a.yaml", "a: 1\n");
-    await first.commit(["a.yaml"], "a\n", signature, signature);
-    const pushed = await first.push(root);
-    await first.close();
+    const { url, dir, pushed } = await pushedAndClosed("closed-clean");
     // Dropped after the close: a reset's clean would remove it, so it shows whether one ran.
     const stray = join(dir, "stray.txt");
     writeFileSync(stray, "left\n");
