@@ -225,10 +225,12 @@ describe("two replicas, one branch: the other takes it over and hears every push
       process.kill(holding.process.pid, "SIGCONT");
     }
     // Awake, the old holder finds its Lease long unrenewed: it publishes nothing, and says so
-    // (without the fence it replays f1 onto the new tip and pushes it: Git goes back).
+    // (without the fence it replays f1 onto the new tip and pushes it: Git goes back), or it
+    // finds its leader Lease lost first and stops, which ends its chance to push just as well.
     await eventually(
       async () =>
         readFileSync(holding.logFile, "utf8").includes("this replica may not push") ||
+        !holding.process.running ||
         (await valueInGit()) === "f1",
       {
         timeoutMs: 60_000,
