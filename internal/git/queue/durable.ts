@@ -31,6 +31,9 @@ import { LogFenced, type LogEntry, type WriteLog } from "./writelog.ts";
 import { within } from "../../timing/deadline.ts";
 import { laterRevision, orderable } from "../../types/revision.ts";
 
+/** One event of one object, as replayedEvents keeps it. */
+const eventKey = (event: { object: string; version: string }) => `${event.object} ${event.version}`;
+
 /** Whether the queue keeps the branch's writes now, for the GitBranch's DurableQueue condition. */
 export type QueueState = { available: true } | { available: false; error: string; since: Date };
 
@@ -111,7 +114,7 @@ export class DurableWrites {
     for (const { item } of taken) {
       const event = eventOf(target, item);
       if (!event) continue;
-      this.replayedEvents.add(`${event.object} ${event.version}`);
+      this.replayedEvents.add(eventKey(event));
       const newest = this.replayedNewest.get(event.object);
       if (!newest || laterRevision(event.version, newest))
         this.replayedNewest.set(event.object, event.version);
@@ -138,7 +141,7 @@ export class DurableWrites {
     if (this.replayedEvents.size === 0 && this.replayedNewest.size === 0) return false;
     const event = eventOf(target, item);
     if (!event) return false;
-    if (this.replayedEvents.delete(`${event.object} ${event.version}`)) return true;
+    if (this.replayedEvents.delete(eventKey(event))) return true;
     const newest = this.replayedNewest.get(event.object);
     if (!newest) return false;
     if (orderable(event.version, newest) && !laterRevision(event.version, newest)) return true;

@@ -1,6 +1,13 @@
 // Small builders and waits shared by the controller tests.
+import assert from "node:assert/strict";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { gitBranches, gitTargets, kubeProviders, watchRules } from "../../../generated/v1alpha3/index.ts";
+import {
+  gitBranches,
+  gitTargets,
+  kubeProviders,
+  watchRules,
+  type GitProvider,
+} from "../../../generated/v1alpha3/index.ts";
 import type { ResourceClient } from "../../../internal/kube/resourceclient.ts";
 import { findCondition, type Condition } from "../../../internal/operator/conditions.ts";
 import { eventually } from "../../support/wait.ts";
@@ -35,6 +42,29 @@ export async function conditionOf<T extends WithConditions>(
       description: () => `${name} ${type}=${status}${reason ? ` (${reason})` : ""}; last seen ${last}`,
     },
   );
+}
+
+/**
+ * Waits until the GitProvider says its signing key cannot be used (SigningConfigured False,
+ * CredentialsInvalid), asserts the condition's message matches `message`, and returns it.
+ */
+export async function signingRefused(
+  providers: ResourceClient<GitProvider>,
+  namespace: string,
+  name: string,
+  message: RegExp,
+): Promise<GitProvider> {
+  const refused = await conditionOf(
+    providers,
+    namespace,
+    name,
+    "SigningConfigured",
+    "False",
+    "CredentialsInvalid",
+    60_000,
+  );
+  assert.match(condition(refused, "SigningConfigured")?.message ?? "", message);
+  return refused;
 }
 
 export function clients(kc: KubeConfig) {

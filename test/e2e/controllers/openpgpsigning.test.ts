@@ -14,7 +14,7 @@ import { startOperator } from "../../support/operator.ts";
 import { shippedOperatorIdentity } from "../../support/shippedrbac.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { condition, conditionOf } from "./helpers.ts";
+import { condition, conditionOf, signingRefused } from "./helpers.ts";
 
 const run = promisify(execFile);
 const namespace = "pgp";
@@ -48,19 +48,7 @@ describe("commits are signed with the GitProvider's OpenPGP key", () => {
   };
 
   /** The GitProvider's SigningConfigured False (CredentialsInvalid), its message matching `message`. */
-  const refusedWith = async (message: RegExp) => {
-    const refused = await conditionOf(
-      providers(),
-      namespace,
-      "state",
-      "SigningConfigured",
-      "False",
-      "CredentialsInvalid",
-      60_000,
-    );
-    assert.match(condition(refused, "SigningConfigured")!.message, message);
-    return refused;
-  };
+  const refusedWith = (message: RegExp) => signingRefused(providers(), namespace, "state", message);
 
   const writeSigningSecret = (data: Record<string, string>) =>
     core.replaceNamespacedSecret({

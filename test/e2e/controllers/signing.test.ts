@@ -13,7 +13,7 @@ import { applyGeneratedSigning, applyMirror } from "../../support/mirror.ts";
 import { startOperator } from "../../support/operator.ts";
 import { makeOwnedTempDir, removeOwnedTempDir } from "../../support/reaper.ts";
 import { eventually } from "../../support/wait.ts";
-import { condition, conditionOf } from "./helpers.ts";
+import { condition, conditionOf, signingRefused } from "./helpers.ts";
 
 const run = promisify(execFile);
 const namespace = "signed";
@@ -135,17 +135,10 @@ describe("commits are signed with the GitProvider's SSH key", () => {
       ],
     });
     await lookAgain();
-    const refused = await conditionOf(
+    const refused = await signingRefused(
       providers(),
       namespace,
       "state",
-      "SigningConfigured",
-      "False",
-      "CredentialsInvalid",
-      60_000,
-    );
-    assert.match(
-      condition(refused, "SigningConfigured")?.message ?? "",
       /cannot be used: the signing key is not an OpenSSH or PEM private key/,
     );
     assert.equal(condition(refused, "Ready")?.status, "False");
