@@ -4,7 +4,10 @@
 # machines keep it outside the default PATH.
 
 export GOTOOLCHAIN=local
-export GOFLAGS=-mod=mod
+# No DWARF from the compiler: every tool is linked with -s -w, which drops it anyway, and not
+# writing it made an empty-cache build of sops 8-18 % faster (84.1 s and 94.6 s against 77.0 s
+# and 77.5 s, alternating, 2 cores).
+export GOFLAGS="-mod=mod -gcflags=all=-dwarf=false"
 export CGO_ENABLED=0
 
 # build_lock NAME CACHE_ROOT: waits for any other build of NAME into CACHE_ROOT to finish. The

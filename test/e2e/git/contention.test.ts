@@ -153,6 +153,12 @@ describe("Git contention: a branch somebody else keeps pushing to", () => {
         await inGit(`new-${round}`, `round: r${round}`, `the ConfigMap of round ${round}`);
         assert.ok(pusher.running(), `round ${round} landed while the foreign pusher was still pushing`);
       }
+      // The rounds can land within two of its ticks; one more of its commits after them shows a
+      // remote still moving on top of what we pushed.
+      const before = pusher.pushed.length;
+      await eventually(() => pusher.pushed.length > before, {
+        description: "a foreign commit after the rounds",
+      });
     } finally {
       await pusher.stop();
       sampling = false;
