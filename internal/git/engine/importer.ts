@@ -5,8 +5,25 @@
 // any other git call; the next commit starts a new one.
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { once } from "node:events";
-import { GitCommandError, gitEnv } from "./gitexec.ts";
-import { commitCommand, treeOfListing, type ImportedCommit } from "./importstream.ts";
+import {
+  largeFolderFiles,
+  largeFolders,
+  mergedEntries,
+  mktreeInput,
+  parseTreeListing,
+  type FolderChange,
+  type ObjectFormat,
+  type TreeEntry,
+} from "./foldertree.ts";
+import { GitCommandError, gitEnv, runGit } from "./gitexec.ts";
+import {
+  blobCommand,
+  commitCommand,
+  listedTree,
+  quotePath,
+  treeOfListing,
+  type ImportedCommit,
+} from "./importstream.ts";
 
 /** The ref the importer moves: private to the operator, so no branch moves before a reset. */
 const importRef = "refs/gitops-reverser/import";
@@ -30,8 +47,16 @@ export class Importer {
   private readonly made = new Map<string, number>();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly exited: Promise<number | null>;
+  private objectFormat: Promise<ObjectFormat> | undefined;
 
-  constructor(dir: string) {
+  /**
+   * `largeFolder`: the fewest files one commit writes into one folder for the importer to build
+   * that folder's tree itself (foldertree.ts); a test sets it to compare both ways.
+   */
+  constructor(
+    private readonly dir: string,
+    private readonly largeFolder = largeFolderFiles,
+  ) {
     // --force: the import ref follows whatever the clone committed on last, fast-forward or not.
     // Zlib's fastest level: each commit writes its folder's tree anew, and deflating a tree of
     // 1,000 entries at git's default level was most of a commit's cost (1.7 ms a commit, 0.55
@@ -64,35 +89,96 @@ export class Importer {
   } {
     const mark = ++this.marks;
     const from = typeof commit.parent === "number" ? `:${commit.parent}` : this.dataref(commit.parent);
-    const made = this.request(commitCommand({ ...commit, ref: importRef, mark, from }), 2).then(
-      ([listing, hash]) => {
-        const tree = listing!.startsWith("missing ") ? emptyTree : treeOfListing(listing!);
-        this.made.set(hash!.trim(), mark);
-        return { commit: hash!.trim(), tree };
-      },
-    );
+    const imported: ImportedCommit = { ...commit, ref: importRef, mark, from };
+    const large = largeFolders(commit.files, this.largeFolder);
+    const command = () =>
+      large.length === 0 ? commitCommand(imported) : this.withFolderTrees(imported, large);
+    const made = this.request(command, 2).then(([listing, hash]) => {
+      const tree = listing!.startsWith("missing ") ? emptyTree : treeOfListing(listing!);
+      this.made.set(hash!.trim(), mark);
+      return { commit: hash!.trim(), tree };
+    });
     made.catch(() => undefined);
     return { mark, made };
   }
 
   /** The root tree of a commit: one the repository holds, or one this stream made. */
   async treeOf(commit: string): Promise<string> {
-    const [listing] = await this.request([Buffer.from(`ls ${this.dataref(commit)} ""\n`)], 1);
+    const [listing] = await this.request(() => [Buffer.from(`ls ${this.dataref(commit)} ""\n`)], 1);
     return treeOfListing(listing!);
   }
 
   /**
    * Sends a command after those sent before it, and reads its `count` answer lines. The next
    * command is sent once this one is written, not once it is answered: answers come in order.
+   * `command` is built in turn, so it may ask fast-import about the commits sent before it.
    */
-  private async request(chunks: Buffer[], count: number): Promise<string[]> {
+  private async request(command: () => Buffer[] | Promise<Buffer[]>, count: number): Promise<string[]> {
     const sent = this.serialized(async () => {
+      const chunks = await command();
       const answers = this.answers(count);
       await this.send(chunks);
       // Wrapped, so the queue moves on once the command is written.
       return { answers };
     });
     return (await sent).answers;
+  }
+
+  /**
+   * The commit with each large folder's tree built here (foldertree.ts): the folder's entries
+   * at the parent merged with the commit's files in it, written by `git mktree`, the new files
+   * sent as blobs before the commit names the tree. Runs in the importer's turn.
+   */
+  private async withFolderTrees(commit: ImportedCommit, large: FolderChange[]): Promise<Buffer[]> {
+    const format = await (this.objectFormat ??= this.readObjectFormat());
+    const inFolders = new Set(large.flatMap((folder) => folder.files));
+    const blobs: Buffer[] = [];
+    const folders: { path: string; tree: string | undefined }[] = [];
+    for (const folder of large) {
+      const parent = commit.from === undefined ? [] : await this.entriesAt(commit.from, folder.path);
+      const entries = mergedEntries(parent, folder, format);
+      folders.push({
+        path: folder.path,
+        tree: entries.length === 0 ? undefined : await this.mktree(entries),
+      });
+      for (const file of folder.files) if (!("deleted" in file)) blobs.push(...blobCommand(file.content));
+    }
+    const files = commit.files.filter((file) => !inFolders.has(file));
+    return [...blobs, ...commitCommand({ ...commit, files, folders })];
+  }
+
+  /**
+   * A folder's entries in a commit, by `ls` to fast-import and `git ls-tree` of the tree it
+   * names. A tree this stream made is only in its memory: a checkpoint writes it out first.
+   */
+  private async entriesAt(from: string, folder: string): Promise<TreeEntry[]> {
+    const ls = async () => (await this.ask([Buffer.from(`ls ${from} ${quotePath(folder)}\n`)]))!;
+    const tree = listedTree(await ls());
+    if (tree === undefined) return [];
+    const listing = () => runGit(["ls-tree", "-z", tree], { cwd: this.dir });
+    const listed = await listing().catch(async () => {
+      // Answered once the checkpoint is done: fast-import runs its commands in order.
+      await this.ask([Buffer.from("checkpoint\n"), Buffer.from(`ls ${from} ${quotePath(folder)}\n`)]);
+      return listing();
+    });
+    return parseTreeListing(listed.stdout);
+  }
+
+  /** Sends a query in the importer's turn (the caller holds it) and reads its one answer. */
+  private async ask(chunks: Buffer[]): Promise<string | undefined> {
+    const answers = this.answers(1);
+    await this.send(chunks);
+    return (await answers)[0];
+  }
+
+  private async mktree(entries: TreeEntry[]): Promise<string> {
+    const made = await runGit(["mktree", "-z", "--missing"], { cwd: this.dir, input: mktreeInput(entries) });
+    return made.stdout.toString("utf8").trim();
+  }
+
+  private async readObjectFormat(): Promise<ObjectFormat> {
+    const { stdout } = await runGit(["rev-parse", "--show-object-format"], { cwd: this.dir });
+    return stdout.toString("utf8").trim() === "sha256" ? "sha256" : "sha1";
   }
 
   private dataref(commit: string | undefined): string | undefined {

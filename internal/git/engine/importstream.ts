@@ -22,6 +22,11 @@ export interface ImportedCommit {
   when: number;
   message: string;
   files: readonly ImportedFile[];
+  /**
+   * Folders whose whole tree is given (foldertree.ts), set before `files`, shallowest first: a
+   * tree the repository holds, or undefined for a folder left empty, which is removed.
+   */
+  folders?: readonly { path: string; tree: string | undefined }[];
 }
 
 /**
@@ -64,6 +69,11 @@ export function commitCommand(commit: ImportedCommit): Buffer[] {
   text(`author ${identity(author, when)}\ncommitter ${identity(committer, when)}\n`);
   out.push(...data(message));
   if (from) text(`from ${from}\n`);
+  for (const folder of commit.folders ?? []) {
+    text(
+      folder.tree ? `M 040000 ${folder.tree} ${quotePath(folder.path)}\n` : `D ${quotePath(folder.path)}\n`,
+    );
+  }
   for (const file of files) {
     if ("deleted" in file) {
       text(`D ${quotePath(file.path)}\n`);
@@ -74,6 +84,22 @@ export function commitCommand(commit: ImportedCommit): Buffer[] {
   }
   text(`\nls :${mark} ""\nget-mark :${mark}\n`);
   return out;
+}
+
+/** A blob with no mark: fast-import stores it, and a tree given by its hash names it. */
+export function blobCommand(content: Buffer): Buffer[] {
+  return [Buffer.from("blob\n"), ...data(content)];
+}
+
+/**
+ * What an `ls` answered for a path: its tree, or nothing there (or a file, which a folder's
+ * tree replaces).
+ */
+export function listedTree(line: string): string | undefined {
+  if (line.startsWith("missing ")) return undefined;
+  const match = /^(\d{6}) (\w+) ([0-9a-f]{40,64})\t/.exec(line);
+  if (!match) throw new Error(`git fast-import answered "${line}" where it lists a path`);
+  return match[2] === "tree" ? match[3]! : undefined;
 }
 
 /** The tree an `ls` of a root names: `040000 tree <hash>\t`. */

@@ -75,6 +75,27 @@ describe("the fast-import stream", () => {
     assert.doesNotMatch(text, /\nfrom /);
   });
 
+  it("sets a folder given whole before the commit's files, and removes one left empty", () => {
+    const tree = "c".repeat(40);
+    const text = Buffer.concat(
+      commitCommand({
+        ref: "refs/x",
+        mark: 2,
+        from: ":1",
+        author: who,
+        committer: who,
+        when: 1,
+        message: "m",
+        files: [{ path: "f/sub/a.yaml", deleted: true }],
+        folders: [
+          { path: "f", tree },
+          { path: "g h", tree: undefined },
+        ],
+      }),
+    ).toString("utf8");
+    assert.match(text, new RegExp(`\nfrom :1\nM 040000 ${tree} "f"\nD "g h"\nD "f/sub/a.yaml"\n`));
+  });
+
   it("reads the tree out of a root listing, and refuses anything else", () => {
     assert.equal(treeOfListing(`040000 tree ${"b".repeat(40)}\t`), "b".repeat(40));
     assert.throws(() => treeOfListing("fatal: nope"), /answered "fatal: nope"/);
