@@ -8,6 +8,7 @@ import { sanitize } from "../internal/sanitize/sanitize.ts";
 import { toStableYaml } from "../internal/sanitize/stableyaml.ts";
 import {
   applyMirror as applyMirrorFixture,
+  grantAllSourceNamespaces,
   mirrorFieldManager,
   mirrorGitTarget,
   type MirrorTarget,
@@ -87,6 +88,46 @@ export async function applyMirror(
   await applyMirrorFixture(kc, namespace, url, user, [mirrored(window)], branch);
 }
 
+/** The most rules one WatchRule holds (its schema's maxItems). */
+const rulesPerWatchRule = 64;
+
+/**
+ * Applies what mirrors the ConfigMaps of every namespace of `sources` into one GitTarget in
+ * `namespace`, as a cluster's namespaces are mirrored: one rule per source namespace (its
+ * `sourceNamespace`), 64 to a WatchRule, each namespace's documents in a folder of its own under
+ * the target's path, and the KubeProvider granting the target every source namespace.
+ */
+export async function applySpreadMirror(
+  kc: KubeConfig,
+  namespace: string,
+  sources: readonly string[],
+  url: string,
+  user: { username: string; password: string },
+  window: Window,
+): Promise<void> {
+  const rules = sources.map((sourceNamespace) => ({
+    apiGroups: [""],
+    resources: ["configmaps"],
+    sourceNamespace,
+  }));
+  await applyMirrorFixture(kc, namespace, url, user, [
+    { ...mirrored(window), rules: rules.slice(0, rulesPerWatchRule) },
+  ]);
+  // After the fixture, whose KubeProvider grants nothing: one field manager applies both.
+  await grantAllSourceNamespaces(kc, namespace);
+  for (let first = rulesPerWatchRule; first < rules.length; first += rulesPerWatchRule) {
+    await watchRules(kc).apply(
+      {
+        apiVersion: "configbutler.ai/v1alpha3",
+        kind: "WatchRule",
+        metadata: { name: `configs-${first / rulesPerWatchRule}`, namespace },
+        spec: { gitTargetRef: { name: "configs" }, rules: rules.slice(first, first + rulesPerWatchRule) },
+      },
+      mirrorFieldManager,
+    );
+  }
+}
+
 /** Changes the GitTarget's commit window; returns the generation the operator must observe. */
 export async function setWindow(kc: KubeConfig, namespace: string, window: Window): Promise<number> {
   const applied = await gitTargets(kc).apply(
@@ -98,11 +139,15 @@ export async function setWindow(kc: KubeConfig, namespace: string, window: Windo
 
 /**
  * The files the operator should write for the namespace's ConfigMaps: each rendered through the
- * operator's own sanitize and stable YAML at its built-in path, plus the bootstrap files. The
- * native-git reference writes exactly these.
+ * operator's own sanitize and stable YAML at its built-in path, added to `files` (the bootstrap
+ * files, unless another namespace's were rendered into it). The native-git reference writes
+ * exactly these.
  */
-export async function renderFolder(kc: KubeConfig, namespace: string): Promise<Map<string, string>> {
-  const files = new Map<string, string>(bootstrapFiles(targetPath));
+export async function renderFolder(
+  kc: KubeConfig,
+  namespace: string,
+  files = new Map<string, string>(bootstrapFiles(targetPath)),
+): Promise<Map<string, string>> {
   const list = await kc.makeApiClient(CoreV1Api).listNamespacedConfigMap({ namespace });
   for (const item of list.items) {
     const name = item.metadata?.name ?? "";

@@ -15,6 +15,8 @@ export interface BenchConfig {
   window: { idleTimeout: string; maxDuration: string };
   /** Edits of the latency phase, each sent once the previous one was pushed. */
   latencyEdits: number;
+  /** (n): the namespaces each size's ConfigMaps are spread over, into one GitTarget; 0 or 1 skips it. */
+  spreadNamespaces: number;
   /** Files elsewhere in phase (l)'s repository, on the first size; 0 skips the phase. */
   largeRepositoryFiles: number;
   /** Phase (w)'s offered rates, edits per second, on the first size; empty skips the phase. */
@@ -77,6 +79,7 @@ export function readConfig(): BenchConfig {
       maxDuration: process.env.BENCH_EDIT_MAX ?? "10s",
     },
     latencyEdits: numberFrom("BENCH_LATENCY_EDITS", 30),
+    spreadNamespaces: Math.floor(numberFrom("BENCH_SPREAD_NAMESPACES", 100)),
     largeRepositoryFiles: numberFrom("BENCH_LARGE_REPOSITORY_FILES", 50_000),
     writeRates: (process.env.BENCH_WRITE_RATES ?? "500,1000,2000")
       .split(",")

@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { startOperatorProcess } from "../test/support/operator.ts";
 import { kustomizeBinary, repoRoot } from "../test/support/binaries.ts";
-import { applyMirror, configMapFolder, fillNamespace } from "./cluster.ts";
+import { applyMirror, applySpreadMirror, configMapFolder, fillNamespace, targetPath } from "./cluster.ts";
 import { measureThroughput, type ThroughputResult } from "./edits.ts";
 import { prefillRepository } from "./largerepo.ts";
 import { PushLog } from "./pushlog.ts";
@@ -16,6 +16,8 @@ import type { Harness } from "./harness.ts";
 import { waitForSnapshot } from "./snapshot.ts";
 
 export interface ProcessResult {
+  /** The namespaces its ConfigMaps were in: its own, or those it was spread over. */
+  sources: string[];
   /** Operator start to the push that completed the folder. */
   snapshotMs: number | undefined;
   /** The first process's VmHWM when its snapshot was pushed. */
@@ -46,25 +48,50 @@ export async function peakRss(pid: number): Promise<number | undefined> {
 }
 
 /**
- * Measures the operator process on a namespace of its own, filled like the size's, in a
+ * Fills the namespaces the size's ConfigMaps are in: `namespace` itself, or, spread over
+ * `spread` namespaces as a cluster holds them, `<namespace>-0` and on, `namespace` left to the
+ * mirror's own objects.
+ */
+async function fillSources(h: Harness, size: number, namespace: string, spread: number): Promise<string[]> {
+  const { kc, config } = h;
+  if (spread <= 1) {
+    await fillNamespace(kc, namespace, size, config.createBatch);
+    return [namespace];
+  }
+  await fillNamespace(kc, namespace, 0, config.createBatch);
+  const sources = Array.from({ length: spread }, (_, i) => `${namespace}-${i}`);
+  for (const [i, source] of sources.entries()) {
+    const count = Math.floor((size * (i + 1)) / spread) - Math.floor((size * i) / spread);
+    await fillNamespace(kc, source, count, config.createBatch);
+  }
+  return sources;
+}
+
+/**
+ * Measures the operator process on a namespace of its own, filled like the size's, or on
+ * `spread` namespaces sharing the size's ConfigMaps, mirrored into one GitTarget, in a
  * repository that holds `otherFiles` files besides the target folder.
  */
 export async function measureProcess(
   h: Harness,
   size: number,
   namespace: string,
-  options: { otherFiles?: number; withEdits?: boolean } = {},
+  options: { otherFiles?: number; withEdits?: boolean; spread?: number } = {},
 ): Promise<ProcessResult> {
   const otherFiles = options.otherFiles ?? 0;
+  const spread = options.spread ?? 1;
   const { kc, git, user, config } = h;
-  // Its own namespace: a GitProvider's URL is immutable, and the in-process phases use theirs.
-  await fillNamespace(kc, namespace, size, config.createBatch);
+  // Its own namespaces: a GitProvider's URL is immutable, and the in-process phases use theirs.
+  const sources = await fillSources(h, size, namespace, spread);
   const repository = `process-${namespace}`;
-  const folder = configMapFolder(namespace);
+  // Where the snapshot's documents go (every source's folder), and the first source's, edited.
+  const folder = spread > 1 ? targetPath : configMapFolder(namespace);
   const url = await git.createRepository(repository);
   if (otherFiles > 0) await prefillRepository(git, repository, user, otherFiles);
   const log = await PushLog.install(git, repository);
-  await applyMirror(kc, namespace, url, user, { ...config.window, idleTimeout: "0s" });
+  const window = { ...config.window, idleTimeout: "0s" };
+  if (spread > 1) await applySpreadMirror(kc, namespace, sources, url, user, window);
+  else await applyMirror(kc, namespace, url, user, window);
   const workerRoot = join(h.workerRoot, `process-${namespace}`);
   const start = () =>
     startOperatorProcess(
@@ -91,6 +118,7 @@ export async function measureProcess(
     timeoutMs: config.snapshotTimeoutMs,
     log,
     workerRoot,
+    only: (path) => path.includes("/configmaps/"),
   });
   const snapshotPeakRssBytes = await peakRss(operator.process.pid);
   let throughput: ProcessResult["throughput"];
@@ -116,13 +144,14 @@ export async function measureProcess(
   try {
     const restart = await measureRestart({
       kc,
-      namespace,
-      folder,
+      namespace: sources[0]!,
+      folder: configMapFolder(sources[0]!),
       log,
       timeoutMs: config.snapshotTimeoutMs,
       start: () => (operator = start()),
     });
     return {
+      sources,
       snapshotMs: snapshot.ms,
       snapshotPeakRssBytes,
       ...(throughput ? { throughput } : {}),

@@ -30,6 +30,8 @@ export interface SizeResult {
   latency?: LatencyResult & Measured;
   restart?: RestartResult & Measured;
   process?: ProcessResult;
+  /** (n) the same as (p), the size's ConfigMaps spread over namespaces, with native git's write of the same files. */
+  spread?: ProcessResult & { reference: ReferenceResult };
   /** (l) the same as (p), in a repository holding many other files; how many. */
   largeRepository?: ProcessResult & { otherFiles: number };
   reference?: ReferenceResult;
@@ -218,6 +220,26 @@ export function resultTable(result: RunResult): string {
         s(p.restartFirstEditMs),
         `${p.restartPushesBefore} push(es) before the edit's`,
         peak(p.restartPeakRssBytes),
+        "",
+      ]);
+    }
+    const sp = r.spread;
+    if (sp) {
+      const over = `${sp.sources.length} namespaces, one GitTarget`;
+      rows.push([
+        "(n) operator process, spread: snapshot → pushed",
+        n,
+        s(sp.snapshotMs),
+        `${over}; native git ${s(sp.reference.totalMs)} (write ${s(sp.reference.writeMs)}, add+commit ${s(sp.reference.addCommitMs)}, push ${s(sp.reference.pushMs)})`,
+        peak(sp.snapshotPeakRssBytes),
+        sp.snapshotMs !== undefined ? `${(sp.snapshotMs / sp.reference.totalMs).toFixed(1)}× git` : "",
+      ]);
+      rows.push([
+        "(n) operator process, spread: restart → first edit pushed",
+        n,
+        s(sp.restartFirstEditMs),
+        `${over}; ${sp.restartPushesBefore} push(es) before the edit's`,
+        peak(sp.restartPeakRssBytes),
         "",
       ]);
     }

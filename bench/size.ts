@@ -64,6 +64,27 @@ export async function measureSize(h: Harness, r: SizeResult, withEdits: boolean)
     `  snapshot ${s(p.snapshotMs)}, VmHWM ${mib(p.snapshotPeakRssBytes ?? 0)} MiB; ${p.throughput ? `edits ${p.throughput.editsPerSecond.toFixed(1)}/s, p50 ${p.throughput.p50Ms} ms, VmHWM ${mib(p.throughput.peakRssBytes ?? 0)} MiB; ` : ""}after a restart the edit landed ${s(p.restartFirstEditMs)} after the start (${p.restartPushesBefore} push(es) before it), VmHWM ${mib(p.restartPeakRssBytes ?? 0)} MiB`,
   );
 
+  if (config.spreadNamespaces > 1) {
+    const spread = config.spreadNamespaces;
+    progress(
+      `(n) N=${size}: the operator as its own process, the ConfigMaps spread over ${spread} namespaces into one GitTarget`,
+    );
+    const n = await measureProcess(h, size, `${namespace}-n`, { spread });
+    let spreadFiles: Map<string, string> | undefined;
+    for (const source of n.sources) spreadFiles = await renderFolder(kc, source, spreadFiles);
+    const reference = await referenceWrite(
+      git,
+      `reference-${namespace}-n`,
+      user,
+      spreadFiles!,
+      config.referenceRepeats,
+    );
+    r.spread = { ...n, reference };
+    progress(
+      `  snapshot ${s(n.snapshotMs)}, VmHWM ${mib(n.snapshotPeakRssBytes ?? 0)} MiB; native git ${s(reference.totalMs)}; after a restart the edit landed ${s(n.restartFirstEditMs)} after the start (${n.restartPushesBefore} push(es) before it), VmHWM ${mib(n.restartPeakRssBytes ?? 0)} MiB`,
+    );
+  }
+
   if (withEdits && config.failoverEdits > 0) {
     progress(
       `(s) N=${size}: two operator processes, the branch's holder killed with SIGKILL after ${config.failoverEdits} edits`,

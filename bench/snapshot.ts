@@ -1,6 +1,7 @@
 // Waits for the initial snapshot: the remote's main holding one file per ConfigMap under the
-// namespace's folder. `git ls-tree` runs only when the tip moved; the time taken is the push's
-// own, from the push log, so the poll interval adds nothing to it.
+// folder (a namespace's, or the target's over several). `git ls-tree` runs only when the tip
+// moved; the time taken is the push's own, from the push log, so the poll interval adds nothing
+// to it.
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { GitServer } from "../test/support/gitserver.ts";
@@ -42,8 +43,11 @@ export async function waitForSnapshot(options: {
   timeoutMs: number;
   log: PushLog;
   workerRoot: string;
+  /** Which files under the folder count; every file unless told. */
+  only?: (path: string) => boolean;
 }): Promise<SnapshotResult> {
   const { git, repository, folder, size, started, log, workerRoot } = options;
+  const only = options.only ?? (() => true);
   const deadline = started + options.timeoutMs;
   let head: string | undefined;
   let files = 0;
@@ -53,7 +57,7 @@ export async function waitForSnapshot(options: {
     const tip = await git.branchHead(repository, "main");
     if (tip && tip !== head) {
       head = tip;
-      files = (await git.listFiles(repository, "main", folder)).length;
+      files = (await git.listFiles(repository, "main", folder)).filter(only).length;
       if (files >= size) {
         ms = ((await log.landedAt(tip)) ?? Date.now()) - started;
         break;

@@ -631,9 +631,12 @@ export class BranchWorker {
       this.folders.published(target);
     this.durable?.settle(this.heldEntries(), Date.now(), true);
     this.retry.succeeded();
-    this.lastPushAt = Date.now();
     this.lastProvedAt = Date.now();
     if (outcome.kind === "pushed") {
+      // The cooldown follows a push only: a publication whose writes changed nothing (a restart's
+      // resync of a folder Git already holds) sent nothing to cool down from, and had held the
+      // next write's push for 5 s.
+      this.lastPushAt = Date.now();
       const review = this.options.clone.reviewRef;
       if (review !== undefined) this.reviewPush = { ref: review, commit: outcome.commit, at: new Date() };
       this.applies?.pushed(outcome.commit);

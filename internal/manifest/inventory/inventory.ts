@@ -47,7 +47,12 @@ export class FolderInventory {
   private readonly files = new Map<string, FileFacts>();
   /** Where each identity's documents are: more than one only in a folder the gate refuses, or in a patch. */
   private readonly byKey = new Map<string, DocumentLocation[]>();
-  private readonly byName = new Map<string, DocumentLocation[]>();
+  /**
+   * Each group, kind and name's documents, located once when their file is recorded: a lookup
+   * visits one per namespace the name is in (a hundred namespaces' ConfigMaps of one name, say),
+   * and must not build each again.
+   */
+  private readonly byName = new Map<string, LocatedDocument[]>();
   private patches: Set<string> | null = null;
   private kustomizationPaths: string[] | null = null;
   private includers: Map<string, string[]> | null = null;
@@ -170,14 +175,10 @@ export class FolderInventory {
   }
 
   /** The documents of this group, kind and name, whatever namespace they write: patches are not among them. */
-  named(group: string, kind: string, name: string): LocatedDocument[] {
+  named(group: string, kind: string, name: string): readonly LocatedDocument[] {
     const patches = this.patchFiles();
-    return (this.byName.get(nameKey(group, kind, name)) ?? [])
-      .filter((l) => !patches.has(l.path))
-      .flatMap((l) => {
-        const doc = this.files.get(l.path)?.documents.find((d) => d.index === l.index);
-        return doc ? [{ ...doc, path: l.path }] : [];
-      });
+    const documents = this.byName.get(nameKey(group, kind, name)) ?? [];
+    return patches.size === 0 ? documents : documents.filter((d) => !patches.has(d.path));
   }
 
   /**
@@ -338,10 +339,7 @@ export class FolderInventory {
     if (facts.documents.some((d) => d.sealed)) this.sealed.add(facts.path);
     for (const doc of facts.documents) {
       if (add(this.byKey, doc.key, { path: facts.path, index: doc.index }) > 1) this.crowded.add(doc.key);
-      add(this.byName, nameKey(groupOf(doc.apiVersion), doc.kind, doc.name), {
-        path: facts.path,
-        index: doc.index,
-      });
+      add(this.byName, nameKey(groupOf(doc.apiVersion), doc.kind, doc.name), { ...doc, path: facts.path });
     }
   }
 
@@ -360,7 +358,7 @@ export class FolderInventory {
 }
 
 /** Adds a location to a key's; returns how many the key has now. */
-function add(index: Map<string, DocumentLocation[]>, key: string, location: DocumentLocation): number {
+function add<T extends DocumentLocation>(index: Map<string, T[]>, key: string, location: T): number {
   const locations = index.get(key) ?? [];
   locations.push(location);
   // Path order, so the document edited is the same whichever file was read first.
@@ -370,7 +368,7 @@ function add(index: Map<string, DocumentLocation[]>, key: string, location: Docu
 }
 
 /** Drops a file's locations from a key's; returns how many the key has left. */
-function drop(index: Map<string, DocumentLocation[]>, key: string, path: string): number {
+function drop<T extends DocumentLocation>(index: Map<string, T[]>, key: string, path: string): number {
   const locations = index.get(key)?.filter((l) => l.path !== path) ?? [];
   if (locations.length > 0) index.set(key, locations);
   else index.delete(key);

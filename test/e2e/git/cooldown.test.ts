@@ -38,15 +38,20 @@ describe("the push cooldown of a branch worker", () => {
     git.fileAt("cluster-state", "main", `clusters/dev/apps/configmaps/${name}.yaml`);
   /** The pack exchanges of receive-pack the server answered: one per push. */
   const pushes = () =>
-    git.requests.filter((r) => r.service === "receive-pack" && !r.advertisement && r.status === 200).length;
+    git.requests.filter(
+      (r) =>
+        r.repository === "cluster-state" &&
+        r.service === "receive-pack" &&
+        !r.advertisement &&
+        r.status === 200,
+    ).length;
 
-  before(async () => {
-    git = await GitServer.start({ users: [user] });
-    const url = await git.createRepository("cluster-state");
-    await git.pushForeignCommit("cluster-state", { files: { "README.md": "# State\n" }, message: "Start" });
-    dir = makeOwnedTempDir("cooldown");
-    worker = new BranchWorker({
-      clone: new Clone({ dir: join(dir, "clone"), url, branch: "main", auth: user }),
+  /** A worker on a repository of its own, whose main holds one foreign commit. */
+  async function startWorker(repository: string): Promise<BranchWorker> {
+    const url = await git.createRepository(repository);
+    await git.pushForeignCommit(repository, { files: { "README.md": "# State\n" }, message: "Start" });
+    const started = new BranchWorker({
+      clone: new Clone({ dir: join(dir, repository), url, branch: "main", auth: user }),
       committer,
       bufferLimitBytes: 8 * 1024 * 1024,
       // Longer than the 5 s default (pinned below), so the second and third windows are decided
@@ -56,16 +61,61 @@ describe("the push cooldown of a branch worker", () => {
       folders: unheardFolders,
       logger: quiet,
     });
-    worker.start();
+    started.start();
+    workers.push(started);
+    return started;
+  }
+  const workers: BranchWorker[] = [];
+
+  before(async () => {
+    git = await GitServer.start({ users: [user] });
+    dir = makeOwnedTempDir("cooldown");
+    worker = await startWorker("cluster-state");
   });
   after(async () => {
-    await worker?.stop();
+    for (const w of workers) await w.stop();
     await git?.close();
     if (dir) removeOwnedTempDir(dir);
   });
 
   it("the push cooldown is the seeds' 5 s", () => {
     assert.equal(defaultPushCooldownMs, 5_000);
+  });
+
+  it("a publication that pushed nothing starts no cooldown", async () => {
+    // A worker of its own: the other test's pushes start cooldowns.
+    const quietStart = await startWorker("quiet-start");
+    const fetched = () =>
+      git.requests.some(
+        (r) => r.repository === "quiet-start" && r.service === "upload-pack" && !r.advertisement,
+      );
+    // A delete of a file Git never held changes nothing: its publication settles without a push.
+    quietStart.enqueue(target, {
+      type: "delete",
+      collection: configMaps,
+      identity: configMapIdentity("never-written"),
+    });
+    // Its cycle under way (the clone's fetch): the next write cannot join it.
+    await eventually(fetched, { description: "the delete's publication fetching" });
+    quietStart.enqueue(target, {
+      type: "upsert",
+      collection: configMaps,
+      identity: configMapIdentity("after-nothing"),
+      object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "after-nothing", namespace: "apps" } },
+    });
+    await eventually(
+      () => git.fileAt("quiet-start", "main", "clusters/dev/apps/configmaps/after-nothing.yaml"),
+      {
+        timeoutMs: cooldownMs / 2,
+        description: "the next write pushed without waiting out a cooldown",
+      },
+    );
+    const log = await git.gitIn("quiet-start", ["log", "--format=%s", "main"]);
+    assert.deepEqual(
+      log.trim().split("\n"),
+      ["create apps/configmaps/after-nothing", "Start"],
+      "one commit: the delete made none",
+    );
   });
 
   it("the push cooldown batches two windows into one push", async () => {
