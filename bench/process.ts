@@ -3,7 +3,7 @@
 // cooldown. Its peak RSS is the kernel's VmHWM, free of the benchmark's own objects. Measured
 // per size, before the in-process phases, on a namespace and repository of its own: the
 // initial snapshot, then a restart on the clone it left with one edit sent as it starts.
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { startOperatorProcess } from "../test/support/operator.ts";
 import { kustomizeBinary, repoRoot } from "../test/support/binaries.ts";
@@ -14,6 +14,7 @@ import { PushLog } from "./pushlog.ts";
 import { measureRestart } from "./restart.ts";
 import type { Harness } from "./harness.ts";
 import { waitForSnapshot } from "./snapshot.ts";
+import { sleep } from "../internal/timing/sleep.ts";
 
 export interface ProcessResult {
   /** The namespaces its ConfigMaps were in: its own, or those it was spread over. */
@@ -22,6 +23,8 @@ export interface ProcessResult {
   snapshotMs: number | undefined;
   /** The first process's VmHWM when its snapshot was pushed. */
   snapshotPeakRssBytes: number | undefined;
+  /** Its heap then, with BENCH_HEAP_SNAPSHOT_DIR (bench/heapsummary.ts reads it). */
+  heapSnapshot?: string;
   /** With edits: (b)'s edit stream sent to the first process, and its VmHWM after it. */
   throughput?: ThroughputResult & { peakRssBytes: number | undefined };
   /** The second process's start to the push that carried the edit sent as it started. */
@@ -35,10 +38,40 @@ export interface ProcessResult {
 /** What the Dockerfile sets NODE_OPTIONS to, so the process is measured as the image runs it. */
 const imageNodeOptions = "--max-semi-space-size=4";
 
-/** The operator process's environment: the image's NODE_OPTIONS, unless BENCH_OPERATOR_NODE_OPTIONS measures others. */
-export const operatorEnvironment = (): NodeJS.ProcessEnv => ({
-  NODE_OPTIONS: process.env.BENCH_OPERATOR_NODE_OPTIONS ?? imageNodeOptions,
-});
+/** Where (p) writes the process's heap once its snapshot is pushed (BENCH_HEAP_SNAPSHOT_DIR): what holds its memory. */
+const heapSnapshotDir = () => process.env.BENCH_HEAP_SNAPSHOT_DIR || undefined;
+
+/**
+ * The operator process's environment: the image's NODE_OPTIONS, unless BENCH_OPERATOR_NODE_OPTIONS
+ * measures others; with a heap snapshot asked for, V8 writes one on SIGUSR2.
+ */
+export const operatorEnvironment = (): NodeJS.ProcessEnv => {
+  const options = process.env.BENCH_OPERATOR_NODE_OPTIONS ?? imageNodeOptions;
+  const dir = heapSnapshotDir();
+  return {
+    NODE_OPTIONS: dir ? `${options} --heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${dir}` : options,
+  };
+};
+
+/** Has the process write its heap (operatorEnvironment), and waits until the file is whole; its path. */
+async function writeHeapSnapshot(pid: number, timeoutMs: number): Promise<string | undefined> {
+  const dir = heapSnapshotDir();
+  if (!dir) return undefined;
+  const before = new Set(await readdir(dir));
+  process.kill(pid, "SIGUSR2");
+  const deadline = Date.now() + timeoutMs;
+  let last = -1;
+  while (Date.now() < deadline) {
+    await sleep(500);
+    const made = (await readdir(dir)).find((f) => f.endsWith(".heapsnapshot") && !before.has(f));
+    if (!made) continue;
+    const size = (await stat(join(dir, made))).size;
+    // V8 writes the file in one go; its size standing still for half a second is the end.
+    if (size > 0 && size === last) return join(dir, made);
+    last = size;
+  }
+  return undefined;
+}
 
 /** The kernel's high-water mark of a process's resident set, in bytes. */
 export async function peakRss(pid: number): Promise<number | undefined> {
@@ -121,6 +154,7 @@ export async function measureProcess(
     only: (path) => path.includes("/configmaps/"),
   });
   const snapshotPeakRssBytes = await peakRss(operator.process.pid);
+  const heapSnapshot = await writeHeapSnapshot(operator.process.pid, config.snapshotTimeoutMs);
   let throughput: ProcessResult["throughput"];
   if (options.withEdits && snapshot.ms !== undefined) {
     const { edits, writers, editRate: rate, settleTimeoutMs } = config;
@@ -154,6 +188,7 @@ export async function measureProcess(
       sources,
       snapshotMs: snapshot.ms,
       snapshotPeakRssBytes,
+      ...(heapSnapshot ? { heapSnapshot } : {}),
       ...(throughput ? { throughput } : {}),
       restartFirstEditMs: restart.firstEditMs,
       restartPeakRssBytes: await peakRss(operator.process.pid),

@@ -360,9 +360,13 @@ export class FolderInventory {
 /** Adds a location to a key's; returns how many the key has now. */
 function add<T extends DocumentLocation>(index: Map<string, T[]>, key: string, location: T): number {
   const locations = index.get(key) ?? [];
-  locations.push(location);
-  // Path order, so the document edited is the same whichever file was read first.
-  locations.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.index - b.index));
+  // Path order, so the document edited is the same whichever file was read first: placed where
+  // it goes, rather than all of a name's entries sorted again (a hundred, in a hundred namespaces).
+  const before = (l: DocumentLocation) =>
+    l.path > location.path || (l.path === location.path && l.index > location.index);
+  let at = locations.length;
+  while (at > 0 && before(locations[at - 1]!)) at--;
+  locations.splice(at, 0, location);
   index.set(key, locations);
   return locations.length;
 }

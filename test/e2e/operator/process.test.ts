@@ -77,6 +77,18 @@ describe("the operator process", () => {
     );
   }
 
+  it("the bundle is ASCII, every comment's too, so V8 keeps its 10 MB of source one byte a character", () => {
+    for (const file of [bundle, join(scratch, "kargo-observer.mjs")]) {
+      const text = readFileSync(file, "utf8");
+      const first = /[\u0080-\uffff]/.exec(text);
+      assert.equal(
+        first,
+        null,
+        `${file} holds ${JSON.stringify(first?.[0])} near ${JSON.stringify(text.slice((first?.index ?? 0) - 40, (first?.index ?? 0) + 10))}`,
+      );
+    }
+  });
+
   it("--log-level=debug logs reconcile ids: each reconcile logs its controller, object and reconcile id; at warn no info line is written", async () => {
     await branchWithoutProvider("logged");
     const reconciling = (l: Line) =>
