@@ -11,6 +11,7 @@ import {
   grantAllSourceNamespaces,
   mirrorFieldManager,
   mirrorGitTarget,
+  mirrorWatchRule,
   type MirrorTarget,
 } from "../test/support/mirror.ts";
 import { progress } from "./sampler.ts";
@@ -116,15 +117,9 @@ export async function applySpreadMirror(
   // After the fixture, whose KubeProvider grants nothing: one field manager applies both.
   await grantAllSourceNamespaces(kc, namespace);
   for (let first = rulesPerWatchRule; first < rules.length; first += rulesPerWatchRule) {
-    await watchRules(kc).apply(
-      {
-        apiVersion: "configbutler.ai/v1alpha3",
-        kind: "WatchRule",
-        metadata: { name: `configs-${first / rulesPerWatchRule}`, namespace },
-        spec: { gitTargetRef: { name: "configs" }, rules: rules.slice(first, first + rulesPerWatchRule) },
-      },
-      mirrorFieldManager,
-    );
+    const name = `configs-${first / rulesPerWatchRule}`;
+    const slice = rules.slice(first, first + rulesPerWatchRule);
+    await watchRules(kc).apply(mirrorWatchRule(namespace, name, "configs", slice), mirrorFieldManager);
   }
 }
 

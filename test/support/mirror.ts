@@ -52,6 +52,21 @@ export function mirrorGitTarget(namespace: string, t: MirrorTarget): GitTarget {
   };
 }
 
+/** A WatchRule the fixture applies: `rules` selected for the GitTarget `target` of its namespace. */
+export function mirrorWatchRule(
+  namespace: string,
+  name: string,
+  target: string,
+  rules: WatchRule["spec"]["rules"],
+): WatchRule {
+  return {
+    apiVersion: "configbutler.ai/v1alpha3",
+    kind: "WatchRule",
+    metadata: { name, namespace },
+    spec: { gitTargetRef: { name: target }, rules },
+  };
+}
+
 /**
  * Applies what a namespace needs to mirror into a repository: the credential Secret, a
  * GitProvider "state" granting the branch (main unless named) to the namespace, the GitBranch
@@ -110,15 +125,7 @@ export async function applyMirror(
   );
   for (const t of targets) {
     await gitTargetClient.apply(mirrorGitTarget(namespace, t), mirrorFieldManager);
-    await rules.apply(
-      {
-        apiVersion,
-        kind: "WatchRule",
-        metadata: { name: t.name, namespace },
-        spec: { gitTargetRef: { name: t.name }, rules: t.rules },
-      },
-      mirrorFieldManager,
-    );
+    await rules.apply(mirrorWatchRule(namespace, t.name, t.name, t.rules), mirrorFieldManager);
   }
 }
 

@@ -152,13 +152,13 @@ export class Importer {
    * names. A tree this stream made is only in its memory: a checkpoint writes it out first.
    */
   private async entriesAt(from: string, folder: string): Promise<TreeEntry[]> {
-    const ls = async () => (await this.ask([Buffer.from(`ls ${from} ${quotePath(folder)}\n`)]))!;
-    const tree = listedTree(await ls());
+    const ls = Buffer.from(`ls ${from} ${quotePath(folder)}\n`);
+    const tree = listedTree((await this.ask([ls]))!);
     if (tree === undefined) return [];
     const listing = () => runGit(["ls-tree", "-z", tree], { cwd: this.dir });
     const listed = await listing().catch(async () => {
-      // Answered once the checkpoint is done: fast-import runs its commands in order.
-      await this.ask([Buffer.from("checkpoint\n"), Buffer.from(`ls ${from} ${quotePath(folder)}\n`)]);
+      // The same ls, answered once the checkpoint is done: fast-import runs its commands in order.
+      await this.ask([Buffer.from("checkpoint\n"), ls]);
       return listing();
     });
     return parseTreeListing(listed.stdout);

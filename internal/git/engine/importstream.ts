@@ -104,7 +104,7 @@ export function listedTree(line: string): string | undefined {
 
 /** The tree an `ls` of a root names: `040000 tree <hash>\t`. */
 export function treeOfListing(line: string): string {
-  const match = /^040000 tree ([0-9a-f]{40,64})\t/.exec(line);
-  if (!match) throw new Error(`git fast-import answered "${line}" where it lists a tree`);
-  return match[1]!;
+  const tree = line.startsWith("missing ") ? undefined : listedTree(line);
+  if (tree === undefined) throw new Error(`git fast-import answered "${line}" where it lists a tree`);
+  return tree;
 }

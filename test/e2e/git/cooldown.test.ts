@@ -27,15 +27,15 @@ describe("the push cooldown of a branch worker", () => {
     timers: { idleTimeoutMs: 0, maxDurationMs: 60_000 },
     prune: "OnEvent",
   };
-  const upsert = (name: string) =>
-    worker.enqueue(target, {
+  const upsert = (name: string, on = worker) =>
+    on.enqueue(target, {
       type: "upsert",
       collection: configMaps,
       identity: configMapIdentity(name),
       object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "apps" } },
     });
-  const show = (name: string) =>
-    git.fileAt("cluster-state", "main", `clusters/dev/apps/configmaps/${name}.yaml`);
+  const show = (name: string, repository = "cluster-state") =>
+    git.fileAt(repository, "main", `clusters/dev/apps/configmaps/${name}.yaml`);
   /** The pack exchanges of receive-pack the server answered: one per push. */
   const pushes = () =>
     git.requests.filter(
@@ -97,19 +97,11 @@ describe("the push cooldown of a branch worker", () => {
     });
     // Its cycle under way (the clone's fetch): the next write cannot join it.
     await eventually(fetched, { description: "the delete's publication fetching" });
-    quietStart.enqueue(target, {
-      type: "upsert",
-      collection: configMaps,
-      identity: configMapIdentity("after-nothing"),
-      object: { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "after-nothing", namespace: "apps" } },
+    upsert("after-nothing", quietStart);
+    await eventually(() => show("after-nothing", "quiet-start"), {
+      timeoutMs: cooldownMs / 2,
+      description: "the next write pushed without waiting out a cooldown",
     });
-    await eventually(
-      () => git.fileAt("quiet-start", "main", "clusters/dev/apps/configmaps/after-nothing.yaml"),
-      {
-        timeoutMs: cooldownMs / 2,
-        description: "the next write pushed without waiting out a cooldown",
-      },
-    );
     const log = await git.gitIn("quiet-start", ["log", "--format=%s", "main"]);
     assert.deepEqual(
       log.trim().split("\n"),
